@@ -1,0 +1,58 @@
+# minitorch — the front door. On a fresh Debian machine `make demo` or `make test` alone does the set-up:
+# missing Debian packages are installed first (as root, or through sudo), then CMake builds into build/.
+SHELL := /bin/bash
+BUILD ?= build
+JOBS ?= $(shell nproc)
+DEMO_RANKS ?= 1
+
+# Compiler, build tools and the libraries DESIGN.md names (Eigen, Open MPI, nlohmann/json, CLI11,
+# GoogleTest, Doxygen) plus the KJV corpus.
+DEB_PACKAGES := g++ make cmake libeigen3-dev libopenmpi-dev openmpi-bin nlohmann-json3-dev libcli11-dev \
+                libgtest-dev doxygen bible-kjv
+
+.PHONY: all deps configure build test data demo docs bench clean
+
+all: build
+
+deps:
+	@missing=""; for p in $(DEB_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
+configure: deps
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release > /dev/null
+
+build: configure
+	cmake --build $(BUILD) -j$(JOBS)
+
+# The corpus: the whole King James Bible from Debian's bible-kjv, one verse per line, with the verse
+# references ("Ge1:1 ", "SSol1:1 ") stripped. Written to a temporary file, then renamed.
+data: datasets/kjv.txt
+datasets/kjv.txt: | deps
+	@mkdir -p datasets
+	env -u COLUMNS bible -f Gen1:1-Rev22:21 | sed -E 's/^[1-3]?[A-Za-z]+[0-9]+:[0-9]+ //' > $@.tmp
+	@test -s $@.tmp || { echo "bible produced no text; is bible-kjv installed?"; rm -f $@.tmp; exit 1; }
+	@mv $@.tmp $@
+	@echo "wrote $@ ($$(wc -c < $@) bytes)"
+
+test: build data
+	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) --timeout 600
+
+demo: build data
+	$(BUILD)/bin/minitorch-train --config configs/baby.json --data datasets/kjv.txt
+	$(BUILD)/bin/minitorch-sample --checkpoint out/baby.safetensors --prompt "And God said" --tokens 400
+
+docs: deps
+	doxygen docs/Doxyfile
+
+bench: build
+	$(BUILD)/bin/bench-gpt --steps 5
+	$(BUILD)/bin/bench-matmul
+
+clean:
+	rm -rf $(BUILD)

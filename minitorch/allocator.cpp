@@ -1,0 +1,119 @@
+#include "minitorch/allocator.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <new>
+#include <sstream>
+#include <stdexcept>
+
+namespace minitorch {
+
+const char* tag_name(MemTag tag) {
+  static const char* names[kNumMemTags] = {"param", "grad", "optim", "activation", "comm", "other"};
+  return names[static_cast<int>(tag)];
+}
+
+namespace {
+
+thread_local MemTag t_current_tag = MemTag::other;
+
+/// 64-byte aligned host memory (a cache line; AVX-512 loads never split).
+class CpuAllocator final : public DeviceAllocator {
+ public:
+  void* allocate(std::size_t bytes, int) override {
+    if (bytes == 0) return nullptr;
+    std::size_t rounded = (bytes + 63) / 64 * 64;
+    void* p = std::aligned_alloc(64, rounded);
+    if (!p) throw std::bad_alloc();
+    return p;
+  }
+  void deallocate(void* ptr, std::size_t, int) override { std::free(ptr); }
+  void copy_to_host(void* dst, const void* src, std::size_t bytes, int) override { std::memcpy(dst, src, bytes); }
+  void copy_from_host(void* dst, const void* src, std::size_t bytes, int) override { std::memcpy(dst, src, bytes); }
+};
+
+/// The allocator state: registered device allocators and the per-device ledger. This (with the
+/// process group) is the only process-wide mutable state in minitorch.
+struct AllocatorState {
+  std::mutex mutex;
+  CpuAllocator cpu;
+  DeviceAllocator* cuda = nullptr;
+  std::map<std::pair<int, int>, MemoryStats> ledger;  // (device type, index) -> stats
+};
+
+AllocatorState& state() {
+  static AllocatorState s;
+  return s;
+}
+
+MemoryStats& stats_for(AllocatorState& s, Device d) {
+  return s.ledger[{static_cast<int>(d.type), d.index}];
+}
+
+}  // namespace
+
+TagScope::TagScope(MemTag tag) : previous_(t_current_tag) { t_current_tag = tag; }
+TagScope::~TagScope() { t_current_tag = previous_; }
+MemTag current_tag() { return t_current_tag; }
+
+void register_device_allocator(DeviceType type, DeviceAllocator* allocator) {
+  auto& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (type == DeviceType::cpu) throw std::invalid_argument("the CPU allocator is built in");
+  s.cuda = allocator;
+}
+
+DeviceAllocator& device_allocator(DeviceType type) {
+  auto& s = state();
+  if (type == DeviceType::cpu) return s.cpu;
+  if (!s.cuda) throw std::runtime_error("no CUDA allocator registered (this build has no CUDA support)");
+  return *s.cuda;
+}
+
+void account_alloc(Device device, MemTag tag, std::int64_t bytes) {
+  auto& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  MemoryStats& m = stats_for(s, device);
+  int t = static_cast<int>(tag);
+  m.current_bytes[t] += bytes;
+  m.current_total += bytes;
+  if (m.current_bytes[t] > m.peak_bytes[t]) m.peak_bytes[t] = m.current_bytes[t];
+  if (m.current_total > m.peak_total) m.peak_total = m.current_total;
+}
+
+void account_free(Device device, MemTag tag, std::int64_t bytes) {
+  auto& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  MemoryStats& m = stats_for(s, device);
+  m.current_bytes[static_cast<int>(tag)] -= bytes;
+  m.current_total -= bytes;
+}
+
+MemoryStats memory_stats(Device device) {
+  auto& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  return stats_for(s, device);
+}
+
+void reset_peak_memory(Device device) {
+  auto& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  MemoryStats& m = stats_for(s, device);
+  m.peak_bytes = m.current_bytes;
+  m.peak_total = m.current_total;
+}
+
+std::string memory_report(Device device) {
+  MemoryStats m = memory_stats(device);
+  std::ostringstream os;
+  os << "memory on " << device.str() << " (MiB, current / peak):";
+  for (int t = 0; t < kNumMemTags; ++t)
+    os << " " << tag_name(static_cast<MemTag>(t)) << " " << m.current_bytes[t] / 1048576.0 << "/"
+       << m.peak_bytes[t] / 1048576.0;
+  os << " | total " << m.current_total / 1048576.0 << "/" << m.peak_total / 1048576.0;
+  return os.str();
+}
+
+}  // namespace minitorch

@@ -1,0 +1,78 @@
+#pragma once
+/// \file allocator.h
+/// Memory with a purpose attached. Every allocation carries a MemTag; per device the allocator keeps
+/// current and peak bytes per tag. This is how tests prove the ZeRO memory formulas to the byte.
+///
+/// \code
+///   {
+///     minitorch::TagScope scope(minitorch::MemTag::param);
+///     auto w = minitorch::Tensor::zeros({768, 768});   // 2'359'296 bytes counted as "param"
+///   }
+///   auto s = minitorch::memory_stats();                 // s.current(MemTag::param), s.peak(...)
+/// \endcode
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "minitorch/device.h"
+
+namespace minitorch {
+
+/// What an allocation is for (DESIGN §2).
+enum class MemTag : std::uint8_t { param, grad, optim, activation, comm, other };
+inline constexpr int kNumMemTags = 6;
+/// "param", "grad", "optim", "activation", "comm", "other".
+const char* tag_name(MemTag tag);
+
+/// Current and peak bytes per tag on one device. `peak_total` is the peak of the sum, which is
+/// not the sum of the per-tag peaks.
+struct MemoryStats {
+  std::array<std::int64_t, kNumMemTags> current_bytes{};
+  std::array<std::int64_t, kNumMemTags> peak_bytes{};
+  std::int64_t current_total = 0;
+  std::int64_t peak_total = 0;
+  std::int64_t current(MemTag t) const { return current_bytes[static_cast<int>(t)]; }
+  std::int64_t peak(MemTag t) const { return peak_bytes[static_cast<int>(t)]; }
+};
+
+/// Sets the tag of every allocation made on this thread while it lives; restores the previous tag.
+class TagScope {
+ public:
+  explicit TagScope(MemTag tag);
+  ~TagScope();
+  TagScope(const TagScope&) = delete;
+  TagScope& operator=(const TagScope&) = delete;
+
+ private:
+  MemTag previous_;
+};
+/// The tag new allocations on this thread get (MemTag::other outside any TagScope).
+MemTag current_tag();
+
+/// Raw memory for one device type. The CPU one is built in; the CUDA layer registers its own.
+class DeviceAllocator {
+ public:
+  virtual ~DeviceAllocator() = default;
+  virtual void* allocate(std::size_t bytes, int device_index) = 0;
+  virtual void deallocate(void* ptr, std::size_t bytes, int device_index) = 0;
+  /// Byte copies between this device and host memory (for Tensor::to(Device)).
+  virtual void copy_to_host(void* host_dst, const void* src, std::size_t bytes, int device_index) = 0;
+  virtual void copy_from_host(void* dst, const void* host_src, std::size_t bytes, int device_index) = 0;
+};
+/// Installs the allocator for a device type (the CUDA layer calls this once at start-up).
+void register_device_allocator(DeviceType type, DeviceAllocator* allocator);
+/// The allocator for a device type; throws std::runtime_error if none is registered.
+DeviceAllocator& device_allocator(DeviceType type);
+
+/// Accounting for one device (snapshot).
+MemoryStats memory_stats(Device device = Device::cpu());
+/// Sets every peak to the current value (call before the phase you want to measure).
+void reset_peak_memory(Device device = Device::cpu());
+/// Called by Storage on allocation / release; moves `bytes` into / out of `tag` on `device`.
+void account_alloc(Device device, MemTag tag, std::int64_t bytes);
+void account_free(Device device, MemTag tag, std::int64_t bytes);
+/// One line per tag with current and peak, for logs.
+std::string memory_report(Device device = Device::cpu());
+
+}  // namespace minitorch

@@ -1,0 +1,37 @@
+// The backend registry: one slot per device type, the CPU slot pre-filled with the built-in kernels.
+#include <array>
+#include <atomic>
+#include <stdexcept>
+#include <string>
+
+#include "minitorch/cpu_backend.h"
+
+namespace minitorch {
+
+namespace {
+std::array<std::atomic<Backend*>, 2>& registry() {
+  static std::array<std::atomic<Backend*>, 2> slots{&cpu_backend(), nullptr};
+  return slots;
+}
+std::size_t slot(DeviceType t) { return t == DeviceType::cpu ? 0 : 1; }
+}  // namespace
+
+Backend& cpu_backend() {
+  static cpu::CpuBackend kernels;
+  return kernels;
+}
+
+void register_backend(DeviceType type, Backend* kernels) {
+  if (type == DeviceType::cpu && kernels == nullptr) kernels = &cpu_backend();  // the CPU always has kernels
+  registry()[slot(type)].store(kernels);
+}
+
+Backend& backend(Device device) {
+  Backend* b = registry()[slot(device.type)].load();
+  if (b == nullptr)
+    throw std::runtime_error("no kernels for " + device.str() + " in this build" +
+                             (device.is_cuda() ? " (built without CUDA)" : ""));
+  return *b;
+}
+
+}  // namespace minitorch

@@ -1,0 +1,257 @@
+/// \file safetensors.cpp
+/// The loader trusts nothing in the file: a checkpoint may be truncated by a crash, written by another
+/// tool, or simply be the wrong file, and each of those must become one clear error instead of a
+/// crash or a silently wrong model.
+#include "minitorch/safetensors.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <climits>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <stdexcept>
+
+namespace minitorch {
+
+static_assert(std::endian::native == std::endian::little,
+              "safetensors stores little-endian bytes; this code copies them as they are");
+
+namespace {
+
+using ordered_json = nlohmann::ordered_json;
+
+[[noreturn]] void fail(const std::string& path, const std::string& what) {
+  throw std::runtime_error("safetensors file '" + path + "': " + what);
+}
+
+bool parse_st_dtype(const std::string& name, DType& out) {
+  for (DType t : {DType::f32, DType::bf16, DType::i32})
+    if (name == safetensors_dtype_name(t)) return out = t, true;
+  return false;
+}
+
+/// Removes the temp file unless the write got all the way to the rename.
+struct TempFileGuard {
+  std::string path;
+  int fd = -1;
+  bool committed = false;
+  ~TempFileGuard() {
+    if (fd >= 0) ::close(fd);
+    if (!committed) std::remove(path.c_str());
+  }
+};
+
+void write_all(int fd, const void* data, std::size_t n, const std::string& path) {
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    ssize_t w = ::write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) fail(path, std::string("write failed: ") + std::strerror(errno));
+    p += w;
+    n -= static_cast<std::size_t>(w);
+  }
+}
+
+/// Reads a non-negative JSON integer (shape entry or offset).
+std::uint64_t json_uint(const nlohmann::json& v, const std::string& path, const std::string& what) {
+  if (v.is_number_unsigned()) return v.get<std::uint64_t>();
+  if (!v.is_number_integer() || v.get<std::int64_t>() < 0)
+    fail(path, what + " must be a non-negative integer, got " + v.dump());
+  return static_cast<std::uint64_t>(v.get<std::int64_t>());
+}
+
+struct Entry {
+  std::string name;
+  DType dtype;
+  Shape shape;
+  std::uint64_t begin, end;
+};
+
+Entry parse_entry(const std::string& name, const nlohmann::json& info, std::uint64_t data_len,
+                  const std::string& path) {
+  const std::string where = "tensor '" + name + "'";
+  if (!info.is_object()) fail(path, where + ": expected an object, got " + info.dump());
+  for (auto it = info.begin(); it != info.end(); ++it)
+    if (it.key() != "dtype" && it.key() != "shape" && it.key() != "data_offsets")
+      fail(path, where + ": unknown field '" + it.key() + "'");
+  for (const char* k : {"dtype", "shape", "data_offsets"})
+    if (!info.contains(k)) fail(path, where + ": missing field '" + std::string(k) + "'");
+  Entry e{name, DType::f32, {}, 0, 0};
+  if (!info["dtype"].is_string()) fail(path, where + ": dtype must be a string");
+  std::string dt = info["dtype"].get<std::string>();
+  if (!parse_st_dtype(dt, e.dtype))
+    fail(path, where + ": unsupported dtype '" + dt + "' (minitorch reads F32, BF16, I32)");
+  if (!info["shape"].is_array()) fail(path, where + ": shape must be an array");
+  // 128-bit, saturating: a hostile shape must not overflow into a size that happens to match.
+  const unsigned __int128 cap = static_cast<unsigned __int128>(1) << 64;
+  unsigned __int128 numel = 1;
+  for (const auto& d : info["shape"]) {
+    std::uint64_t n = json_uint(d, path, where + ": shape entry");
+    if (n > static_cast<std::uint64_t>(INT64_MAX)) fail(path, where + ": shape " + info["shape"].dump() + " is too large");
+    numel = std::min(numel * n, cap);
+    e.shape.push_back(static_cast<std::int64_t>(n));
+  }
+  const auto& off = info["data_offsets"];
+  if (!off.is_array() || off.size() != 2) fail(path, where + ": data_offsets must be [begin, end]");
+  e.begin = json_uint(off[0], path, where + ": data_offsets[0]");
+  e.end = json_uint(off[1], path, where + ": data_offsets[1]");
+  if (e.end < e.begin) fail(path, where + ": data_offsets [" + std::to_string(e.begin) + ", " +
+                                      std::to_string(e.end) + "] end before begin");
+  if (e.end > data_len)
+    fail(path, where + ": data_offsets end " + std::to_string(e.end) + " is beyond the " +
+                   std::to_string(data_len) + " data bytes in the file");
+  unsigned __int128 want = numel * dtype_size(e.dtype);
+  if (e.end - e.begin != want)
+    fail(path, where + ": data_offsets span " + std::to_string(e.end - e.begin) + " bytes but shape " +
+                   shape_str(e.shape) + " of " + dt + " needs " +
+                   (want >= cap ? std::string("more than 2^64") : std::to_string(static_cast<std::uint64_t>(want))));
+  return e;
+}
+
+}  // namespace
+
+const char* safetensors_dtype_name(DType dtype) {
+  switch (dtype) {
+    case DType::f32: return "F32";
+    case DType::bf16: return "BF16";
+    case DType::i32: return "I32";
+  }
+  return "?";
+}
+
+bool SafetensorsFile::contains(const std::string& name) const {
+  return std::any_of(tensors.begin(), tensors.end(), [&](const auto& p) { return p.first == name; });
+}
+
+const Tensor& SafetensorsFile::get(const std::string& name) const {
+  for (const auto& [n, t] : tensors)
+    if (n == name) return t;
+  fail(path, "no tensor named '" + name + "'");
+}
+
+void save_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
+                      const std::map<std::string, std::string>& metadata) {
+  // Header first: names are checked before any file is touched.
+  ordered_json header = ordered_json::object();
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  std::vector<Tensor> data;
+  std::set<std::string> seen;
+  std::uint64_t offset = 0;
+  for (const auto& [name, tensor] : tensors) {
+    if (name.empty() || name == "__metadata__") fail(path, "invalid tensor name '" + name + "'");
+    if (!seen.insert(name).second) fail(path, "duplicate tensor name '" + name + "'");
+    if (!tensor.defined()) fail(path, "tensor '" + name + "' is undefined");
+    Tensor t = tensor.to(Device::cpu()).contiguous();
+    std::uint64_t n = t.nbytes();
+    header[name] = {{"dtype", safetensors_dtype_name(t.dtype())},
+                    {"shape", t.shape()},
+                    {"data_offsets", {offset, offset + n}}};
+    offset += n;
+    data.push_back(std::move(t));
+  }
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');  // keeps the tensor data 8-byte aligned
+  const std::uint64_t header_len = text.size();
+
+  TempFileGuard tmp{path + ".tmp." + std::to_string(::getpid())};
+  tmp.fd = ::open(tmp.path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (tmp.fd < 0) fail(path, "cannot create '" + tmp.path + "': " + std::strerror(errno));
+  write_all(tmp.fd, &header_len, 8, path);
+  write_all(tmp.fd, text.data(), text.size(), path);
+  for (const Tensor& t : data)
+    if (t.nbytes() > 0) write_all(tmp.fd, t.raw_data(), t.nbytes(), path);
+  // The data must be on disk before the rename makes it visible under the real name.
+  if (::fsync(tmp.fd) != 0) fail(path, std::string("fsync failed: ") + std::strerror(errno));
+  int fd = tmp.fd;
+  tmp.fd = -1;
+  if (::close(fd) != 0) fail(path, std::string("close failed: ") + std::strerror(errno));
+  if (std::rename(tmp.path.c_str(), path.c_str()) != 0)
+    fail(path, "cannot rename '" + tmp.path + "' into place: " + std::strerror(errno));
+  tmp.committed = true;
+  // Best effort: persist the directory entry too (not all filesystems allow fsync on a directory).
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+}
+
+SafetensorsFile load_safetensors(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) fail(path, "not found (or not a regular file)");
+  const std::uint64_t file_size = std::filesystem::file_size(path, ec);
+  if (ec) fail(path, "cannot read size: " + ec.message());
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(path, "cannot open for reading");
+  if (file_size < 8)
+    fail(path, "file is " + std::to_string(file_size) + " bytes, too short for the 8-byte header length");
+  std::uint64_t header_len = 0;
+  in.read(reinterpret_cast<char*>(&header_len), 8);
+  if (header_len > file_size - 8)
+    fail(path, "header length " + std::to_string(header_len) + " is beyond the file size " +
+                   std::to_string(file_size) + " (truncated or not a safetensors file)");
+  std::string text(header_len, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(header_len));
+  if (!in) fail(path, "read of the header failed");
+
+  nlohmann::json header;
+  try {
+    header = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    fail(path, std::string("malformed header JSON: ") + e.what());
+  }
+  if (!header.is_object()) fail(path, "header JSON must be an object");
+
+  SafetensorsFile out;
+  out.path = path;
+  const std::uint64_t data_len = file_size - 8 - header_len;
+  std::vector<Entry> entries;
+  for (auto it = header.begin(); it != header.end(); ++it) {
+    if (it.key() == "__metadata__") {
+      if (!it->is_object()) fail(path, "__metadata__ must be an object of strings");
+      for (auto m = it->begin(); m != it->end(); ++m) {
+        if (!m->is_string()) fail(path, "__metadata__ value of '" + m.key() + "' is not a string");
+        out.metadata[m.key()] = m->get<std::string>();
+      }
+      continue;
+    }
+    entries.push_back(parse_entry(it.key(), *it, data_len, path));
+  }
+
+  // The data section must be tiled exactly: no overlap, no hole, nothing after the last tensor.
+  std::sort(entries.begin(), entries.end(),
+            [](const Entry& a, const Entry& b) { return a.begin != b.begin ? a.begin < b.begin : a.end < b.end; });
+  std::uint64_t pos = 0;
+  std::string prev = "the start of the data";
+  for (const Entry& e : entries) {
+    if (e.begin < pos) fail(path, "tensor '" + e.name + "' overlaps " + prev);
+    if (e.begin > pos)
+      fail(path, "hole of " + std::to_string(e.begin - pos) + " bytes before tensor '" + e.name + "'");
+    pos = e.end;
+    prev = "tensor '" + e.name + "'";
+  }
+  if (pos != data_len)
+    fail(path, std::to_string(data_len - pos) + " unexpected bytes after the last tensor (trailing garbage)");
+
+  for (const Entry& e : entries) {
+    Tensor t = Tensor::empty(e.shape, e.dtype);
+    if (e.end > e.begin) {
+      in.seekg(static_cast<std::streamoff>(8 + header_len + e.begin));
+      in.read(static_cast<char*>(t.raw_data()), static_cast<std::streamsize>(e.end - e.begin));
+      if (!in) fail(path, "read of tensor '" + e.name + "' failed");
+    }
+    out.tensors.emplace_back(e.name, std::move(t));
+  }
+  return out;
+}
+
+}  // namespace minitorch

@@ -1,0 +1,23 @@
+#include "minitorch/storage.h"
+
+namespace minitorch {
+
+std::shared_ptr<Storage> Storage::allocate(std::size_t nbytes, Device device, MemTag tag) {
+  void* data = device_allocator(device.type).allocate(nbytes, device.index);
+  account_alloc(device, tag, static_cast<std::int64_t>(nbytes));
+  return std::shared_ptr<Storage>(new Storage(data, nbytes, device, tag));
+}
+
+Storage::~Storage() {
+  account_free(device_, tag_, static_cast<std::int64_t>(nbytes_));
+  device_allocator(device_.type).deallocate(data_, nbytes_, device_.index);
+}
+
+void Storage::retag(MemTag tag) {
+  if (tag == tag_) return;
+  account_free(device_, tag_, static_cast<std::int64_t>(nbytes_));
+  account_alloc(device_, tag, static_cast<std::int64_t>(nbytes_));
+  tag_ = tag;
+}
+
+}  // namespace minitorch

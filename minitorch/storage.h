@@ -1,0 +1,36 @@
+#pragma once
+/// \file storage.h
+/// A block of device memory owned by one or more tensors (views share it).
+#include <cstddef>
+#include <memory>
+
+#include "minitorch/allocator.h"
+#include "minitorch/device.h"
+
+namespace minitorch {
+
+class Storage {
+ public:
+  /// Allocates `nbytes` on `device`, accounted under `tag` (default: the thread's current tag).
+  static std::shared_ptr<Storage> allocate(std::size_t nbytes, Device device, MemTag tag = current_tag());
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  void* data() const { return data_; }
+  std::size_t nbytes() const { return nbytes_; }
+  Device device() const { return device_; }
+  MemTag tag() const { return tag_; }
+  /// Moves the bytes from one tag to another (e.g. a buffer handed to the optimizer).
+  void retag(MemTag tag);
+
+ private:
+  Storage(void* data, std::size_t nbytes, Device device, MemTag tag)
+      : data_(data), nbytes_(nbytes), device_(device), tag_(tag) {}
+  void* data_;
+  std::size_t nbytes_;
+  Device device_;
+  MemTag tag_;
+};
+
+}  // namespace minitorch

@@ -1,0 +1,45 @@
+#include "nn/attention.h"
+
+#include <cmath>
+#include <stdexcept>
+
+#include "autograd/functions.h"
+
+namespace minitorch::nn {
+
+namespace ag = minitorch::autograd;
+
+CausalSelfAttention::CausalSelfAttention(const GPTConfig& config, Generator& gen)
+    : n_head_(config.n_head), n_embd_(config.n_embd) {
+  if (config.n_head <= 0 || config.n_embd % config.n_head != 0)
+    throw std::invalid_argument("CausalSelfAttention: n_embd (" + std::to_string(config.n_embd) +
+                                ") must be divisible by n_head (" + std::to_string(config.n_head) + ")");
+  const std::int64_t C = config.n_embd;
+  const float proj_std = kInitStd / std::sqrt(2.f * static_cast<float>(config.n_layer));
+  c_attn = register_module("c_attn", std::make_shared<Linear>(C, 3 * C, config.bias, gen));
+  c_proj = register_module("c_proj", std::make_shared<Linear>(C, C, config.bias, gen, proj_std));
+}
+
+// x: (B, T, C) -> (B, T, C)
+Tensor CausalSelfAttention::forward(const Tensor& x) const {
+  if (x.dim() != 3 || x.size(2) != n_embd_)
+    throw std::invalid_argument("CausalSelfAttention: expected x of shape (B, T, " + std::to_string(n_embd_) +
+                                "), got " + shape_str(x.shape()));
+  const std::int64_t B = x.size(0), T = x.size(1), C = n_embd_, H = n_head_, hs = C / H;
+  Tensor qkv = c_attn->forward(x);                 // (B, T, 3C) = [q | k | v] along the last dim
+  qkv = ag::reshape(qkv, {B, T, 3 * H, hs});       // (B, T, 3H, hs), a free view: heads of q, k, v
+  // q, k or v: narrow to its H heads (B, T, H, hs), then heads first: (B, H, T, hs), contiguous.
+  auto heads = [&](std::int64_t part) {
+    Tensor t = ag::narrow(qkv, 2, part * H, H);
+    return ag::contiguous(ag::permute(t, {0, 2, 1, 3}));
+  };
+  Tensor q = heads(0), k = heads(1), v = heads(2);
+  Tensor att = ag::matmul(q, k, false, true);                                   // (B, H, T, T) = q k^T
+  att = ag::causal_softmax(att, 1.f / std::sqrt(static_cast<float>(hs)));      // (B, H, T, T), 0 for j > i
+  Tensor y = ag::matmul(att, v);                                                // (B, H, T, hs)
+  y = ag::contiguous(ag::permute(y, {0, 2, 1, 3}));                             // (B, T, H, hs)
+  y = ag::reshape(y, {B, T, C});                                                // (B, T, C)
+  return c_proj->forward(y);                                                    // (B, T, C)
+}
+
+}  // namespace minitorch::nn

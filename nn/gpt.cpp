@@ -1,0 +1,137 @@
+#include "nn/gpt.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include "autograd/functions.h"
+#include "autograd/node.h"
+
+namespace minitorch::nn {
+
+namespace ag = minitorch::autograd;
+
+namespace {
+void check_tokens(const Tensor& idx, const char* what, std::int64_t block_size) {
+  if (!idx.defined() || idx.dtype() != DType::i32 || idx.dim() != 2)
+    throw std::invalid_argument(std::string("GPT: ") + what + " must be a (B, T) i32 tensor, got " + idx.describe());
+  if (idx.size(1) < 1 || idx.size(1) > block_size)
+    throw std::invalid_argument(std::string("GPT: cannot forward a sequence of length ") + std::to_string(idx.size(1)) +
+                                ", block size is only " + std::to_string(block_size) + " (" + what + " " +
+                                shape_str(idx.shape()) + ")");
+}
+}  // namespace
+
+GPT::GPT(const GPTConfig& config, Generator& gen) : config_(config) {
+  config_.validate();
+  const GPTConfig& c = config_;
+  // Construction order = registration order = the order weights are drawn from `gen` (see gpt.h).
+  transformer = register_module("transformer", std::make_shared<Module>());
+  wte = transformer->register_module("wte", std::make_shared<Embedding>(c.vocab_size, c.n_embd, gen));
+  wpe = transformer->register_module("wpe", std::make_shared<Embedding>(c.block_size, c.n_embd, gen));
+  auto h = transformer->register_module("h", std::make_shared<Module>());
+  for (std::int64_t i = 0; i < c.n_layer; ++i)
+    blocks.push_back(h->register_module(std::to_string(i), std::make_shared<Block>(c, gen)));
+  ln_f = transformer->register_module("ln_f", std::make_shared<LayerNorm>(c.n_embd, c.bias));
+  // Weight tying: the head multiplies by the token embedding matrix (one tensor, two names).
+  lm_head = register_module("lm_head", std::make_shared<Linear>(wte->weight));
+}
+
+// idx: (B, T) i32 -> x: (B, T, C)
+Tensor GPT::embed(const Tensor& idx) const {
+  check_tokens(idx, "idx", config_.block_size);
+  const std::int64_t T = idx.size(1);
+  Tensor tok = wte->forward(idx);                 // (B, T, C)
+  Tensor pos = ag::narrow(wpe->weight, 0, 0, T);  // (T, C): rows 0..T-1 of wpe
+  return ag::add(tok, pos);                       // (B, T, C), pos broadcast over B
+}
+
+// x: (B, T, C) -> logits: (B, T, V)
+Tensor GPT::head(const Tensor& x) const { return lm_head->forward(ln_f->forward(x)); }
+
+// idx: (B, T) i32 -> logits: (B, T, V)
+Tensor GPT::forward(const Tensor& idx) const {
+  Tensor x = embed(idx);
+  for (const auto& block : blocks) x = block->forward(x);
+  return head(x);
+}
+
+// logits: (B, T, V), targets: (B, T) -> scalar
+Tensor GPT::loss_from_logits(const Tensor& logits, const Tensor& targets, std::int32_t ignore_index) {
+  if (logits.dim() != 3 || !targets.defined() || targets.dtype() != DType::i32 || targets.dim() != 2 ||
+      targets.size(0) != logits.size(0) || targets.size(1) != logits.size(1))
+    throw std::invalid_argument("GPT: targets must be (B, T) i32 matching logits " + shape_str(logits.shape()) +
+                                ", got " + (targets.defined() ? targets.describe() : std::string("undefined")));
+  const std::int64_t BT = logits.size(0) * logits.size(1), V = logits.size(2);
+  Tensor flat = ag::reshape(logits, {BT, V});                              // (B*T, V)
+  return ag::cross_entropy(flat, targets.reshape({BT}), ignore_index);     // scalar
+}
+
+// idx, targets: (B, T) i32 -> scalar
+Tensor GPT::loss(const Tensor& idx, const Tensor& targets, std::int32_t ignore_index) const {
+  return loss_from_logits(forward(idx), targets, ignore_index);
+}
+
+// idx: (B, T0) -> (B, T0 + max_new_tokens)
+Tensor GPT::generate(const Tensor& idx, std::int64_t max_new_tokens, float temperature, Generator& gen,
+                     std::int64_t top_k) const {
+  if (!idx.defined() || idx.dtype() != DType::i32 || idx.dim() != 2 || idx.size(1) < 1)
+    throw std::invalid_argument("GPT::generate: idx must be a non-empty (B, T) i32 tensor, got " +
+                                (idx.defined() ? idx.describe() : std::string("undefined")));
+  if (!(temperature > 0.f)) throw std::invalid_argument("GPT::generate: temperature must be > 0");
+  if (max_new_tokens < 0 || top_k < 0)
+    throw std::invalid_argument("GPT::generate: max_new_tokens and top_k must be >= 0");
+  ag::NoGradGuard no_grad;
+  const std::int64_t B = idx.size(0), V = config_.vocab_size;
+  std::int64_t T = idx.size(1);
+  std::vector<std::int32_t> seq = idx.to_int_vector();  // (B, T) row-major; grows by one column per step
+  std::vector<double> p(static_cast<std::size_t>(V));
+  for (std::int64_t step = 0; step < max_new_tokens; ++step) {
+    const std::int64_t Tc = std::min(T, config_.block_size);  // crop the context to block_size
+    std::vector<std::int32_t> ctx(static_cast<std::size_t>(B * Tc));
+    for (std::int64_t b = 0; b < B; ++b)
+      std::copy_n(seq.begin() + b * T + (T - Tc), Tc, ctx.begin() + b * Tc);
+    Tensor logits = forward(Tensor::from_ints(ctx, {B, Tc}));            // (B, Tc, V)
+    std::vector<float> last = logits.narrow(1, Tc - 1, 1).to_vector();   // (B, 1, V)
+    std::vector<std::int32_t> next(static_cast<std::size_t>(B));
+    for (std::int64_t b = 0; b < B; ++b) {
+      const float* z = last.data() + b * V;
+      double cut = -std::numeric_limits<double>::infinity();  // keep logits >= the k-th largest
+      if (top_k > 0 && top_k < V) {
+        std::vector<float> sorted(z, z + V);
+        std::nth_element(sorted.begin(), sorted.begin() + (top_k - 1), sorted.end(), std::greater<float>());
+        cut = sorted[static_cast<std::size_t>(top_k - 1)];
+      }
+      double zmax = -std::numeric_limits<double>::infinity();
+      for (std::int64_t v = 0; v < V; ++v) zmax = std::max(zmax, static_cast<double>(z[v]) / temperature);
+      double total = 0;
+      for (std::int64_t v = 0; v < V; ++v) {
+        double e = z[v] >= cut ? std::exp(static_cast<double>(z[v]) / temperature - zmax) : 0.0;
+        p[static_cast<std::size_t>(v)] = e;
+        total += e;
+      }
+      double u = gen.next_double() * total, acc = 0;
+      std::int32_t pick = -1;
+      for (std::int64_t v = 0; v < V; ++v) {
+        if (p[static_cast<std::size_t>(v)] == 0.0) continue;
+        pick = static_cast<std::int32_t>(v);  // the last token with mass, in case rounding leaves u >= acc
+        acc += p[static_cast<std::size_t>(v)];
+        if (u < acc) break;
+      }
+      if (pick < 0) throw std::runtime_error("GPT::generate: the logits are not finite (NaN), nothing to sample");
+      next[static_cast<std::size_t>(b)] = pick;
+    }
+    std::vector<std::int32_t> grown(static_cast<std::size_t>(B * (T + 1)));
+    for (std::int64_t b = 0; b < B; ++b) {
+      std::copy_n(seq.begin() + b * T, T, grown.begin() + b * (T + 1));
+      grown[static_cast<std::size_t>(b * (T + 1) + T)] = next[static_cast<std::size_t>(b)];
+    }
+    seq.swap(grown);
+    ++T;
+  }
+  return Tensor::from_ints(seq, {B, T});
+}
+
+}  // namespace minitorch::nn

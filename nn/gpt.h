@@ -1,0 +1,96 @@
+#pragma once
+/// \file gpt.h
+/// The GPT of nanoGPT (DESIGN §3): token + position embeddings, L pre-LayerNorm blocks, a final
+/// LayerNorm and an LM head tied to the token embedding.
+///
+/// \code
+///   using namespace minitorch;
+///   auto cfg = nn::GPTConfig::named("baby");
+///   cfg.vocab_size = 65;
+///   Generator gen(1337);                                  // same seed => same weights
+///   nn::GPT model(cfg, gen);
+///   Tensor idx = Tensor::from_ints(ids, {B, T});          // (B, T) i32, T <= block_size
+///   Tensor tgt = Tensor::from_ints(next_ids, {B, T});
+///   Tensor loss = model.loss(idx, tgt);                   // scalar; ≈ ln(65) = 4.17 at init
+///   autograd::backward(loss);                             // fills every parameter's grad
+///   // the same forward, piece by piece (what a pipeline stage or checkpointing runs):
+///   Tensor x = model.embed(idx);                          // (B, T, C)
+///   for (auto& block : model.blocks) x = block->forward(x);
+///   Tensor logits = model.head(x);                        // (B, T, V)
+///   // sampling
+///   Generator sampler(42);
+///   Tensor out = model.generate(idx, 100, /*temperature=*/0.8f, sampler, /*top_k=*/20);  // (B, T + 100)
+/// \endcode
+///
+/// Parameter names and shapes are nanoGPT's (C = n_embd, V = vocab_size, T = block_size):
+///
+///     transformer.wte.weight              (V, C)     N(0, 0.02); also lm_head.weight (tied: one tensor)
+///     transformer.wpe.weight              (T, C)     N(0, 0.02)
+///     transformer.h.{i}.ln_1.weight/bias  (C)        1 / 0
+///     transformer.h.{i}.attn.c_attn.weight/bias  (3C, C) / (3C)   N(0, 0.02) / 0
+///     transformer.h.{i}.attn.c_proj.weight/bias  (C, C) / (C)     N(0, 0.02/√(2L)) / 0
+///     transformer.h.{i}.ln_2.weight/bias  (C)        1 / 0
+///     transformer.h.{i}.mlp.c_fc.weight/bias     (4C, C) / (4C)   N(0, 0.02) / 0
+///     transformer.h.{i}.mlp.c_proj.weight/bias   (C, 4C) / (C)    N(0, 0.02/√(2L)) / 0
+///     transformer.ln_f.weight/bias        (C)        1 / 0
+///     lm_head.weight                      (V, C)     = transformer.wte.weight
+///
+/// Init order (what a seed means): weights are drawn from `gen` in exactly the order of this table,
+/// i.e. of named_parameters(): wte, wpe, then for each block c_attn, attn.c_proj, c_fc, mlp.c_proj.
+/// Biases and LayerNorms draw nothing. (PyTorch's generator differs, so the values are not
+/// nanoGPT's; the distributions are.) With `bias = false` there are no bias parameters.
+///
+/// Ψ = V·C + T·C + L·(12C² + 13C) + 2C; GPT-2 124M: 124,439,808 (GPTConfig::num_parameters()).
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "minitorch/random.h"
+#include "nn/block.h"
+#include "nn/gpt_config.h"
+#include "nn/layers.h"
+#include "nn/module.h"
+
+namespace minitorch::nn {
+
+class GPT : public Module {
+ public:
+  /// Builds and initialises the model; `config.validate()` must pass (vocab_size set).
+  GPT(const GPTConfig& config, Generator& gen);
+
+  const GPTConfig& config() const { return config_; }
+
+  /// Token + position embeddings.   idx: (B, T) i32, T <= block_size -> x: (B, T, C)
+  ///   x[b, t] = wte[idx[b, t]] + wpe[t]
+  Tensor embed(const Tensor& idx) const;
+  /// Final LayerNorm and the LM head.   x: (B, T, C) -> logits: (B, T, V)
+  Tensor head(const Tensor& x) const;
+  /// embed, every block, head.   idx: (B, T) i32 -> logits: (B, T, V)
+  Tensor forward(const Tensor& idx) const;
+  /// Mean cross-entropy of the next-token prediction.   idx, targets: (B, T) i32 -> scalar
+  /// Targets equal to `ignore_index` (default -1) do not count.
+  Tensor loss(const Tensor& idx, const Tensor& targets, std::int32_t ignore_index = -1) const;
+  /// The loss part of loss(), for a last pipeline stage that has the logits.
+  ///   logits: (B, T, V), targets: (B, T) i32 -> scalar (logits viewed as (B·T, V))
+  static Tensor loss_from_logits(const Tensor& logits, const Tensor& targets, std::int32_t ignore_index = -1);
+
+  /// Samples `max_new_tokens` tokens after `idx` (B, T0) i32 -> (B, T0 + max_new_tokens) i32, without
+  /// recording a graph. Each step feeds the last block_size tokens, takes the last position's logits,
+  /// divides by `temperature` (> 0), keeps the `top_k` largest (0 = all), and draws from the softmax
+  /// with `gen` (one uniform per row per step, so the same generator state gives the same text).
+  Tensor generate(const Tensor& idx, std::int64_t max_new_tokens, float temperature, Generator& gen,
+                  std::int64_t top_k = 0) const;
+
+  // ---- the parts (registered as nanoGPT names them) ----
+  std::shared_ptr<Module> transformer;            // "transformer": wte, wpe, h, ln_f
+  std::shared_ptr<Embedding> wte;                 // transformer.wte
+  std::shared_ptr<Embedding> wpe;                 // transformer.wpe
+  std::vector<std::shared_ptr<Block>> blocks;     // transformer.h.0 ... transformer.h.{L-1}
+  std::shared_ptr<LayerNorm> ln_f;                // transformer.ln_f
+  std::shared_ptr<Linear> lm_head;                // lm_head, weight tied to wte.weight
+
+ private:
+  GPTConfig config_;
+};
+
+}  // namespace minitorch::nn

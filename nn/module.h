@@ -1,0 +1,120 @@
+#pragma once
+/// \file module.h
+/// `Module`: a tree of layers that owns named parameters, like torch.nn.Module.
+///
+/// A module registers its parameters (leaf tensors that require grad) and its child modules under
+/// short names; the tree gives every parameter a dotted name ("transformer.h.0.attn.c_attn.weight").
+/// The order is the registration order, depth first with a module's own parameters before its
+/// children's, exactly as PyTorch's `named_parameters()` walks a model. GPT names follow nanoGPT
+/// (DESIGN §2), so a state dict moves between minitorch and a PyTorch nanoGPT without renaming.
+///
+/// \code
+///   using namespace minitorch;
+///   struct TwoLayer : nn::Module {
+///     std::shared_ptr<nn::Linear> fc1, fc2;
+///     TwoLayer(Generator& gen) {
+///       fc1 = register_module("fc1", std::make_shared<nn::Linear>(4, 8, /*bias=*/true, gen));
+///       fc2 = register_module("fc2", std::make_shared<nn::Linear>(8, 2, /*bias=*/true, gen));
+///     }
+///     Tensor forward(const Tensor& x) { return fc2->forward(autograd::gelu(fc1->forward(x))); }
+///   };
+///   Generator gen(1337);
+///   TwoLayer net(gen);
+///   for (auto& [name, p] : net.named_parameters())   // fc1.weight (8, 4), fc1.bias (8), fc2.weight ...
+///     std::cout << name << " " << shape_str(p.shape()) << "\n";
+///   net.num_parameters();                            // 8*4 + 8 + 2*8 + 2 = 58
+///   net.zero_grad();                                 // grads -> undefined (set_to_none)
+///   auto sd = net.state_dict();                      // name -> tensor (shares storage)
+///   net.load_state_dict(sd);                         // copies values in; checks names and shapes
+/// \endcode
+///
+/// Parameters live in memory tagged `MemTag::param` (DESIGN §2): layers create them under
+/// `TagScope(MemTag::param)`, and register_parameter() re-tags a tensor created elsewhere.
+/// Each parameter tensor also carries its full dotted name (`Tensor::name()`), for traces and errors.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "minitorch/dtype.h"
+#include "minitorch/tensor.h"
+
+namespace minitorch::nn {
+
+/// (name, tensor) pairs in a fixed order: what named_parameters() and state_dict() return.
+using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+
+class Module {
+ public:
+  Module() = default;
+  virtual ~Module();
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+
+  // ---- building the tree ----
+  /// Registers `param` under `name` (no dots): marks it requires_grad, moves its storage to the
+  /// `param` tag, and names the tensor with its dotted path from the root of the tree (if it has no
+  /// name yet: a tied tensor keeps its first name). Returns the tensor. A name registered twice throws.
+  Tensor register_parameter(const std::string& name, Tensor param);
+  /// Registers a child module under `name` (no dots) and renames its parameters with their full
+  /// path. Modules may be attached in any order (a child first built, then attached; or attached
+  /// empty and filled later). A module belongs to one parent. Returns `child`, so a field can be set
+  /// in the same line.
+  template <typename M>
+  std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> child) {
+    add_child(name, child);
+    return child;
+  }
+
+  // ---- walking the tree ----
+  /// Every distinct parameter tensor with its dotted name, in registration order. A tensor that is
+  /// registered twice (a tied weight) appears once, under the first name.
+  NamedTensors named_parameters() const;
+  /// The tensors of named_parameters().
+  std::vector<Tensor> parameters() const;
+  /// Every (name, tensor) including tied duplicates (nanoGPT's state_dict has both
+  /// `transformer.wte.weight` and `lm_head.weight`). The tensors share storage with the model.
+  NamedTensors state_dict() const;
+  /// This module ("" ) and every descendant with its dotted name, depth first.
+  std::vector<std::pair<std::string, Module*>> named_modules();
+  /// The direct children, in registration order.
+  const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& children() const { return children_; }
+  /// The parameter registered directly on this module under `name`; throws if there is none.
+  Tensor parameter(const std::string& name) const;
+
+  /// Copies values from `state` into the parameters (converting dtype if needed). Everything is
+  /// checked before anything is copied, and the first problem throws one std::runtime_error naming
+  /// the key: a shape mismatch (both shapes), a key the model lacks ("unexpected key"), or with
+  /// `strict` a parameter name not in `state` ("missing key"). A tied tensor counts as present if
+  /// any of its names is in `state` (safetensors files drop tied duplicates).
+  void load_state_dict(const NamedTensors& state, bool strict = true);
+
+  /// Number of parameter elements, each distinct tensor counted once (a tied weight once): Ψ.
+  std::int64_t num_parameters() const;
+  /// Sets every parameter's gradient to undefined (PyTorch's zero_grad(set_to_none=True)).
+  void zero_grad();
+  /// Converts every parameter to `dtype` in place: the tensor handles stay the same (so tied weights
+  /// stay tied and an optimizer built earlier still sees them); the new storage is tagged `param`.
+  void to(DType dtype);
+
+  /// Training / evaluation mode, set on the whole subtree (nothing depends on it yet: no dropout).
+  void train(bool on = true);
+  void eval() { train(false); }
+  bool is_training() const { return training_; }
+
+ private:
+  void add_child(const std::string& name, std::shared_ptr<Module> child);
+  void collect(const std::string& prefix, NamedTensors& out) const;  // all names, with duplicates
+  void check_local_name(const std::string& name, const char* what) const;
+  /// "a.b." : this module's path from the root of its tree, with a trailing dot ("" for a root).
+  std::string path_prefix() const;
+
+  NamedTensors params_;  // local names
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
+  bool training_ = true;
+  const Module* parent_ = nullptr;  // set when registered; the parent owns this module
+  std::string name_in_parent_;
+};
+
+}  // namespace minitorch::nn

@@ -1,0 +1,71 @@
+#pragma once
+/// \file adamw.h
+/// AdamW (Loshchilov & Hutter): Adam with decoupled weight decay, as torch.optim.AdamW and
+/// DeepSpeed's FusedAdam (adam_w_mode) compute it. For each parameter p with gradient g, at step t:
+///
+///     m = β1 m + (1 − β1) g                 v = β2 v + (1 − β2) g²
+///     p = p − lr · ( m / (1 − β1^t) / (√(v / (1 − β2^t)) + ε)  +  wd · p )
+///
+/// one fused pass per tensor (ops::adamw_step). m and v are f32, allocated at the first step under
+/// `MemTag::optim`: 8 bytes per parameter (K = 8). A bf16 parameter also gets an f32 master copy:
+/// the update runs on the master and the rounded value is written back into the bf16 parameter,
+/// so K = 4 + 4 + 4 = 12 bytes per parameter — the mixed-precision layout of the ZeRO paper.
+///
+/// \code
+///   using namespace minitorch;
+///   // nanoGPT's groups: weight decay for dim >= 2 tensors only
+///   optim::AdamW opt(model.named_parameters(), {.lr = 1e-3f, .beta2 = 0.99f, .weight_decay = 0.1f});
+///   autograd::backward(model.loss(x, y));
+///   opt.step();
+///   opt.zero_grad();
+///   for (auto& [name, t] : opt.state_tensors()) save(name, t);   // exp_avg.<p>, exp_avg_sq.<p>, master.<p>
+/// \endcode
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "optim/optimizer.h"
+
+namespace minitorch::optim {
+
+/// Defaults as torch.optim.AdamW (and DeepSpeed's AdamW): betas (0.9, 0.999), eps 1e-8, wd 0.01.
+struct AdamWOptions {
+  float lr = 1e-3f;
+  float beta1 = 0.9f;
+  float beta2 = 0.999f;
+  float eps = 1e-8f;
+  float weight_decay = 0.01f;
+};
+
+class AdamW : public Optimizer {
+ public:
+  /// nanoGPT's two groups (decay_groups): weight decay on dim >= 2 tensors, none on the others.
+  explicit AdamW(const NamedTensors& params, const AdamWOptions& options = {});
+  /// Explicit groups: each group's lr and weight_decay are used; betas and eps from `options`.
+  AdamW(std::vector<ParamGroup> groups, const AdamWOptions& options);
+
+  void step() override;
+
+  /// "exp_avg.<param>" and "exp_avg_sq.<param>" (f32, the parameter's shape) for every parameter
+  /// that has been stepped, plus "master.<param>" (f32) for bf16 parameters; in parameter order.
+  NamedTensors state_tensors() const override;
+  void load_state(const NamedTensors& state, std::int64_t step_count) override;
+
+  const AdamWOptions& options() const { return options_; }
+  /// Bytes of optimizer state allocated so far (m, v and masters).
+  std::int64_t state_bytes() const;
+
+ private:
+  struct State {
+    Tensor m, v;     // f32 first and second moments
+    Tensor master;   // f32 copy of a bf16 parameter (undefined for f32 parameters)
+  };
+  /// Allocates m, v (and the master for a bf16 parameter) under MemTag::optim.
+  State& state_for(const std::string& name, const Tensor& param);
+
+  AdamWOptions options_;
+  std::map<std::string, State> state_;
+};
+
+}  // namespace minitorch::optim

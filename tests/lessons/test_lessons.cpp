@@ -1,0 +1,95 @@
+// The lesson binaries, run as CI runs them: `build/bin/lesson-NN --auto`. Each must exit 0 and print
+// the numbers its beats promise (the lesson READMEs quote them).
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <regex>
+#include <string>
+
+namespace {
+
+struct LessonRun {
+  int status = -1;  // exit code
+  std::string output;  // stdout and stderr
+};
+
+LessonRun run_lesson(const std::string& command) {
+  LessonRun r;
+  FILE* pipe = ::popen((command + " 2>&1 < /dev/null").c_str(), "r");
+  if (!pipe) return r;
+  char buf[4096];
+  std::size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) r.output.append(buf, n);
+  int raw = ::pclose(pipe);
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  return r;
+}
+
+bool has(const LessonRun& r, const std::string& text) { return r.output.find(text) != std::string::npos; }
+bool matches(const LessonRun& r, const std::string& pattern) { return std::regex_search(r.output, std::regex(pattern)); }
+
+/// The first number after `label` (a regex prefix) in the output; NaN if absent.
+double number_after(const LessonRun& r, const std::string& label) {
+  std::smatch m;
+  if (std::regex_search(r.output, m, std::regex(label + R"(\s*([-+0-9.eE]+))"))) return std::stod(m[1]);
+  return std::nan("");
+}
+
+const std::string kBin = MT_BIN_DIR;
+const std::string kData = std::string(MT_SOURCE_DIR) + "/datasets/kjv.txt";
+
+}  // namespace
+
+TEST(L01_Lesson, RunsAuto) {
+  LessonRun r = run_lesson(kBin + "/lesson-01 --auto");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(has(r, "xt = x.transpose(0, 1) = Tensor(3, 2) f32 cpu  strides (1, 3)")) << r.output;
+  EXPECT_TRUE(has(r, "same storage as x: yes")) << r.output;
+  EXPECT_TRUE(has(r, "0.1 as bf16 = 0.100097656250  (bits 0x3dcd")) << r.output;
+  EXPECT_TRUE(has(r, "f32 4194304 bytes, bf16 2097152 bytes")) << r.output;
+  EXPECT_TRUE(has(r, "= 3542016  (exact)")) << r.output;  // 768·768·4 + 768·4 + 768·768·2
+  EXPECT_TRUE(has(r, "GFLOP/s")) << r.output;
+  EXPECT_NEAR(number_after(r, R"(C\[3, 5\] =)"), number_after(r, R"(by hand \(a dot product in double\))"), 1e-3);
+}
+
+TEST(L02_Lesson, RunsAuto) {
+  LessonRun r = run_lesson(kBin + "/lesson-02 --auto");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(has(r, "TanhBackward")) << r.output;
+  EXPECT_TRUE(has(r, "gradcheck(tanh(linear(x, W, b))): ok")) << r.output;
+  EXPECT_TRUE(has(r, "(doubled)")) << r.output;
+  // finite differences agree with autograd
+  EXPECT_NEAR(number_after(r, R"(dy/dw\[2\]: numeric)"), number_after(r, R"(dy/dw\[2\]: numeric [-0-9.]+\s+autograd)"),
+              1e-3);
+  // hooks: the last layer's gradients are final first, the first layer's last
+  const auto fc3 = r.output.find("hook 1: fc3."), fc1 = r.output.find("hook 5: fc1.");
+  EXPECT_NE(fc3, std::string::npos) << r.output;
+  EXPECT_NE(fc1, std::string::npos) << r.output;
+  EXPECT_LT(fc3, fc1);
+  EXPECT_EQ(number_after(r, "after backward:   activation bytes held"), 0) << r.output;
+}
+
+TEST(L03_Lesson, RunsAutoAndLearns) {
+  if (!std::filesystem::exists(kData)) GTEST_SKIP() << kData << " is missing: run `make data` first";
+  LessonRun r = run_lesson(kBin + "/lesson-03 --auto --steps 30 --data " + kData);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(matches(r, R"(transformer\.h\.0\.attn\.c_attn\.weight\s+\(384, 128\))")) << r.output;
+  EXPECT_TRUE(has(r, "(equal)")) << r.output;
+  EXPECT_TRUE(has(r, "formula 124439808 = 124.4M")) << r.output;
+  const double V = number_after(r, "vocabulary V =");
+  ASSERT_GT(V, 1) << r.output;
+  EXPECT_NEAR(number_after(r, "loss at init"), std::log(V), 0.1) << r.output;
+  const double val = number_after(r, "val loss");
+  EXPECT_LT(val, std::log(V) - 0.5) << r.output;  // 30 steps already learn the character frequencies
+  EXPECT_TRUE(has(r, "the number lesson 05 (DDP) will compare against")) << r.output;
+}
+
+TEST(L03_Lesson, MissingDataSaysHowToMakeIt) {
+  LessonRun r = run_lesson(kBin + "/lesson-03 --auto --data /nonexistent/kjv.txt");
+  EXPECT_NE(r.status, 0) << r.output;
+  EXPECT_TRUE(has(r, "make data")) << r.output;
+}

@@ -1,0 +1,129 @@
+// Bad input to the command-line tools: each gives one clear error and a non-zero exit, and no
+// half-written checkpoint is left behind.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "tool_runner.h"
+
+using mt_test::bin;
+using mt_test::run_command;
+using mt_test::source;
+using testing::HasSubstr;
+
+namespace {
+// A tiny but valid config: 2-layer model, 2 steps, no evaluation.
+const char* kTinyConfig = R"({
+  "train_batch_size": 4, "train_micro_batch_size_per_gpu": 4,
+  "optimizer": {"type": "AdamW", "params": {"lr": 1e-3}},
+  "model": {"name": "baby", "n_layer": 1, "n_head": 2, "n_embd": 16, "block_size": 16},
+  "training": {"steps": 2, "eval_interval": 0, "log_interval": 1, "seed": 7}
+})";
+
+std::string corpus(const mt_test::TempDir& dir) {
+  std::string text;
+  for (int i = 0; i < 40; ++i) text += "In the beginning God created the heaven and the earth.\n";
+  return dir.file("corpus.txt", text);
+}
+
+void expect_one_error(const mt_test::CommandResult& r, const std::string& needle) {
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_EQ(mt_test::error_lines(r.output), 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr(needle));
+}
+
+std::string train_cmd(const std::string& config, const std::string& data, const std::string& extra = "") {
+  return bin("minitorch-train") + " --config " + config + " --data " + data + " " + extra;
+}
+}  // namespace
+
+TEST(L03_TrainCli, MissingDataFileIsOneClearError) {
+  mt_test::TempDir dir("cli");
+  auto cfg = dir.file("c.json", kTinyConfig);
+  expect_one_error(run_command(train_cmd(cfg, dir / "nope.txt")), "data file '" + (dir / "nope.txt") + "' not found");
+}
+
+TEST(L03_TrainCli, EmptyDataFileIsOneClearError) {
+  mt_test::TempDir dir("cli");
+  auto cfg = dir.file("c.json", kTinyConfig);
+  auto empty = dir.file("empty.txt", "");
+  expect_one_error(run_command(train_cmd(cfg, empty)), "is empty");
+}
+
+TEST(L03_TrainCli, MalformedJsonNamesTheFile) {
+  mt_test::TempDir dir("cli");
+  auto cfg = dir.file("bad.json", "{ \"train_batch_size\": 4, ");
+  auto r = run_command(train_cmd(cfg, corpus(dir)));
+  expect_one_error(r, "bad.json");
+}
+
+TEST(L03_TrainCli, UnknownSectionKeySuggestsTheNearestOne) {
+  mt_test::TempDir dir("cli");
+  std::string text = kTinyConfig;
+  text.insert(text.rfind('}'), R"(, "zero_optimization": {"stage": 0, "reduce_bucket_sz": 100})");
+  auto r = run_command(train_cmd(dir.file("c.json", text), corpus(dir)));
+  expect_one_error(r, "did you mean 'reduce_bucket_size'");
+}
+
+TEST(L03_TrainCli, BatchMismatchGivesDeepSpeedsMessage) {
+  mt_test::TempDir dir("cli");
+  std::string text = kTinyConfig;
+  text.replace(text.find("\"train_batch_size\": 4"), 21, "\"train_batch_size\": 6, \"gradient_accumulation_steps\": 1");
+  auto r = run_command(train_cmd(dir.file("c.json", text), corpus(dir)));
+  expect_one_error(r, "Check batch related parameters. train_batch_size is not equal to micro_batch_per_gpu * "
+                      "gradient_acc_step * world_size 6 != 4 * 1 * 1");
+}
+
+TEST(L03_TrainCli, MissingRequiredFlagIsAUsageError) {
+  auto r = run_command(bin("minitorch-train"));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.output, HasSubstr("--config is required"));
+}
+
+TEST(L03_TrainCli, UnwritableCheckpointLeavesNothingBehind) {
+  mt_test::TempDir dir("cli");
+  auto cfg = dir.file("c.json", kTinyConfig);
+  auto blocker = dir.file("blocker", "a file where a directory should be");
+  auto r = run_command(train_cmd(cfg, corpus(dir), "--out " + blocker + "/ckpt.safetensors"));
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_EQ(mt_test::error_lines(r.output), 1) << r.output;
+  int files = 0;
+  for (auto& e : std::filesystem::directory_iterator(dir.path)) {
+    (void)e;
+    ++files;
+  }
+  EXPECT_EQ(files, 3) << "only c.json, corpus.txt and blocker may exist";
+}
+
+TEST(L03_EvalCli, CorruptOrTruncatedCheckpointIsOneClearError) {
+  mt_test::TempDir dir("cli");
+  auto cfg = dir.file("c.json", kTinyConfig);
+  auto data = corpus(dir);
+  auto ckpt = dir / "ok.safetensors";
+  auto r = run_command(train_cmd(cfg, data, "--out " + ckpt));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+
+  std::ifstream in(ckpt, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto truncated = dir.file("truncated.safetensors", bytes.substr(0, bytes.size() / 2));
+  auto garbage = dir.file("garbage.safetensors", "this is not a checkpoint at all");
+  std::string flipped = bytes;
+  flipped[10] = '!';  // inside the JSON header
+  auto corrupt = dir.file("corrupt.safetensors", flipped);
+  for (const auto& bad : {truncated, garbage, corrupt, dir / "missing.safetensors"}) {
+    auto e = run_command(bin("minitorch-eval") + " --checkpoint " + bad + " --data " + data);
+    expect_one_error(e, bad);
+  }
+}
+
+TEST(L03_EvalCli, TextWithUnknownCharacterIsOneClearError) {
+  mt_test::TempDir dir("cli");
+  auto cfg = dir.file("c.json", kTinyConfig);
+  auto ckpt = dir / "ok.safetensors";
+  ASSERT_EQ(run_command(train_cmd(cfg, corpus(dir), "--out " + ckpt)).exit_code, 0);
+  auto other = dir.file("other.txt", std::string(100, 'Z'));  // 'Z' is not in the corpus
+  expect_one_error(run_command(bin("minitorch-eval") + " --checkpoint " + ckpt + " --data " + other), "'Z'");
+}

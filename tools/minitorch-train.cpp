@@ -1,0 +1,111 @@
+// minitorch-train --config CONFIG.json [--data TEXT] [--steps N] [--seed S] [--resume CKPT] [--out CKPT]
+// Trains a GPT as the DeepSpeed-style config says; prints step, loss, lr, tokens/s with a progress bar
+// and the validation loss every eval_interval steps; saves a safetensors checkpoint at the end.
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <string>
+
+#include "cli_common.h"
+#include "data/text_dataset.h"
+#include "minitorch/parallel.h"
+#include "zero/checkpoint.h"
+#include "zero/engine.h"
+
+using namespace minitorch;
+
+namespace {
+std::string progress_bar(std::int64_t done, std::int64_t total, int width = 20) {
+  int filled = total > 0 ? static_cast<int>(width * done / total) : width;
+  return "[" + std::string(static_cast<std::size_t>(filled), '#') + std::string(static_cast<std::size_t>(width - filled), '.') + "]";
+}
+
+void train(const std::string& config_path, std::string data_path, std::int64_t steps_override,
+           std::int64_t seed_override, const std::string& resume, std::string out) {
+  zero::Config cfg = zero::Config::from_file(config_path, /*world_size=*/1);
+  for (const auto& w : cfg.warnings) std::cerr << "warning: " << w << "\n";
+  if (steps_override >= 0) cfg.training.steps = steps_override;
+  if (seed_override >= 0) cfg.training.seed = static_cast<std::uint64_t>(seed_override);
+  if (data_path.empty()) data_path = cfg.training.data.empty() ? "datasets/kjv.txt" : cfg.training.data;
+  if (out.empty()) out = cfg.training.checkpoint;
+
+  // Tokenizer: a resumed run keeps the checkpoint's vocabulary; a new one learns it from the text.
+  zero::CheckpointInfo info;
+  if (!resume.empty()) info = zero::read_checkpoint_info(resume);
+  data::TextDataset ds = resume.empty()
+                             ? data::TextDataset::load(data_path, cfg.training.tokenizer, cfg.model.block_size)
+                             : data::TextDataset::load(data_path, info.tokenizer, cfg.model.block_size);
+  nn::GPTConfig mcfg = zero::model_config(cfg, ds.tokenizer().vocab_size());
+
+  Generator init(cfg.training.seed);
+  std::shared_ptr<nn::GPT> model;
+  {
+    TagScope scope(MemTag::param);
+    model = std::make_shared<nn::GPT>(mcfg, init);
+  }
+  auto engine = zero::initialize(model, cfg);
+  if (!resume.empty()) zero::resume_from(resume, *engine);
+
+  const std::int64_t B = cfg.train_micro_batch_size_per_gpu, T = mcfg.block_size;
+  data::BatchSampler train_sampler(ds.tokens_ptr(data::Split::train), B, T, cfg.training.seed);
+  data::BatchSampler val_sampler(ds.tokens_ptr(data::Split::val), B, T, cfg.training.seed + 1);
+  std::printf("model %s: %.2fM parameters | data %s: %lld train / %lld val tokens, vocab %lld\n",
+              mcfg.describe().c_str(), static_cast<double>(model->num_parameters()) / 1e6, data_path.c_str(),
+              static_cast<long long>(ds.size(data::Split::train)), static_cast<long long>(ds.size(data::Split::val)),
+              static_cast<long long>(ds.tokenizer().vocab_size()));
+  std::printf("batch %lld = micro %lld x accumulation %lld x ranks %d | steps %lld | threads %d%s\n",
+              static_cast<long long>(cfg.train_batch_size), static_cast<long long>(B),
+              static_cast<long long>(cfg.gradient_accumulation_steps), cfg.data_parallel_size,
+              static_cast<long long>(cfg.training.steps), num_threads(), cfg.bf16 ? " | bf16" : "");
+  std::fflush(stdout);
+
+  const std::int64_t total = cfg.training.steps;
+  const double tokens_per_step = static_cast<double>(cfg.train_batch_size * T);
+  bool legend = true;
+  auto t_log = std::chrono::steady_clock::now();
+  std::int64_t steps_since_log = 0;
+  while (engine->global_steps() < total) {
+    float loss = engine->train_batch(train_sampler);
+    const std::int64_t s = engine->global_steps();  // steps done
+    ++steps_since_log;
+    if (s % cfg.training.log_interval == 0 || s == total) {
+      double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_log).count();
+      std::printf("step %5lld/%lld %s loss %.4f | lr %.2e | grad norm %.3f | %.0f tok/s\n", static_cast<long long>(s),
+                  static_cast<long long>(total), progress_bar(s, total).c_str(), loss, engine->lr(),
+                  engine->last_grad_norm(), tokens_per_step * static_cast<double>(steps_since_log) / secs);
+      t_log = std::chrono::steady_clock::now();
+      steps_since_log = 0;
+    }
+    if (cfg.wall_clock_breakdown && s % cfg.steps_per_print == 0) {
+      std::printf("%s\n", engine->wall_clock_report(legend).c_str());
+      legend = false;
+    }
+    if (cfg.training.eval_interval > 0 && (s % cfg.training.eval_interval == 0 || s == total)) {
+      std::printf("step %5lld val loss %.4f\n", static_cast<long long>(s),
+                  engine->evaluate(val_sampler, cfg.training.eval_iters));
+      t_log = std::chrono::steady_clock::now();  // evaluation time is not training throughput
+    }
+    std::fflush(stdout);
+  }
+  if (!out.empty()) {
+    std::filesystem::path dir = std::filesystem::path(out).parent_path();
+    if (!dir.empty()) std::filesystem::create_directories(dir);
+    zero::save_checkpoint(out, *engine, ds.tokenizer());
+    std::printf("saved %s\n", out.c_str());
+  }
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"minitorch-train: train a GPT from a DeepSpeed-style config"};
+  std::string config, data, resume, out;
+  std::int64_t steps = -1, seed = -1;
+  app.add_option("--config", config, "DeepSpeed-style JSON config (configs/*.json)")->required();
+  app.add_option("--data", data, "UTF-8 text file to train on (default: training.data, else datasets/kjv.txt)");
+  app.add_option("--steps", steps, "optimizer steps (overrides training.steps)")->check(CLI::NonNegativeNumber);
+  app.add_option("--seed", seed, "seed for init and batches (overrides training.seed)")->check(CLI::NonNegativeNumber);
+  app.add_option("--resume", resume, "checkpoint to continue from (its .optim file holds the optimizer state)");
+  app.add_option("--out", out, "where to save the checkpoint (overrides training.checkpoint)");
+  return tools::run_tool(app, argc, argv, [&] { train(config, data, steps, seed, resume, out); });
+}

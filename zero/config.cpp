@@ -1,0 +1,316 @@
+/// \file config.cpp
+/// One function per section; each lists DeepSpeed's keys with DeepSpeed's code defaults (the defaults
+/// live in config.h), then `finish()` rejects any key it did not list.
+#include "zero/config.h"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "zero/config_reader.h"
+
+namespace minitorch::zero {
+
+using nlohmann::json;
+
+namespace {
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+void parse_offload(const json& j, const std::string& name, const std::string& source, OffloadConfig& out,
+                   std::vector<std::string>& warnings, bool is_param) {
+  SectionReader r(j, name, source);
+  r.get("device", out.device);
+  if (out.device == "nvme") r.fail(name + ".device 'nvme' is not supported by minitorch; use 'cpu' or 'none'");
+  if (out.device != "none" && out.device != "cpu") r.fail(name + ".device must be one of none, cpu, got '" + out.device + "'");
+  r.get("pin_memory", out.pin_memory);
+  if (is_param) r.ignored({"nvme_path", "buffer_count", "buffer_size", "max_in_cpu"}, warnings);
+  else r.ignored({"nvme_path", "buffer_count", "fast_init", "ratio", "pipeline_read", "pipeline_write"}, warnings);
+  r.finish();
+}
+
+void parse_zero(const json& j, Config& c) {
+  SectionReader r(j, "zero_optimization", c.source);
+  ZeroConfig& z = c.zero;
+  r.get("stage", z.stage, 0, 3);
+  r.get("reduce_bucket_size", z.reduce_bucket_size, 0);
+  r.get("allgather_bucket_size", z.allgather_bucket_size, 0);
+  r.get("stage3_prefetch_bucket_size", z.stage3_prefetch_bucket_size, 0);
+  r.get("stage3_param_persistence_threshold", z.stage3_param_persistence_threshold, 0);
+  r.get("sub_group_size", z.sub_group_size, 0);
+  std::optional<bool> overlap;
+  r.get("overlap_comm", overlap);
+  z.overlap_comm = overlap.value_or(z.stage == 3);  // DeepSpeed's validator: default true only for stage 3
+  r.get("contiguous_gradients", z.contiguous_gradients);
+  r.get("reduce_scatter", z.reduce_scatter);
+  r.get("allgather_partitions", z.allgather_partitions);
+  if (const json* o = r.object("offload_optimizer"))
+    parse_offload(*o, "zero_optimization.offload_optimizer", c.source, z.offload_optimizer, c.warnings, false);
+  if (const json* o = r.object("offload_param"))
+    parse_offload(*o, "zero_optimization.offload_param", c.source, z.offload_param, c.warnings, true);
+  r.ignored({"stage3_max_live_parameters", "stage3_max_reuse_distance", "stage3_gather_16bit_weights_on_model_save",
+             "stage3_model_persistence_threshold", "load_from_fp32_weights", "elastic_checkpoint",
+             "ignore_unused_parameters", "round_robin_gradients", "use_multi_rank_bucket_allreduce"},
+            c.warnings);
+  r.finish();
+  if (z.offload_optimizer.enabled() && z.stage == 0)
+    r.fail("zero_optimization.offload_optimizer needs ZeRO stage 1, 2 or 3 (stage is 0)");
+  if (z.offload_param.enabled() && z.stage != 3)
+    r.fail("zero_optimization.offload_param is only valid with stage 3 (stage is " + std::to_string(z.stage) + ")");
+}
+
+void parse_optimizer(const json& j, Config& c) {
+  SectionReader r(j, "optimizer", c.source);
+  OptimizerConfig& o = c.optimizer;
+  o.specified = true;
+  r.get("type", o.type_name);
+  const std::string t = lower(o.type_name);
+  if (t == "adamw" || t == "adam") o.type = OptimizerType::adamw;
+  else if (t == "sgd") o.type = OptimizerType::sgd;
+  else r.fail("optimizer.type '" + o.type_name + "' is not supported; valid: AdamW, Adam (= AdamW, adam_w_mode), SGD");
+  r.ignored({"legacy_fusion"}, c.warnings);
+  const json* p = r.object("params");
+  r.finish();
+  if (!p) return;
+  SectionReader pr(*p, "optimizer.params", c.source);
+  pr.get("lr", o.lr, 0.0);
+  pr.get("weight_decay", o.weight_decay, 0.0);
+  if (o.type == OptimizerType::sgd) {
+    pr.get("momentum", o.momentum, 0.0);
+  } else {
+    if (const json* b = p->contains("betas") ? &(*p)["betas"] : nullptr) {
+      if (!b->is_array() || b->size() != 2 || !(*b)[0].is_number() || !(*b)[1].is_number())
+        pr.fail("optimizer.params.betas must be an array of two numbers, got " + b->dump());
+      o.beta1 = (*b)[0].get<double>();
+      o.beta2 = (*b)[1].get<double>();
+    }
+    pr.known("betas");
+    pr.get("eps", o.eps, 0.0);
+    pr.get("adam_w_mode", o.adam_w_mode);
+    pr.ignored({"torch_adam"}, c.warnings);
+    if (!o.adam_w_mode && o.weight_decay != 0.0)
+      pr.fail("optimizer.params.adam_w_mode false (Adam with L2 weight decay) is not supported; use AdamW");
+  }
+  pr.finish();
+}
+
+void parse_scheduler(const json& j, Config& c) {
+  SectionReader r(j, "scheduler", c.source);
+  std::string type;
+  r.get("type", type);
+  if (type.empty()) r.fail("scheduler.type is required (WarmupLR, WarmupDecayLR or WarmupCosineLR)");
+  optim::LRScheduleConfig& s = c.scheduler;
+  try {
+    s.type = optim::parse_lr_schedule_type(type);
+  } catch (const std::runtime_error& e) {
+    r.fail(std::string("scheduler: ") + e.what());
+  }
+  const json* p = r.object("params");
+  r.finish();
+  static const json empty = json::object();
+  SectionReader pr(p ? *p : empty, "scheduler.params", c.source);
+  pr.get("warmup_num_steps", s.warmup_num_steps, 1);
+  std::string wt = optim::warmup_type_name(s.warmup_type);
+  pr.get("warmup_type", wt, {"log", "linear"});
+  s.warmup_type = optim::parse_warmup_type(wt);
+  pr.known("last_batch_iteration");  // DeepSpeed's resume argument; our schedules are pure functions
+  if (s.type == optim::LRScheduleType::warmup_cosine_lr) {
+    pr.get("warmup_min_ratio", s.warmup_min_ratio, 0.0);
+    pr.get("cos_min_ratio", s.cos_min_ratio, 0.0);
+  } else {
+    pr.get("warmup_min_lr", s.warmup_min_lr, 0.0);
+    pr.get("warmup_max_lr", s.warmup_max_lr);
+  }
+  if (s.type != optim::LRScheduleType::warmup_lr) {
+    pr.get("total_num_steps", s.total_num_steps, 1);
+    if (!pr.has("total_num_steps")) pr.fail(std::string("scheduler.params.total_num_steps is required by ") + type);
+  }
+  pr.finish();
+}
+
+void parse_model(const json& j, Config& c) {
+  SectionReader r(j, "model", c.source);
+  std::string name = c.model.name;
+  r.get("name", name);
+  try {
+    c.model = model_preset(name);
+  } catch (const ConfigError& e) {
+    r.fail(e.what());
+  }
+  r.get("n_layer", c.model.n_layer, 1);
+  r.get("n_head", c.model.n_head, 1);
+  r.get("n_embd", c.model.n_embd, 1);
+  r.get("block_size", c.model.block_size, 1);
+  r.get("vocab_size", c.model.vocab_size, 0);
+  r.get("dropout", c.model.dropout, 0.0);
+  r.get("bias", c.model.bias);
+  r.finish();
+  if (c.model.dropout != 0.0) r.fail("model.dropout: only 0 is supported (minitorch has no dropout)");
+  if (c.model.n_embd % c.model.n_head != 0)
+    r.fail("model.n_embd (" + std::to_string(c.model.n_embd) + ") must be divisible by model.n_head (" +
+           std::to_string(c.model.n_head) + ")");
+}
+
+void parse_training(const json& j, Config& c) {
+  SectionReader r(j, "training", c.source);
+  TrainingConfig& t = c.training;
+  r.get("steps", t.steps, 0);
+  r.get("eval_interval", t.eval_interval, 0);
+  r.get("eval_iters", t.eval_iters, 0);
+  r.get("log_interval", t.log_interval, 0);
+  r.get("checkpoint", t.checkpoint);
+  r.get("seed", t.seed);
+  r.get("tokenizer", t.tokenizer, {"char", "byte"});
+  r.get("data", t.data);
+  r.finish();
+}
+
+void parse_small_sections(SectionReader& r, Config& c) {
+  if (const json* b = r.object("bf16")) {
+    SectionReader br(*b, "bf16", c.source);
+    br.get("enabled", c.bf16);
+    br.ignored({"immediate_grad_update"}, c.warnings);
+    br.finish();
+  }
+  if (const json* f = r.object("fp16")) {
+    SectionReader fr(*f, "fp16", c.source);
+    fr.get("enabled", c.fp16.enabled);
+    fr.get("loss_scale", c.fp16.loss_scale, 0.0);
+    fr.get("initial_scale_power", c.fp16.initial_scale_power, 0, 64);
+    fr.get("loss_scale_window", c.fp16.loss_scale_window, 1);
+    fr.get("hysteresis", c.fp16.hysteresis, 1);
+    fr.get("min_loss_scale", c.fp16.min_loss_scale, 0.0);
+    fr.ignored({"auto_cast", "consecutive_hysteresis", "fused_mode"}, c.warnings);
+    fr.finish();
+  }
+  if (c.bf16 && c.fp16.enabled) r.fail("bfloat16 and fp16 modes cannot be simultaneously enabled (bf16.enabled and fp16.enabled are both true)");
+  if (const json* p = r.object("pipeline")) {
+    SectionReader pr(*p, "pipeline", c.source);
+    pr.get("stages", c.pipeline.stages, 1);
+    pr.get("schedule", c.pipeline.schedule, {"gpipe", "1f1b"});
+    pr.ignored({"partition", "seed_layers", "activation_checkpoint_interval", "pipe_partitioned", "grad_partitioned"},
+               c.warnings);
+    pr.finish();
+  }
+  if (const json* a = r.object("activation_checkpointing")) {
+    SectionReader ar(*a, "activation_checkpointing", c.source);
+    ar.get("enabled", c.activation_checkpointing.enabled);
+    ar.ignored({"partition_activations", "cpu_checkpointing", "contiguous_memory_optimization", "number_checkpoints",
+                "synchronize_checkpoint_boundary", "profile"},
+               c.warnings);
+    ar.finish();
+  }
+}
+
+/// DeepSpeed's _set_batch_related_parameters + _batch_assertion, messages verbatim.
+void resolve_batch(Config& c, bool has_train, bool has_micro, bool has_gas) {
+  const std::int64_t W = c.data_parallel_size;
+  std::int64_t& train = c.train_batch_size;
+  std::int64_t& micro = c.train_micro_batch_size_per_gpu;
+  std::int64_t& gas = c.gradient_accumulation_steps;
+  auto s = [](std::int64_t v) { return std::to_string(v); };
+  // Checked before any division (DeepSpeed would raise ZeroDivisionError here).
+  if (has_micro && micro <= 0) throw ConfigError("Micro batch size per gpu: " + s(micro) + " has to be greater than 0");
+  if (has_gas && gas <= 0) throw ConfigError("Gradient accumulation steps: " + s(gas) + " has to be greater than 0");
+  if (has_train && has_micro && has_gas) {
+  } else if (has_train && has_micro) {
+    gas = train / micro / W;
+  } else if (has_train && has_gas) {
+    micro = train / W / gas;
+  } else if (has_micro && has_gas) {
+    train = micro * gas * W;
+  } else if (has_train) {
+    gas = 1;
+    micro = train / W;
+  } else if (has_micro) {
+    train = micro * W;
+    gas = 1;
+  } else {
+    throw ConfigError("Either train_batch_size or train_micro_batch_size_per_gpu needs to be provided");
+  }
+  if (train <= 0) throw ConfigError("Train batch size: " + s(train) + " has to be greater than 0");
+  if (micro <= 0) throw ConfigError("Micro batch size per gpu: " + s(micro) + " has to be greater than 0");
+  if (gas <= 0) throw ConfigError("Gradient accumulation steps: " + s(gas) + " has to be greater than 0");
+  if (train != micro * gas * W)
+    throw ConfigError(
+        "Check batch related parameters. train_batch_size is not equal to micro_batch_per_gpu * gradient_acc_step "
+        "* world_size " + s(train) + " != " + s(micro) + " * " + s(gas) + " * " + s(W));
+}
+
+}  // namespace
+
+ModelConfig model_preset(const std::string& name) {
+  ModelConfig m;  // the struct's defaults are the baby preset
+  m.name = name;
+  if (name == "baby") return m;
+  if (name == "small") {
+    m.n_layer = 6, m.n_head = 6, m.n_embd = 384, m.block_size = 256;
+  } else if (name == "gpt2") {
+    m.n_layer = 12, m.n_head = 12, m.n_embd = 768, m.block_size = 1024, m.vocab_size = 50257;
+  } else {
+    throw ConfigError("model.name '" + name + "' is not a preset; valid: baby, small, gpt2");
+  }
+  return m;
+}
+
+Config Config::from_file(const std::string& path, int world_size) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) throw ConfigError("config file '" + path + "' not found");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ConfigError("config file '" + path + "' cannot be opened for reading");
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  return from_json(buf.str(), world_size, path);
+}
+
+Config Config::from_json(const std::string& text, int world_size, const std::string& source) {
+  Config c;
+  c.source = source;
+  if (world_size < 1) throw ConfigError(source + ": world_size must be at least 1, got " + std::to_string(world_size));
+  c.world_size = world_size;
+  const json top = parse_config_json(text, source);
+  SectionReader r(top, "", source);
+  const bool has_train = r.has("train_batch_size"), has_micro = r.has("train_micro_batch_size_per_gpu"),
+             has_gas = r.has("gradient_accumulation_steps");
+  r.get("train_batch_size", c.train_batch_size);
+  r.get("train_micro_batch_size_per_gpu", c.train_micro_batch_size_per_gpu);
+  r.get("gradient_accumulation_steps", c.gradient_accumulation_steps);
+  r.get("gradient_clipping", c.gradient_clipping, 0.0);
+  r.get("steps_per_print", c.steps_per_print, 0);
+  r.get("wall_clock_breakdown", c.wall_clock_breakdown);
+  parse_small_sections(r, c);
+  if (const json* z = r.object("zero_optimization")) parse_zero(*z, c);
+  if (const json* o = r.object("optimizer")) parse_optimizer(*o, c);
+  if (const json* s = r.object("scheduler")) parse_scheduler(*s, c);
+  if (const json* m = r.object("model")) parse_model(*m, c);
+  if (const json* t = r.object("training")) parse_training(*t, c);
+  static const std::vector<std::string> ignored = {"zero_allow_untested_optimizer", "zero_force_ds_cpu_optimizer",
+      "communication_data_type", "prescale_gradients", "gradient_predivide_factor", "sparse_gradients", "dump_state",
+      "memory_breakdown", "flops_profiler", "tensorboard", "wandb", "csv_monitor", "comms_logger", "amp", "data_types",
+      "checkpoint", "dataloader_drop_last"};
+  r.ignored(ignored, c.warnings);
+  // Unknown top-level keys: DeepSpeed ignores them without a word; we warn, since a typo in a
+  // section name silently drops the whole section.
+  static const std::vector<std::string> top_keys = {"train_batch_size", "train_micro_batch_size_per_gpu",
+      "gradient_accumulation_steps", "gradient_clipping", "steps_per_print", "wall_clock_breakdown", "bf16", "fp16",
+      "zero_optimization", "optimizer", "scheduler", "model", "training", "pipeline", "activation_checkpointing"};
+  for (auto it = top.begin(); it != top.end(); ++it) {
+    const std::string& k = it.key();
+    if (std::count(top_keys.begin(), top_keys.end(), k) || std::count(ignored.begin(), ignored.end(), k)) continue;
+    c.warnings.push_back("unknown top-level key '" + k + "' ignored (DeepSpeed would silently ignore it); did you mean '" +
+                         nearest_key(k, top_keys) + "'?");
+  }
+  if (c.pipeline.stages > world_size || world_size % c.pipeline.stages != 0)
+    r.fail("pipeline.stages (" + std::to_string(c.pipeline.stages) + ") must divide the world size (" +
+           std::to_string(world_size) + ")");
+  c.data_parallel_size = static_cast<int>(world_size / c.pipeline.stages);
+  resolve_batch(c, has_train, has_micro, has_gas);
+  return c;
+}
+
+}  // namespace minitorch::zero

@@ -1,0 +1,172 @@
+/// \file config_reader.cpp
+#include "zero/config_reader.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "zero/config.h"
+
+namespace minitorch::zero {
+
+using nlohmann::json;
+
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+std::string nearest_key(const std::string& key, const std::vector<std::string>& valid) {
+  std::string best;
+  std::size_t best_d = SIZE_MAX;
+  for (const auto& v : valid) {
+    std::size_t d = edit_distance(key, v);
+    if (d < best_d) best_d = d, best = v;
+  }
+  return best;
+}
+
+json parse_config_json(const std::string& text, const std::string& source) {
+  // DeepSpeed loads with dict_raise_error_on_duplicate_keys; nlohmann would keep the last silently.
+  std::vector<std::set<std::string>> open_objects;
+  std::string duplicate;
+  auto track = [&](int, json::parse_event_t ev, json& parsed) {
+    if (ev == json::parse_event_t::object_start) open_objects.emplace_back();
+    if (ev == json::parse_event_t::object_end && !open_objects.empty()) open_objects.pop_back();
+    if (ev == json::parse_event_t::key && !open_objects.empty() &&
+        !open_objects.back().insert(parsed.get<std::string>()).second && duplicate.empty())
+      duplicate = parsed.get<std::string>();
+    return true;
+  };
+  json j;
+  try {
+    j = json::parse(text, track);
+  } catch (const json::parse_error& e) {
+    throw ConfigError(source + ": malformed JSON: " + e.what());
+  }
+  if (!duplicate.empty()) throw ConfigError(source + ": duplicate key '" + duplicate + "' (DeepSpeed rejects it too)");
+  if (!j.is_object()) throw ConfigError(source + ": the config must be a JSON object, got " + j.type_name());
+  return j;
+}
+
+SectionReader::SectionReader(const json& obj, std::string name, std::string source)
+    : obj_(obj), name_(std::move(name)), source_(std::move(source)) {}
+
+void SectionReader::fail(const std::string& message) const { throw ConfigError(source_ + ": " + message); }
+
+void SectionReader::type_error(const char* key, const char* expected, const json& v) const {
+  fail(path(key) + " must be " + expected + ", got " + v.dump() + " (" + v.type_name() + ")");
+}
+
+bool SectionReader::has(const char* key) const { return obj_.contains(key); }
+
+const json* SectionReader::find(const char* key) {
+  known_.emplace_back(key);
+  auto it = obj_.find(key);
+  return it == obj_.end() ? nullptr : &*it;
+}
+
+void SectionReader::get(const char* key, bool& out) {
+  if (const json* v = find(key)) {
+    if (!v->is_boolean()) type_error(key, "a boolean (true/false)", *v);
+    out = v->get<bool>();
+  }
+}
+
+void SectionReader::get(const char* key, std::optional<bool>& out) {
+  bool b = false;
+  if (has(key)) get(key, b), out = b;
+  else known_.emplace_back(key);
+}
+
+void SectionReader::get(const char* key, std::int64_t& out, std::int64_t min, std::int64_t max) {
+  const json* v = find(key);
+  if (!v) return;
+  std::int64_t value;
+  if (v->is_number_unsigned()) {
+    if (v->get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)) type_error(key, "a 64-bit integer", *v);
+    value = static_cast<std::int64_t>(v->get<std::uint64_t>());
+  } else if (v->is_number_integer()) {
+    value = v->get<std::int64_t>();
+  } else if (v->is_number_float() && std::trunc(v->get<double>()) == v->get<double>() &&
+             std::fabs(v->get<double>()) < 9.2e18) {
+    value = static_cast<std::int64_t>(v->get<double>());  // 5e8
+  } else {
+    type_error(key, "an integer", *v);
+  }
+  if (value < min || value > max)
+    fail(path(key) + " must be " +
+         (max == INT64_MAX ? "at least " + std::to_string(min)
+                           : "between " + std::to_string(min) + " and " + std::to_string(max)) +
+         ", got " + std::to_string(value));
+  out = value;
+}
+
+void SectionReader::get(const char* key, int& out, int min, int max) {
+  std::int64_t v = out;
+  get(key, v, min, max);
+  out = static_cast<int>(v);
+}
+
+void SectionReader::get(const char* key, std::uint64_t& out) {
+  std::int64_t v = static_cast<std::int64_t>(out);
+  get(key, v, 0);
+  out = static_cast<std::uint64_t>(v);
+}
+
+void SectionReader::get(const char* key, double& out, double min) {
+  if (const json* v = find(key)) {
+    if (!v->is_number()) type_error(key, "a number", *v);
+    double d = v->get<double>();
+    if (d < min) fail(path(key) + " must be at least " + json(min).dump() + ", got " + v->dump());
+    out = d;
+  }
+}
+
+void SectionReader::get(const char* key, std::optional<double>& out) {
+  double d = 0;
+  if (has(key)) get(key, d), out = d;
+  else known_.emplace_back(key);
+}
+
+void SectionReader::get(const char* key, std::string& out, std::initializer_list<const char*> allowed) {
+  const json* v = find(key);
+  if (!v) return;
+  if (!v->is_string()) type_error(key, "a string", *v);
+  std::string s = v->get<std::string>();
+  if (allowed.size() > 0 && std::none_of(allowed.begin(), allowed.end(), [&](const char* a) { return s == a; })) {
+    std::string list;
+    for (const char* a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+    fail(path(key) + " must be one of " + list + ", got '" + s + "'");
+  }
+  out = s;
+}
+
+const json* SectionReader::object(const char* key) {
+  const json* v = find(key);
+  if (v && !v->is_object()) type_error(key, "an object", *v);
+  return v;
+}
+
+void SectionReader::ignored(const std::vector<std::string>& keys, std::vector<std::string>& warnings) {
+  for (const std::string& k : keys) {
+    known_.push_back(k);
+    if (has(k.c_str())) warnings.push_back(path(k) + " is a DeepSpeed setting minitorch accepts but does not implement; ignored");
+  }
+}
+
+void SectionReader::finish() const {
+  for (auto it = obj_.begin(); it != obj_.end(); ++it) {
+    if (std::find(known_.begin(), known_.end(), it.key()) != known_.end()) continue;
+    fail("unknown key '" + it.key() + "' in " + name_ + "; did you mean '" + nearest_key(it.key(), known_) + "'?");
+  }
+}
+
+}  // namespace minitorch::zero

@@ -1,0 +1,65 @@
+#pragma once
+/// \file config_reader.h
+/// Strict reading of one JSON object (a config section): typed getters that name the key and the
+/// expected type on a mismatch, and a final check that every key present was one we know, with the
+/// nearest valid key as a suggestion. Used by zero/config.cpp; separate so the config itself reads
+/// as a list of DeepSpeed's keys and defaults.
+#include <cstdint>
+#include <initializer_list>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace minitorch::zero {
+
+/// Levenshtein distance (insert, delete, substitute: cost 1 each).
+std::size_t edit_distance(const std::string& a, const std::string& b);
+/// The entry of `valid` closest to `key` by edit distance (first one on ties; "" if `valid` is empty).
+std::string nearest_key(const std::string& key, const std::vector<std::string>& valid);
+
+/// Parses JSON text. Throws ConfigError "<source>: malformed JSON: <nlohmann's message with position>"
+/// or, like DeepSpeed, on a key repeated within one object.
+nlohmann::json parse_config_json(const std::string& text, const std::string& source);
+
+class SectionReader {
+ public:
+  /// `obj` must outlive the reader; `name` is the section's dotted path ("" for the top level).
+  SectionReader(const nlohmann::json& obj, std::string name, std::string source);
+
+  bool has(const char* key) const;
+  void get(const char* key, bool& out);
+  void get(const char* key, std::optional<bool>& out);
+  /// Integers; 5e8 written as a JSON float is accepted when it is a whole number (DeepSpeed configs
+  /// often do this). Values below `min` or above `max` are errors.
+  void get(const char* key, std::int64_t& out, std::int64_t min = INT64_MIN, std::int64_t max = INT64_MAX);
+  void get(const char* key, int& out, int min = INT32_MIN, int max = INT32_MAX);
+  void get(const char* key, std::uint64_t& out);
+  void get(const char* key, double& out, double min = -1e300);
+  void get(const char* key, std::optional<double>& out);
+  /// A string; if `allowed` is non-empty the value must be one of them.
+  void get(const char* key, std::string& out, std::initializer_list<const char*> allowed = {});
+  /// A nested object (nullptr if absent); an error if present but not an object.
+  const nlohmann::json* object(const char* key);
+  /// A key we know but do not read here (its owner reads it).
+  void known(const char* key) { known_.emplace_back(key); }
+  /// DeepSpeed keys minitorch accepts without effect: each one present adds a warning.
+  void ignored(const std::vector<std::string>& keys, std::vector<std::string>& warnings);
+  /// Throws ConfigError for the first key present that was never asked for.
+  void finish() const;
+
+  /// "zero_optimization.reduce_bucket_size" style path of a key.
+  std::string path(const std::string& key) const { return name_.empty() ? key : name_ + "." + key; }
+  /// Throws ConfigError "<source>: <message>".
+  [[noreturn]] void fail(const std::string& message) const;
+
+ private:
+  const nlohmann::json* find(const char* key);
+  [[noreturn]] void type_error(const char* key, const char* expected, const nlohmann::json& v) const;
+
+  const nlohmann::json& obj_;
+  std::string name_, source_;
+  std::vector<std::string> known_;
+};
+
+}  // namespace minitorch::zero

@@ -1,0 +1,149 @@
+#include "zero/engine.h"
+
+#include <cmath>
+#include <sstream>
+#include <stdexcept>
+
+#include "autograd/engine.h"
+#include "optim/clip.h"
+
+namespace minitorch::zero {
+
+namespace {
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
+
+nn::GPTConfig model_config(const Config& config, std::int64_t tokenizer_vocab) {
+  const ModelConfig& m = config.model;
+  nn::GPTConfig g;
+  g.n_layer = m.n_layer;
+  g.n_head = m.n_head;
+  g.n_embd = m.n_embd;
+  g.block_size = m.block_size;
+  g.bias = m.bias;
+  if (m.vocab_size == 0) {
+    g.vocab_size = tokenizer_vocab;
+  } else {
+    if (m.vocab_size < tokenizer_vocab)
+      throw ConfigError("model.vocab_size " + std::to_string(m.vocab_size) + " is smaller than the tokenizer's " +
+                        std::to_string(tokenizer_vocab) + " tokens; set it to 0 to take the tokenizer's");
+    g.vocab_size = m.vocab_size;
+  }
+  g.validate();
+  return g;
+}
+
+Engine::Engine(std::shared_ptr<nn::GPT> model, Config config) : model_(std::move(model)), config_(std::move(config)) {
+  if (config_.fp16.enabled)
+    throw ConfigError(config_.source + ": fp16.enabled is not supported on the CPU (minitorch has no f16 type); "
+                      "use \"bf16\": {\"enabled\": true} for mixed precision");
+  if (config_.optimizer.type != OptimizerType::adamw)
+    throw ConfigError(config_.source + ": optimizer '" + config_.optimizer.type_name +
+                      "' is not available in the engine yet; use AdamW");
+  if (config_.bf16) model_->to(DType::bf16);  // params 2Ψ, grads 2Ψ; AdamW adds f32 master + m + v = 12Ψ
+  const OptimizerConfig& o = config_.optimizer;
+  optim::AdamWOptions opts;
+  opts.lr = static_cast<float>(o.lr);
+  opts.beta1 = static_cast<float>(o.beta1);
+  opts.beta2 = static_cast<float>(o.beta2);
+  opts.eps = static_cast<float>(o.eps);
+  opts.weight_decay = static_cast<float>(o.weight_decay);
+  optimizer_ = std::make_unique<optim::AdamW>(optim::decay_groups(model_->named_parameters(), opts.lr, opts.weight_decay),
+                                              opts);
+  schedule_ = optim::make_lr_schedule(config_.scheduler, o.lr);
+}
+
+Tensor Engine::forward(const Tensor& idx, const Tensor& targets) {
+  auto t0 = Clock::now();
+  Tensor loss;
+  {
+    TagScope scope(MemTag::activation);
+    loss = model_->loss(idx, targets);
+  }
+  times_.forward += ms_since(t0);
+  return loss;
+}
+
+void Engine::backward(const Tensor& loss) {
+  auto t0 = Clock::now();
+  {
+    TagScope scope(MemTag::activation);
+    const float scale = 1.f / static_cast<float>(config_.gradient_accumulation_steps);
+    autograd::backward(loss, Tensor::full(loss.shape(), scale));
+  }
+  times_.backward += ms_since(t0);
+  // backward_allreduce: the data-parallel gradient reduction goes here (one rank: nothing to do).
+}
+
+bool Engine::is_gradient_accumulation_boundary() const {
+  return (micro_steps_ + 1) % config_.gradient_accumulation_steps == 0;
+}
+
+bool Engine::step() {
+  auto t0 = Clock::now();
+  const bool boundary = is_gradient_accumulation_boundary();
+  ++micro_steps_;
+  if (boundary) {
+    std::vector<Tensor> params = optimizer_->parameters();
+    if (config_.gradient_clipping > 0)
+      last_grad_norm_ = optim::clip_grad_norm(params, config_.gradient_clipping);
+    else
+      last_grad_norm_ = std::sqrt(optim::grad_sum_squares(params));
+    optimizer_->set_lr(schedule_.lr(global_steps_));
+    optimizer_->step();
+    optimizer_->zero_grad();
+    ++global_steps_;
+  }
+  times_.step += ms_since(t0);
+  if (boundary) {
+    last_times_ = times_;
+    times_ = StepTimes{};
+  }
+  return boundary;
+}
+
+float Engine::train_batch(const data::BatchSampler& sampler) {
+  const std::int64_t G = config_.gradient_accumulation_steps;
+  double total = 0;
+  for (std::int64_t m = 0; m < G; ++m) {
+    data::Batch b = sampler.sample(/*rank=*/0, global_steps_, /*world=*/config_.data_parallel_size, m, G);
+    Tensor loss = forward(b.x, b.y);
+    total += loss.item();
+    backward(loss);
+    step();
+  }
+  return static_cast<float>(total / static_cast<double>(G));
+}
+
+float Engine::evaluate(const data::BatchSampler& val_sampler, std::int64_t iters) {
+  autograd::NoGradGuard no_grad;
+  TagScope scope(MemTag::activation);
+  double total = 0;
+  for (std::int64_t i = 0; i < iters; ++i) {
+    data::Batch b = val_sampler.batch(static_cast<std::uint64_t>(i));
+    total += model_->loss(b.x, b.y).item();
+  }
+  return static_cast<float>(total / static_cast<double>(iters));
+}
+
+std::string Engine::wall_clock_report(bool with_legend) const {
+  std::ostringstream os;
+  os.setf(std::ios::fixed);
+  os.precision(2);
+  if (with_legend)
+    os << "wall_clock_breakdown legend: forward = loss of every micro-batch of the step (graph recorded); "
+          "backward = autograd backward of every micro-batch; backward_allreduce = data-parallel gradient "
+          "reduction not hidden under backward (0 on one rank); step = clipping, lr schedule, optimizer "
+          "update and zero_grad\n";
+  os << "time (ms) | forward: " << last_times_.forward << " | backward: " << last_times_.backward
+     << " | backward_allreduce: " << last_times_.backward_allreduce << " | step: " << last_times_.step;
+  return os.str();
+}
+
+std::unique_ptr<Engine> initialize(std::shared_ptr<nn::GPT> model, const Config& config) {
+  return std::make_unique<Engine>(std::move(model), config);
+}
+
+}  // namespace minitorch::zero
