@@ -3,14 +3,13 @@
 SHELL := /bin/bash
 BUILD ?= build
 JOBS ?= $(shell nproc)
-DEMO_RANKS ?= 1
 
 # Compiler, build tools and the libraries DESIGN.md names (Eigen, Open MPI, nlohmann/json, CLI11,
 # GoogleTest, Doxygen) plus the KJV corpus.
 DEB_PACKAGES := g++ make cmake libeigen3-dev libopenmpi-dev openmpi-bin nlohmann-json3-dev libcli11-dev \
                 libgtest-dev doxygen bible-kjv
 
-.PHONY: all deps configure build test data demo docs bench clean
+.PHONY: all deps configure build test data demo docs bench bench-pytorch clean
 
 all: build
 
@@ -53,6 +52,21 @@ docs: deps
 bench: build
 	$(BUILD)/bin/bench-gpt --steps 5
 	$(BUILD)/bin/bench-matmul
+
+# The PyTorch reference for bench-gpt (bench/pytorch_gpt.py): Debian's python3-torch, with libblas.so.3 from
+# OpenBLAS (libopenblas0-pthread; with Debian's reference BLAS a gpt2 step takes ~54 s). Debian's python only:
+# a pyenv/venv python on PATH does not see Debian's packages.
+BENCH_PYTORCH_PACKAGES := python3-torch libopenblas0-pthread
+bench-pytorch:
+	@missing=""; for p in $(BENCH_PYTORCH_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+	/usr/bin/python3 bench/pytorch_gpt.py --steps 5
 
 clean:
 	rm -rf $(BUILD)

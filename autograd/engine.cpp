@@ -45,14 +45,19 @@ NoGradGuard::~NoGradGuard() { t_grad_enabled = previous_; }
 Tensor record(Tensor output, std::shared_ptr<Node> node, std::vector<Tensor> inputs) {
   if (!t_grad_enabled) return output;
   bool any = false;
-  for (auto& in : inputs) {
-    if (needs_grad(in))
-      any = true;
+  std::vector<Edge> edges(inputs.size());
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& in = inputs[i];
+    if (!needs_grad(in)) continue;
+    any = true;
+    edges[i].shape = in.shape();
+    if (in.is_leaf())
+      edges[i].leaf = in.impl_ptr();
     else
-      in = Tensor();
+      edges[i].producer = in.grad_fn();
   }
   if (!any) return output;
-  node->inputs = std::move(inputs);
+  node->next_edges = std::move(edges);
   node->output_shape = output.shape();
   output.impl().grad_fn = std::move(node);
   output.impl().requires_grad = true;
@@ -89,14 +94,13 @@ void backward(const Tensor& root, const Tensor& grad_root) {
     if (node->released)
       throw std::runtime_error(std::string("backward: the graph through ") + node->name() +
                                " was already freed by an earlier backward");
-    if (next < node->inputs.size()) {
-      const Tensor& in = node->inputs[next++];
-      if (!in.defined()) continue;
-      if (in.is_leaf()) {
-        ++leaf_pending[&in.impl()];
-      } else if (!visited[in.grad_fn().get()]) {
-        visited[in.grad_fn().get()] = true;
-        stack.push_back({in.grad_fn(), 0});
+    if (next < node->next_edges.size()) {
+      const Edge& e = node->next_edges[next++];
+      if (e.leaf) {
+        ++leaf_pending[e.leaf.get()];
+      } else if (e.producer && !visited[e.producer.get()]) {
+        visited[e.producer.get()] = true;
+        stack.push_back({e.producer, 0});
       }
       continue;
     }
@@ -115,23 +119,24 @@ void backward(const Tensor& root, const Tensor& grad_root) {
       Tensor grad_out = std::move(found->second);
       grad_of.erase(found);
       grads = node->backward(grad_out);
-      if (grads.size() != node->inputs.size())
+      if (grads.size() != node->next_edges.size())
         throw std::logic_error(std::string(node->name()) + " returned the wrong number of gradients");
     } else {
       // No gradient reached this node (every consumer returned an undefined one): it contributes
       // nothing, but its leaves' pending counts must still drop so their hooks fire.
-      grads.resize(node->inputs.size());
+      grads.resize(node->next_edges.size());
     }
     for (std::size_t i = 0; i < grads.size(); ++i) {
-      Tensor& in = node->inputs[i];
-      if (!in.defined()) continue;
-      if (in.is_leaf()) {
-        TensorImpl& leaf = in.impl();
+      const Edge& e = node->next_edges[i];
+      if (e.leaf) {
+        TensorImpl& leaf = *e.leaf;
         if (grads[i].defined()) accumulate_into_leaf(leaf, grads[i]);
-        if (--leaf_pending[&leaf] == 0 && leaf.grad)  // final for this backward: fire the hooks now
-          for (auto& hook : leaf.grad_hooks) hook(in);
-      } else if (grads[i].defined()) {
-        Node* producer = in.grad_fn().get();
+        if (--leaf_pending[&leaf] == 0 && leaf.grad) {  // final for this backward: fire the hooks now
+          Tensor param(e.leaf);
+          for (auto& hook : leaf.grad_hooks) hook(param);
+        }
+      } else if (e.producer && grads[i].defined()) {
+        Node* producer = e.producer.get();
         auto slot = grad_of.find(producer);
         if (slot == grad_of.end())
           grad_of.emplace(producer, grads[i]);
@@ -144,7 +149,7 @@ void backward(const Tensor& root, const Tensor& grad_root) {
     }
     // 3. Free what this node saved, and its edges: activation memory goes as backward proceeds.
     node->release_saved();
-    node->inputs.clear();
+    node->next_edges.clear();
     node->released = true;
   }
 }

@@ -7,8 +7,8 @@ namespace minitorch::autograd {
 
 namespace {
 /// Backward of a broadcasting binary op: each input's gradient is summed back to its shape.
-Tensor reduce_to(const Tensor& g, const Tensor& like) {
-  return g.shape() == like.shape() ? g : ops::sum_to(g, like.shape());
+Tensor reduce_to(const Tensor& g, const Edge& input) {
+  return g.shape() == input.shape ? g : ops::sum_to(g, input.shape);
 }
 
 struct AddBackward : Node {
@@ -18,8 +18,8 @@ struct AddBackward : Node {
   // out = a + sign_b * b   =>   da = dout, db = sign_b * dout
   std::vector<Tensor> backward(const Tensor& g) override {
     Tensor ga, gb;
-    if (inputs[0].defined()) ga = reduce_to(g, inputs[0]);
-    if (inputs[1].defined()) gb = reduce_to(sign_b > 0 ? g : ops::neg(g), inputs[1]);
+    if (next_edges[0].defined()) ga = reduce_to(g, next_edges[0]);
+    if (next_edges[1].defined()) gb = reduce_to(sign_b > 0 ? g : ops::neg(g), next_edges[1]);
     return {ga, gb};
   }
 };
@@ -30,8 +30,8 @@ struct MulBackward : Node {
   // out = a * b   =>   da = dout * b, db = dout * a
   std::vector<Tensor> backward(const Tensor& g) override {
     Tensor ga, gb;
-    if (inputs[0].defined()) ga = reduce_to(ops::mul(g, b), inputs[0]);
-    if (inputs[1].defined()) gb = reduce_to(ops::mul(g, a), inputs[1]);
+    if (next_edges[0].defined()) ga = reduce_to(ops::mul(g, b), next_edges[0]);
+    if (next_edges[1].defined()) gb = reduce_to(ops::mul(g, a), next_edges[1]);
     return {ga, gb};
   }
   void release_saved() override { a = b = Tensor(); }
@@ -43,8 +43,8 @@ struct DivBackward : Node {
   // out = a / b   =>   da = dout / b, db = -dout * a / b²
   std::vector<Tensor> backward(const Tensor& g) override {
     Tensor ga, gb;
-    if (inputs[0].defined()) ga = reduce_to(ops::div(g, b), inputs[0]);
-    if (inputs[1].defined()) gb = reduce_to(ops::neg(ops::div(ops::mul(g, a), ops::mul(b, b))), inputs[1]);
+    if (next_edges[0].defined()) ga = reduce_to(ops::div(g, b), next_edges[0]);
+    if (next_edges[1].defined()) gb = reduce_to(ops::neg(ops::div(ops::mul(g, a), ops::mul(b, b))), next_edges[1]);
     return {ga, gb};
   }
   void release_saved() override { a = b = Tensor(); }

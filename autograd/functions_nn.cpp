@@ -23,13 +23,13 @@ struct MatmulBackward : Node {
   //   C = A^T B^T  =>  dA = B^T dC^T,  dB = dC^T A^T
   std::vector<Tensor> backward(const Tensor& g) override {
     Tensor ga, gb;
-    if (inputs[0].defined()) {
+    if (next_edges[0].defined()) {
       if (!ta) ga = ops::matmul(g, b, false, !tb);
       else if (b.dim() == 2 && g.dim() > 2)  // b shared by all batches: ops::matmul takes a 2-D b only on
         ga = ops::matmul(g, b, false, !tb).transpose(-1, -2).contiguous();  // the right, so dA = (dC op(B)^T)^T
       else ga = ops::matmul(b, g, tb, true);
     }
-    if (inputs[1].defined()) {
+    if (next_edges[1].defined()) {
       if (!tb) gb = ops::matmul(a, g, !ta, false);
       else gb = ops::matmul(g, a, true, ta);
       gb = sum_batches(gb, b);
@@ -47,12 +47,12 @@ struct LinearBackward : Node {
   std::vector<Tensor> backward(const Tensor& g) override {
     Tensor dy = g.reshape({-1, w.size(0)});
     Tensor dx, dw, db;
-    if (inputs[0].defined()) {
-      Shape xs = inputs[0].shape();
+    if (next_edges[0].defined()) {
+      Shape xs = next_edges[0].shape;
       dx = ops::matmul(dy, w).view(xs);
     }
-    if (inputs[1].defined()) dw = ops::matmul(dy, x2, true, false);
-    if (has_bias && inputs[2].defined()) db = ops::sum(dy, {0});
+    if (next_edges[1].defined()) dw = ops::matmul(dy, x2, true, false);
+    if (has_bias && next_edges[2].defined()) db = ops::sum(dy, {0});
     return {dx, dw, db};
   }
   void release_saved() override { x2 = w = Tensor(); }

@@ -3,15 +3,30 @@
 /// A node of the autograd graph: the op that produced a tensor. It remembers the tensors it read
 /// (its edges back toward the leaves) and whatever it saved to compute its backward.
 ///
-/// The whole idea of reverse mode fits here: an op's output holds `grad_fn`; `grad_fn` holds the
-/// op's inputs; backward() walks from the loss to the leaves in reverse topological order, asking
-/// each node to turn dL/d(output) into dL/d(input) for every input (the chain rule).
+/// The whole idea of reverse mode fits here: an op's output holds `grad_fn`; `grad_fn` holds one
+/// edge per input (to the node that produced it, or to the leaf itself); backward() walks from the
+/// loss to the leaves in reverse topological order, asking each node to turn dL/d(output) into
+/// dL/d(input) for every input (the chain rule).
+///
+/// An edge does not hold the input's data: a node keeps alive only what its backward saved, so
+/// activation memory is exactly the saved tensors (as in PyTorch).
 #include <memory>
 #include <vector>
 
 #include "minitorch/tensor.h"
 
 namespace minitorch::autograd {
+
+struct Node;
+
+/// Where the gradient of one input goes.
+struct Edge {
+  std::shared_ptr<Node> producer;     ///< the op that made a non-leaf input
+  std::shared_ptr<TensorImpl> leaf;   ///< or the leaf to accumulate into
+  Shape shape;                        ///< the input's shape (its gradient has this shape)
+  /// False for inputs that need no gradient.
+  bool defined() const { return producer || leaf; }
+};
 
 struct Node {
   virtual ~Node() = default;
@@ -23,8 +38,8 @@ struct Node {
   /// Drops saved tensors once backward has run (frees activation memory).
   virtual void release_saved() {}
 
-  /// The op's inputs, in order; undefined where an input does not need a gradient.
-  std::vector<Tensor> inputs;
+  /// One edge per op input, in order; undefined where the input needs no gradient.
+  std::vector<Edge> next_edges;
   /// Shape and dtype of the output, to check gradients against.
   Shape output_shape;
   bool released = false;
@@ -52,7 +67,7 @@ class NoGradGuard {
 inline bool needs_grad(const Tensor& t) { return t.defined() && t.requires_grad(); }
 
 /// Connects `output` to the graph through `node` if grad mode is on and any input needs a gradient;
-/// inputs that need none are stored as undefined tensors. Returns `output`.
+/// inputs that need none get undefined edges. Returns `output`.
 Tensor record(Tensor output, std::shared_ptr<Node> node, std::vector<Tensor> inputs);
 
 }  // namespace minitorch::autograd

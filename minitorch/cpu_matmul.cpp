@@ -73,15 +73,17 @@ void gemm(std::int64_t M, std::int64_t N, std::int64_t K, const float* a, std::i
   const int threads = in_parallel_region() ? 1 : num_threads();
   const double work = static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
   if (threads <= 1 || work < 4e6) {
-    // Eigen runs this on one thread: Eigen::nbThreads() follows num_threads() (parallel.cpp), it
-    // does not start threads inside a parallel region, and for small work it keeps to few threads.
+    // One thread, or a small product: Eigen decides. Eigen::nbThreads() follows num_threads()
+    // (parallel.cpp), and Eigen never starts threads inside a parallel region (batched matmul).
     eigen_product(M, N, K, a, a_rs, a_cs, b, b_rs, b_cs, c, N);
     return;
   }
   if (split == GemmSplit::automatic) {
-    // Measured on AVX-512 (bench-matmul): Eigen's own split shares the packed panels and wins for
-    // most shapes; for a very wide C (the LM head, N = 50257) slicing the columns is twice as fast.
-    split = (N >= 8 * M && N >= 16 * threads) ? GemmSplit::cols : GemmSplit::eigen;
+    // Independent slices (each thread packs its own panels; no synchronisation) of C's larger
+    // dimension. Eigen's own split shares the packed panels between threads and waits for the
+    // slowest at every block: as fast on a quiet machine, several times slower when the cores are
+    // shared (bench-matmul --splits), and for the LM head (N = 50257) half as fast even when quiet.
+    split = N >= M ? GemmSplit::cols : GemmSplit::rows;
   }
   if (split == GemmSplit::eigen) {
     eigen_product(M, N, K, a, a_rs, a_cs, b, b_rs, b_cs, c, N);

@@ -33,6 +33,7 @@ float load_float(const Tensor& t, std::int64_t off) {
 
 void load_floats(const Tensor& t, float* out) {
   require_cpu(t, "load_floats");
+  if (t.numel() == 0) return;  // no storage behind it: memcpy must not see the null pointer
   if (t.dtype() == DType::f32 && t.is_contiguous()) {
     std::memcpy(out, t.raw_data(), static_cast<std::size_t>(t.numel()) * 4);
     return;
@@ -57,6 +58,7 @@ void load_floats(const Tensor& t, float* out) {
 
 void store_floats(Tensor& t, const float* in) {
   require_cpu(t, "store_floats");
+  if (t.numel() == 0) return;
   void* base = t.raw_data();
   switch (t.dtype()) {
     case DType::f32:
@@ -82,6 +84,7 @@ void store_floats(Tensor& t, const float* in) {
 void copy_strided(Tensor& dst, const Tensor& src) {
   require_cpu(dst, "copy");
   require_cpu(src, "copy");
+  if (dst.numel() == 0) return;
   if (dst.dtype() == src.dtype() && dst.is_contiguous() && src.is_contiguous()) {
     std::memcpy(dst.raw_data(), src.raw_data(), dst.nbytes());
     return;

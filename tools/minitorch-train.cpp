@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <string>
 
 #include "cli_common.h"
@@ -22,13 +23,13 @@ std::string progress_bar(std::int64_t done, std::int64_t total, int width = 20) 
 }
 
 void train(const std::string& config_path, std::string data_path, std::int64_t steps_override,
-           std::int64_t seed_override, const std::string& resume, std::string out) {
+           std::int64_t seed_override, const std::string& resume, std::optional<std::string> out_flag) {
   zero::Config cfg = zero::Config::from_file(config_path, /*world_size=*/1);
   for (const auto& w : cfg.warnings) std::cerr << "warning: " << w << "\n";
   if (steps_override >= 0) cfg.training.steps = steps_override;
   if (seed_override >= 0) cfg.training.seed = static_cast<std::uint64_t>(seed_override);
   if (data_path.empty()) data_path = cfg.training.data.empty() ? "datasets/kjv.txt" : cfg.training.data;
-  if (out.empty()) out = cfg.training.checkpoint;
+  const std::string out = out_flag ? *out_flag : cfg.training.checkpoint;  // "" = don't save
 
   // Tokenizer: a resumed run keeps the checkpoint's vocabulary; a new one learns it from the text.
   zero::CheckpointInfo info;
@@ -99,13 +100,14 @@ void train(const std::string& config_path, std::string data_path, std::int64_t s
 
 int main(int argc, char** argv) {
   CLI::App app{"minitorch-train: train a GPT from a DeepSpeed-style config"};
-  std::string config, data, resume, out;
+  std::string config, data, resume;
+  std::optional<std::string> out;
   std::int64_t steps = -1, seed = -1;
   app.add_option("--config", config, "DeepSpeed-style JSON config (configs/*.json)")->required();
   app.add_option("--data", data, "UTF-8 text file to train on (default: training.data, else datasets/kjv.txt)");
   app.add_option("--steps", steps, "optimizer steps (overrides training.steps)")->check(CLI::NonNegativeNumber);
   app.add_option("--seed", seed, "seed for init and batches (overrides training.seed)")->check(CLI::NonNegativeNumber);
   app.add_option("--resume", resume, "checkpoint to continue from (its .optim file holds the optimizer state)");
-  app.add_option("--out", out, "where to save the checkpoint (overrides training.checkpoint)");
+  app.add_option("--out", out, "where to save the checkpoint (overrides training.checkpoint; \"\" = don't save)");
   return tools::run_tool(app, argc, argv, [&] { train(config, data, steps, seed, resume, out); });
 }

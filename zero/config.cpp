@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "nn/gpt_config.h"
 #include "zero/config_reader.h"
 
 namespace minitorch::zero {
@@ -245,16 +246,16 @@ void resolve_batch(Config& c, bool has_train, bool has_micro, bool has_gas) {
 }  // namespace
 
 ModelConfig model_preset(const std::string& name) {
-  ModelConfig m;  // the struct's defaults are the baby preset
-  m.name = name;
-  if (name == "baby") return m;
-  if (name == "small") {
-    m.n_layer = 6, m.n_head = 6, m.n_embd = 384, m.block_size = 256;
-  } else if (name == "gpt2") {
-    m.n_layer = 12, m.n_head = 12, m.n_embd = 768, m.block_size = 1024, m.vocab_size = 50257;
-  } else {
+  nn::GPTConfig g;
+  try {
+    g = nn::GPTConfig::named(name);  // the one table of presets
+  } catch (const std::invalid_argument&) {
     throw ConfigError("model.name '" + name + "' is not a preset; valid: baby, small, gpt2");
   }
+  ModelConfig m;
+  m.name = name;
+  m.n_layer = g.n_layer, m.n_head = g.n_head, m.n_embd = g.n_embd, m.block_size = g.block_size;
+  m.vocab_size = g.vocab_size, m.bias = g.bias;
   return m;
 }
 

@@ -91,7 +91,7 @@ bool Engine::step() {
       last_grad_norm_ = optim::clip_grad_norm(params, config_.gradient_clipping);
     else
       last_grad_norm_ = std::sqrt(optim::grad_sum_squares(params));
-    optimizer_->set_lr(schedule_.lr(global_steps_));
+    optimizer_->set_lr(schedule_.lr_for_update(global_steps_));  // DeepSpeed: scheduler.step() follows optimizer.step()
     optimizer_->step();
     optimizer_->zero_grad();
     ++global_steps_;

@@ -20,18 +20,19 @@ using namespace minitorch;
 namespace ag = minitorch::autograd;
 
 namespace {
-// Prints the graph behind `t`: each node's grad_fn name, then its inputs, indented.
-void print_graph(const Tensor& t, int depth = 0) {
-  std::printf("%*s", 2 * depth, "");
-  if (t.is_leaf()) {
-    std::printf("leaf '%s' %s\n", t.name().c_str(), t.describe().c_str());
-    return;
-  }
-  std::printf("%s -> %s\n", t.grad_fn()->name(), shape_str(t.grad_fn()->output_shape).c_str());
-  for (const Tensor& in : t.grad_fn()->inputs) {
-    if (in.defined()) print_graph(in, depth + 1);
+// Prints the graph below a node: its name, then one line per edge, indented.
+void print_node(const ag::Node& node, int depth) {
+  std::printf("%*s%s -> %s\n", 2 * depth, "", node.name(), shape_str(node.output_shape).c_str());
+  for (const ag::Edge& e : node.next_edges) {
+    if (e.producer) print_node(*e.producer, depth + 1);
+    else if (e.leaf) std::printf("%*sleaf '%s' %s\n", 2 * depth + 2, "", e.leaf->name.c_str(), shape_str(e.shape).c_str());
     else std::printf("%*s(an input that needs no gradient: no edge)\n", 2 * depth + 2, "");
   }
+}
+// Prints the graph behind `t`.
+void print_graph(const Tensor& t) {
+  if (t.is_leaf()) std::printf("leaf '%s' %s\n", t.name().c_str(), t.describe().c_str());
+  else print_node(*t.grad_fn(), 0);
 }
 std::string vec_str(const Tensor& t) {
   std::string s = "[";

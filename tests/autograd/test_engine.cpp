@@ -58,9 +58,10 @@ TEST(L02_AutogradGraph, OpsOnGradInputsRecordANode) {
   EXPECT_FALSE(y.is_leaf());
   ASSERT_NE(y.grad_fn(), nullptr);
   EXPECT_STREQ(y.grad_fn()->name(), "MulBackward");
-  ASSERT_EQ(y.grad_fn()->inputs.size(), 2u);
-  EXPECT_TRUE(y.grad_fn()->inputs[0].same(w));
-  EXPECT_FALSE(y.grad_fn()->inputs[1].defined());  // c needs no gradient: no edge
+  ASSERT_EQ(y.grad_fn()->next_edges.size(), 2u);
+  EXPECT_EQ(y.grad_fn()->next_edges[0].leaf, w.impl_ptr());
+  EXPECT_EQ(y.grad_fn()->next_edges[0].shape, w.shape());
+  EXPECT_FALSE(y.grad_fn()->next_edges[1].defined());  // c needs no gradient: no edge
   Tensor z = ag::mul(c, c);
   EXPECT_FALSE(z.requires_grad());
   EXPECT_EQ(z.grad_fn(), nullptr);
