@@ -7,14 +7,15 @@ JOBS ?= $(shell nproc)
 # Compiler, build tools and the libraries DESIGN.md names (Eigen, Open MPI, nlohmann/json, CLI11,
 # GoogleTest, Doxygen) plus the KJV corpus.
 DEB_PACKAGES := g++ make cmake libeigen3-dev libopenmpi-dev openmpi-bin nlohmann-json3-dev libcli11-dev \
-                libgtest-dev doxygen bible-kjv
+                libgtest-dev libgmock-dev doxygen bible-kjv
 
 .PHONY: all deps configure build test data demo docs bench bench-pytorch clean
 
 all: build
 
-deps:
-	@missing=""; for p in $(DEB_PACKAGES); do \
+# $(call install_missing,PACKAGES): apt-get install those not installed yet (as root, or through sudo).
+define install_missing
+	@missing=""; for p in $(1); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
@@ -22,6 +23,10 @@ deps:
 	  if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi; \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
+endef
+
+deps:
+	$(call install_missing,$(DEB_PACKAGES))
 
 configure: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release > /dev/null
@@ -58,14 +63,7 @@ bench: build
 # a pyenv/venv python on PATH does not see Debian's packages.
 BENCH_PYTORCH_PACKAGES := python3-torch libopenblas0-pthread
 bench-pytorch:
-	@missing=""; for p in $(BENCH_PYTORCH_PACKAGES); do \
-	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
-	done; \
-	if [ -n "$$missing" ]; then \
-	  echo "installing Debian packages:$$missing"; \
-	  if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi; \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing; \
-	fi
+	$(call install_missing,$(BENCH_PYTORCH_PACKAGES))
 	/usr/bin/python3 bench/pytorch_gpt.py --steps 5
 
 clean:

@@ -1,7 +1,9 @@
 // bench-gpt: median time of one training step (forward + backward + AdamW) of the GPT on one rank,
 // all cores, fp32, random token ids. Prints one line per model:
 //   (a) baby  (L=4, H=4, C=128, T=64, V=65),  B=32
-//   (b) gpt2  (L=12, H=12, C=768, V=50257) at B=4, T=64 — PyTorch 1.13 + OpenBLAS: ~3.9 s/step here
+//   (b) gpt2  (L=12, H=12, C=768, V=50257) at B=4, T=64
+// The PyTorch reference with the same shapes and step is bench/pytorch_gpt.py (make bench-pytorch);
+// bench/README.md has the side-by-side figures.
 // Usage: bench-gpt [--steps N] [--warmup W] [--only baby|gpt2] [--threads N]
 #include <algorithm>
 #include <chrono>
