@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <unordered_map>
 #include <mutex>
 #include <new>
 #include <sstream>
@@ -19,19 +20,64 @@ namespace {
 
 thread_local MemTag t_current_tag = MemTag::other;
 
-/// 64-byte aligned host memory (a cache line; AVX-512 loads never split).
+/// 64-byte aligned host memory (a cache line; AVX-512 loads never split), with a cache of large
+/// blocks: a training step frees and allocates the same big buffers (logits, gradients) every step,
+/// and a block fresh from the OS costs a page fault plus a zeroed page per 4 KiB — 18% of a GPT-2
+/// step before this cache. Blocks of 1 MiB and more are rounded up to whole MiB, kept on free and
+/// handed out again for the same rounded size (the idea of PyTorch's CUDA caching allocator).
+/// Accounting is per Storage, so cached bytes never count toward any tag.
 class CpuAllocator final : public DeviceAllocator {
  public:
+  static constexpr std::size_t kCachedFrom = std::size_t{1} << 20;
+
+  ~CpuAllocator() override { release_cached(); }
+
   void* allocate(std::size_t bytes, int) override {
     if (bytes == 0) return nullptr;
-    std::size_t rounded = (bytes + 63) / 64 * 64;
-    void* p = std::aligned_alloc(64, rounded);
+    const std::size_t size = rounded(bytes);
+    if (size >= kCachedFrom) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = cache_.find(size);
+      if (it != cache_.end()) {
+        void* p = it->second;
+        cache_.erase(it);
+        cached_bytes_ -= size;
+        return p;
+      }
+    }
+    void* p = std::aligned_alloc(64, size);
     if (!p) throw std::bad_alloc();
     return p;
   }
-  void deallocate(void* ptr, std::size_t, int) override { std::free(ptr); }
+  void deallocate(void* ptr, std::size_t bytes, int) override {
+    if (!ptr) return;
+    const std::size_t size = rounded(bytes);
+    if (size < kCachedFrom) return std::free(ptr);
+    std::lock_guard<std::mutex> lock(mutex_);
+    cache_.emplace(size, ptr);
+    cached_bytes_ += size;
+  }
   void copy_to_host(void* dst, const void* src, std::size_t bytes, int) override { std::memcpy(dst, src, bytes); }
   void copy_from_host(void* dst, const void* src, std::size_t bytes, int) override { std::memcpy(dst, src, bytes); }
+
+  std::size_t cached_bytes() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return cached_bytes_;
+  }
+  void release_cached() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& [size, p] : cache_) std::free(p);
+    cache_.clear();
+    cached_bytes_ = 0;
+  }
+
+ private:
+  static std::size_t rounded(std::size_t bytes) {
+    return bytes >= kCachedFrom ? (bytes + kCachedFrom - 1) / kCachedFrom * kCachedFrom : (bytes + 63) / 64 * 64;
+  }
+  std::mutex mutex_;
+  std::unordered_multimap<std::size_t, void*> cache_;  // rounded size -> free block
+  std::size_t cached_bytes_ = 0;
 };
 
 /// The allocator state: registered device allocators and the per-device ledger. This (with the
@@ -57,6 +103,9 @@ MemoryStats& stats_for(AllocatorState& s, Device d) {
 TagScope::TagScope(MemTag tag) : previous_(t_current_tag) { t_current_tag = tag; }
 TagScope::~TagScope() { t_current_tag = previous_; }
 MemTag current_tag() { return t_current_tag; }
+
+std::size_t cpu_cached_bytes() { return state().cpu.cached_bytes(); }
+void cpu_empty_cache() { state().cpu.release_cached(); }
 
 void register_device_allocator(DeviceType type, DeviceAllocator* allocator) {
   auto& s = state();

@@ -65,6 +65,11 @@ void register_device_allocator(DeviceType type, DeviceAllocator* allocator);
 /// The allocator for a device type; throws std::runtime_error if none is registered.
 DeviceAllocator& device_allocator(DeviceType type);
 
+/// Bytes the CPU allocator keeps cached for reuse (freed blocks of 1 MiB and more; counted in no tag).
+std::size_t cpu_cached_bytes();
+/// Returns the CPU allocator's cached blocks to the OS (like torch.cuda.empty_cache()).
+void cpu_empty_cache();
+
 /// Accounting for one device (snapshot).
 MemoryStats memory_stats(Device device = Device::cpu());
 /// Sets every peak to the current value (call before the phase you want to measure).

@@ -254,3 +254,30 @@ TEST(L01_Allocator, MemoryReportNamesEveryTag) {
 TEST(L01_Allocator, CpuAllocatorCannotBeReplaced) {
   EXPECT_THROW(register_device_allocator(DeviceType::cpu, nullptr), std::invalid_argument);
 }
+
+// The CPU allocator caches freed blocks of 1 MiB and more (rounded up to whole MiB) and hands them
+// out again: the cache is invisible to the tags, and empty_cache returns it.
+TEST(L01_AllocatorCache, LargeBlocksAreReusedAndNotCounted) {
+  using namespace minitorch;
+  cpu_empty_cache();
+  const Shape shape{3, 1 << 18};  // 3 MiB of f32
+  auto before = memory_stats();
+  void* first = nullptr;
+  {
+    Tensor a = Tensor::empty(shape);
+    first = a.raw_data();
+    EXPECT_EQ(memory_stats().current_total - before.current_total, 3 << 20);
+  }
+  EXPECT_EQ(memory_stats().current_total, before.current_total) << "a cached block counts in no tag";
+  EXPECT_EQ(cpu_cached_bytes(), std::size_t{3} << 20);
+  {
+    Tensor b = Tensor::empty({(3 << 18) - 100});  // rounds up to the same 3 MiB block
+    EXPECT_EQ(b.raw_data(), first);
+    EXPECT_EQ(cpu_cached_bytes(), 0u);
+  }
+  Tensor small = Tensor::empty({1000});  // below 1 MiB: never cached
+  small = Tensor();
+  EXPECT_EQ(cpu_cached_bytes(), std::size_t{3} << 20);
+  cpu_empty_cache();
+  EXPECT_EQ(cpu_cached_bytes(), 0u);
+}
