@@ -8,36 +8,16 @@
 #include <unistd.h>
 
 #include "data/text_dataset.h"
+#include "test_util.h"
 
 using namespace minitorch::data;
 namespace fs = std::filesystem;
 
+using mt_test::contains;
+using mt_test::error_of;
+using mt_test::TempDir;
+
 namespace {
-/// A fresh directory per test, removed at the end.
-struct TempDir {
-  fs::path dir;
-  TempDir() {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir = fs::temp_directory_path() /
-          ("mt_ds_" + std::to_string(::getpid()) + "_" + info->name());
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-  }
-  ~TempDir() { fs::remove_all(dir); }
-  std::string write(const std::string& name, const std::string& content) const {
-    std::ofstream(dir / name, std::ios::binary) << content;
-    return (dir / name).string();
-  }
-};
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 std::string corpus() {
   std::string text;

@@ -5,20 +5,12 @@
 #include <string>
 
 #include "data/tokenizer.h"
+#include "test_util.h"
 
 using namespace minitorch::data;
 
-namespace {
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
-}  // namespace
+using mt_test::contains;
+using mt_test::error_of;
 
 TEST(L03_DataTokenizer, CharRoundTripsMultiByteUtf8) {
   // 1-, 2-, 3- and 4-byte characters.

@@ -2,32 +2,18 @@
 // the numbers its beats promise (the lesson READMEs quote them).
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <regex>
 #include <string>
 
+#include "test_util.h"
+
 namespace {
 
-struct LessonRun {
-  int status = -1;  // exit code
-  std::string output;  // stdout and stderr
-};
-
-LessonRun run_lesson(const std::string& command) {
-  LessonRun r;
-  FILE* pipe = ::popen((command + " 2>&1 < /dev/null").c_str(), "r");
-  if (!pipe) return r;
-  char buf[4096];
-  std::size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) r.output.append(buf, n);
-  int raw = ::pclose(pipe);
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  return r;
-}
+using LessonRun = mt_test::CommandResult;
+const auto run_lesson = mt_test::run_command;
 
 bool has(const LessonRun& r, const std::string& text) { return r.output.find(text) != std::string::npos; }
 bool matches(const LessonRun& r, const std::string& pattern) { return std::regex_search(r.output, std::regex(pattern)); }
@@ -46,7 +32,7 @@ const std::string kData = std::string(MT_SOURCE_DIR) + "/datasets/kjv.txt";
 
 TEST(L01_Lesson, RunsAuto) {
   LessonRun r = run_lesson(kBin + "/lesson-01 --auto");
-  ASSERT_EQ(r.status, 0) << r.output;
+  ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(has(r, "xt = x.transpose(0, 1) = Tensor(3, 2) f32 cpu  strides (1, 3)")) << r.output;
   EXPECT_TRUE(has(r, "same storage as x: yes")) << r.output;
   EXPECT_TRUE(has(r, "0.1 as bf16 = 0.100097656250  (bits 0x3dcd")) << r.output;
@@ -58,7 +44,7 @@ TEST(L01_Lesson, RunsAuto) {
 
 TEST(L02_Lesson, RunsAuto) {
   LessonRun r = run_lesson(kBin + "/lesson-02 --auto");
-  ASSERT_EQ(r.status, 0) << r.output;
+  ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(has(r, "TanhBackward")) << r.output;
   EXPECT_TRUE(has(r, "gradcheck(tanh(linear(x, W, b))): ok")) << r.output;
   EXPECT_TRUE(has(r, "(doubled)")) << r.output;
@@ -76,7 +62,7 @@ TEST(L02_Lesson, RunsAuto) {
 TEST(L03_Lesson, RunsAutoAndLearns) {
   if (!std::filesystem::exists(kData)) GTEST_SKIP() << kData << " is missing: run `make data` first";
   LessonRun r = run_lesson(kBin + "/lesson-03 --auto --steps 30 --data " + kData);
-  ASSERT_EQ(r.status, 0) << r.output;
+  ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(matches(r, R"(transformer\.h\.0\.attn\.c_attn\.weight\s+\(384, 128\))")) << r.output;
   EXPECT_TRUE(has(r, "(equal)")) << r.output;
   EXPECT_TRUE(has(r, "formula 124439808 = 124.4M")) << r.output;
@@ -90,6 +76,6 @@ TEST(L03_Lesson, RunsAutoAndLearns) {
 
 TEST(L03_Lesson, MissingDataSaysHowToMakeIt) {
   LessonRun r = run_lesson(kBin + "/lesson-03 --auto --data /nonexistent/kjv.txt");
-  EXPECT_NE(r.status, 0) << r.output;
+  EXPECT_NE(r.exit_code, 0) << r.output;
   EXPECT_TRUE(has(r, "make data")) << r.output;
 }

@@ -11,32 +11,16 @@
 
 #include "minitorch/random.h"
 #include "minitorch/safetensors.h"
+#include "test_util.h"
 
 using namespace minitorch;
 namespace fs = std::filesystem;
 
-namespace {
-struct TempDir {
-  fs::path dir;
-  TempDir() {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir = fs::temp_directory_path() / ("mt_st_" + std::to_string(::getpid()) + "_" + info->name());
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-  }
-  ~TempDir() { fs::remove_all(dir); }
-  std::string path(const std::string& name) const { return (dir / name).string(); }
-};
+using mt_test::contains;
+using mt_test::error_of;
+using mt_test::TempDir;
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+namespace {
 
 std::string bytes_of(const Tensor& t) {
   Tensor c = t.contiguous();

@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "tool_runner.h"
+#include "test_util.h"
 
 using mt_test::bin;
 using mt_test::run_command;
@@ -26,7 +26,7 @@ const char* kTinyConfig = R"({
 std::string corpus(const mt_test::TempDir& dir) {
   std::string text;
   for (int i = 0; i < 40; ++i) text += "In the beginning God created the heaven and the earth.\n";
-  return dir.file("corpus.txt", text);
+  return dir.write("corpus.txt", text);
 }
 
 void expect_one_error(const mt_test::CommandResult& r, const std::string& needle) {
@@ -41,38 +41,38 @@ std::string train_cmd(const std::string& config, const std::string& data, const 
 }  // namespace
 
 TEST(L03_TrainCli, MissingDataFileIsOneClearError) {
-  mt_test::TempDir dir("cli");
-  auto cfg = dir.file("c.json", kTinyConfig);
-  expect_one_error(run_command(train_cmd(cfg, dir / "nope.txt")), "data file '" + (dir / "nope.txt") + "' not found");
+  mt_test::TempDir dir;
+  auto cfg = dir.write("c.json", kTinyConfig);
+  expect_one_error(run_command(train_cmd(cfg, dir.path("nope.txt"))), "data file '" + (dir.path("nope.txt")) + "' not found");
 }
 
 TEST(L03_TrainCli, EmptyDataFileIsOneClearError) {
-  mt_test::TempDir dir("cli");
-  auto cfg = dir.file("c.json", kTinyConfig);
-  auto empty = dir.file("empty.txt", "");
+  mt_test::TempDir dir;
+  auto cfg = dir.write("c.json", kTinyConfig);
+  auto empty = dir.write("empty.txt", "");
   expect_one_error(run_command(train_cmd(cfg, empty)), "is empty");
 }
 
 TEST(L03_TrainCli, MalformedJsonNamesTheFile) {
-  mt_test::TempDir dir("cli");
-  auto cfg = dir.file("bad.json", "{ \"train_batch_size\": 4, ");
+  mt_test::TempDir dir;
+  auto cfg = dir.write("bad.json", "{ \"train_batch_size\": 4, ");
   auto r = run_command(train_cmd(cfg, corpus(dir)));
   expect_one_error(r, "bad.json");
 }
 
 TEST(L03_TrainCli, UnknownSectionKeySuggestsTheNearestOne) {
-  mt_test::TempDir dir("cli");
+  mt_test::TempDir dir;
   std::string text = kTinyConfig;
   text.insert(text.rfind('}'), R"(, "zero_optimization": {"stage": 0, "reduce_bucket_sz": 100})");
-  auto r = run_command(train_cmd(dir.file("c.json", text), corpus(dir)));
+  auto r = run_command(train_cmd(dir.write("c.json", text), corpus(dir)));
   expect_one_error(r, "did you mean 'reduce_bucket_size'");
 }
 
 TEST(L03_TrainCli, BatchMismatchGivesDeepSpeedsMessage) {
-  mt_test::TempDir dir("cli");
+  mt_test::TempDir dir;
   std::string text = kTinyConfig;
   text.replace(text.find("\"train_batch_size\": 4"), 21, "\"train_batch_size\": 6, \"gradient_accumulation_steps\": 1");
-  auto r = run_command(train_cmd(dir.file("c.json", text), corpus(dir)));
+  auto r = run_command(train_cmd(dir.write("c.json", text), corpus(dir)));
   expect_one_error(r, "Check batch related parameters. train_batch_size is not equal to micro_batch_per_gpu * "
                       "gradient_acc_step * world_size 6 != 4 * 1 * 1");
 }
@@ -84,14 +84,14 @@ TEST(L03_TrainCli, MissingRequiredFlagIsAUsageError) {
 }
 
 TEST(L03_TrainCli, UnwritableCheckpointLeavesNothingBehind) {
-  mt_test::TempDir dir("cli");
-  auto cfg = dir.file("c.json", kTinyConfig);
-  auto blocker = dir.file("blocker", "a file where a directory should be");
+  mt_test::TempDir dir;
+  auto cfg = dir.write("c.json", kTinyConfig);
+  auto blocker = dir.write("blocker", "a file where a directory should be");
   auto r = run_command(train_cmd(cfg, corpus(dir), "--out " + blocker + "/ckpt.safetensors"));
   EXPECT_NE(r.exit_code, 0) << r.output;
   EXPECT_EQ(mt_test::error_lines(r.output), 1) << r.output;
   int files = 0;
-  for (auto& e : std::filesystem::directory_iterator(dir.path)) {
+  for (auto& e : std::filesystem::directory_iterator(dir.dir)) {
     (void)e;
     ++files;
   }
@@ -99,31 +99,31 @@ TEST(L03_TrainCli, UnwritableCheckpointLeavesNothingBehind) {
 }
 
 TEST(L03_EvalCli, CorruptOrTruncatedCheckpointIsOneClearError) {
-  mt_test::TempDir dir("cli");
-  auto cfg = dir.file("c.json", kTinyConfig);
+  mt_test::TempDir dir;
+  auto cfg = dir.write("c.json", kTinyConfig);
   auto data = corpus(dir);
-  auto ckpt = dir / "ok.safetensors";
+  auto ckpt = dir.path("ok.safetensors");
   auto r = run_command(train_cmd(cfg, data, "--out " + ckpt));
   ASSERT_EQ(r.exit_code, 0) << r.output;
 
   std::ifstream in(ckpt, std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  auto truncated = dir.file("truncated.safetensors", bytes.substr(0, bytes.size() / 2));
-  auto garbage = dir.file("garbage.safetensors", "this is not a checkpoint at all");
+  auto truncated = dir.write("truncated.safetensors", bytes.substr(0, bytes.size() / 2));
+  auto garbage = dir.write("garbage.safetensors", "this is not a checkpoint at all");
   std::string flipped = bytes;
   flipped[10] = '!';  // inside the JSON header
-  auto corrupt = dir.file("corrupt.safetensors", flipped);
-  for (const auto& bad : {truncated, garbage, corrupt, dir / "missing.safetensors"}) {
+  auto corrupt = dir.write("corrupt.safetensors", flipped);
+  for (const auto& bad : {truncated, garbage, corrupt, dir.path("missing.safetensors")}) {
     auto e = run_command(bin("minitorch-eval") + " --checkpoint " + bad + " --data " + data);
     expect_one_error(e, bad);
   }
 }
 
 TEST(L03_EvalCli, TextWithUnknownCharacterIsOneClearError) {
-  mt_test::TempDir dir("cli");
-  auto cfg = dir.file("c.json", kTinyConfig);
-  auto ckpt = dir / "ok.safetensors";
+  mt_test::TempDir dir;
+  auto cfg = dir.write("c.json", kTinyConfig);
+  auto ckpt = dir.path("ok.safetensors");
   ASSERT_EQ(run_command(train_cmd(cfg, corpus(dir), "--out " + ckpt)).exit_code, 0);
-  auto other = dir.file("other.txt", std::string(100, 'Z'));  // 'Z' is not in the corpus
+  auto other = dir.write("other.txt", std::string(100, 'Z'));  // 'Z' is not in the corpus
   expect_one_error(run_command(bin("minitorch-eval") + " --checkpoint " + ckpt + " --data " + other), "'Z'");
 }

@@ -11,7 +11,7 @@
 
 #include <regex>
 
-#include "tool_runner.h"
+#include "test_util.h"
 
 TEST(L03_TrainKJV, BabyGPTGetsBelowBigramLossIn300Steps) {
   const std::string data = mt_test::source("datasets/kjv.txt");

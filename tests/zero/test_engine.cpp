@@ -106,7 +106,9 @@ TEST(L03_Engine, OnlyTheLastMicroBatchSteps) {
     auto b = r.sampler->sample(0, 0, 1, m, 3);
     r.engine->backward(r.engine->forward(b.x, b.y));
     EXPECT_EQ(r.engine->step(), m == 2);
-    if (m < 2) EXPECT_EQ(r.params(), before);
+    if (m < 2) {
+      EXPECT_EQ(r.params(), before);
+    }
   }
   EXPECT_NE(r.params(), before);
   EXPECT_EQ(r.engine->global_steps(), 1);

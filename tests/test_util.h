@@ -1,0 +1,85 @@
+#pragma once
+// Helpers the test suites share: a per-test temporary directory and the message of an expected error.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <string>
+
+namespace mt_test {
+
+/// The message of the exception `f` throws, or "(no error)".
+inline std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+inline bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+/// A fresh directory for the current test (named after it and the process), removed at the end.
+struct TempDir {
+  std::filesystem::path dir;
+  TempDir() {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    std::string name = info ? std::string(info->test_suite_name()) + "." + info->name() : "outside-a-test";
+    dir = std::filesystem::temp_directory_path() / ("minitorch_" + std::to_string(::getpid()) + "_" + name);
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+  }
+  ~TempDir() { std::filesystem::remove_all(dir); }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  /// The path of `name` inside the directory (nothing is created).
+  std::string path(const std::string& name) const { return (dir / name).string(); }
+  /// Writes `content` to `name` inside the directory and returns its path.
+  std::string write(const std::string& name, const std::string& content) const {
+    std::ofstream(dir / name, std::ios::binary) << content;
+    return path(name);
+  }
+};
+
+// ---- running the command-line binaries ----
+struct CommandResult {
+  int exit_code = -1;
+  std::string output;
+};
+
+/// Runs `cmd` through the shell with stdin from /dev/null; stdout and stderr together.
+inline CommandResult run_command(const std::string& cmd) {
+  CommandResult r;
+  FILE* pipe = popen((cmd + " 2>&1 < /dev/null").c_str(), "r");
+  if (!pipe) return r;
+  std::array<char, 4096> buf;
+  std::size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.output.append(buf.data(), n);
+  int status = pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+  return r;
+}
+
+/// A binary in build/bin, and a file in the source tree.
+inline std::string bin(const std::string& name) { return std::string(MT_BIN_DIR) + "/" + name; }
+inline std::string source(const std::string& rel) { return std::string(MT_SOURCE_DIR) + "/" + rel; }
+
+/// Number of lines in `text` that start with "error:".
+inline int error_lines(const std::string& text) {
+  int n = 0;
+  std::size_t pos = 0;
+  while ((pos = text.find("error:", pos)) != std::string::npos) {
+    if (pos == 0 || text[pos - 1] == '\n') ++n;
+    pos += 6;
+  }
+  return n;
+}
+
+}  // namespace mt_test
