@@ -47,8 +47,11 @@ datasets/kjv.txt: | deps
 test: build data
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) --timeout 600
 
+# 4 data-parallel ranks (DDP) on any machine: --oversubscribe lets them share fewer cores; as root Open MPI
+# wants its allow-run-as-root settings. Rank 0 prints and saves out/baby.safetensors.
 demo: build data
-	$(BUILD)/bin/minitorch-train --config configs/baby.json --data datasets/kjv.txt
+	@if [ "$$(id -u)" = 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi; \
+	  set -x; mpirun --oversubscribe --bind-to none -np 4 $(BUILD)/bin/minitorch-train --config configs/ddp.json --data datasets/kjv.txt
 	$(BUILD)/bin/minitorch-sample --checkpoint out/baby.safetensors --prompt "And God said" --tokens 400
 
 docs: deps
@@ -57,6 +60,12 @@ docs: deps
 bench: build
 	$(BUILD)/bin/bench-gpt --steps 5
 	$(BUILD)/bin/bench-matmul
+
+# DDP overhead: 2 ranks x 1 thread against 1 rank x 1 thread on the same per-rank batch (target <= 1.10).
+.PHONY: bench-ddp
+bench-ddp: build
+	@if [ "$$(id -u)" = 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi; \
+	  set -x; mpirun --oversubscribe --bind-to none -np 2 $(BUILD)/bin/bench-ddp --steps 40
 
 # The PyTorch reference for bench-gpt (bench/pytorch_gpt.py): Debian's python3-torch, with libblas.so.3 from
 # OpenBLAS (libopenblas0-pthread; with Debian's reference BLAS a gpt2 step takes ~54 s). Debian's python only:

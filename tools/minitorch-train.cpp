@@ -1,6 +1,9 @@
 // minitorch-train --config CONFIG.json [--data TEXT] [--steps N] [--seed S] [--resume CKPT] [--out CKPT]
 // Trains a GPT as the DeepSpeed-style config says; prints step, loss, lr, tokens/s with a progress bar
 // and the validation loss every eval_interval steps; saves a safetensors checkpoint at the end.
+// Data parallel: `mpirun -np N minitorch-train --config configs/ddp.json` — every rank trains on its own
+// micro-batches (DDP), rank 0 prints and saves, the others are silent. An error on any rank ends the
+// whole job with that rank's message. Without mpirun it is one rank (MPI singleton).
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -10,6 +13,7 @@
 
 #include "cli_common.h"
 #include "data/text_dataset.h"
+#include "dist/process_group.h"
 #include "minitorch/parallel.h"
 #include "zero/checkpoint.h"
 #include "zero/engine.h"
@@ -24,8 +28,10 @@ std::string progress_bar(std::int64_t done, std::int64_t total, int width = 20) 
 
 void train(const std::string& config_path, std::string data_path, std::int64_t steps_override,
            std::int64_t seed_override, const std::string& resume, std::optional<std::string> out_flag) {
-  zero::Config cfg = zero::Config::from_file(config_path, /*world_size=*/1);
-  for (const auto& w : cfg.warnings) std::cerr << "warning: " << w << "\n";
+  dist::ProcessGroup& world = dist::world();
+  zero::Config cfg = zero::Config::from_file(config_path, world.size());
+  if (world.rank() == 0)
+    for (const auto& w : cfg.warnings) std::cerr << "warning: " << w << "\n";
   if (steps_override >= 0) cfg.training.steps = steps_override;
   if (seed_override >= 0) cfg.training.seed = static_cast<std::uint64_t>(seed_override);
   if (data_path.empty()) data_path = cfg.training.data.empty() ? "datasets/kjv.txt" : cfg.training.data;
@@ -45,7 +51,7 @@ void train(const std::string& config_path, std::string data_path, std::int64_t s
     TagScope scope(MemTag::param);
     model = std::make_shared<nn::GPT>(mcfg, init);
   }
-  auto engine = zero::initialize(model, cfg);
+  auto engine = zero::initialize(model, cfg, &world);  // N > 1 ranks: DDP, rank 0's weights everywhere
   if (!resume.empty()) zero::resume_from(resume, *engine);
 
   const std::int64_t B = cfg.train_micro_batch_size_per_gpu, T = mcfg.block_size;
@@ -89,7 +95,7 @@ void train(const std::string& config_path, std::string data_path, std::int64_t s
     }
     std::fflush(stdout);
   }
-  if (!out.empty()) {
+  if (!out.empty() && world.rank() == 0) {
     std::filesystem::path dir = std::filesystem::path(out).parent_path();
     if (!dir.empty()) std::filesystem::create_directories(dir);
     zero::save_checkpoint(out, *engine, ds.tokenizer());
@@ -99,6 +105,9 @@ void train(const std::string& config_path, std::string data_path, std::int64_t s
 }  // namespace
 
 int main(int argc, char** argv) {
+  dist::ProcessGroup& world = dist::init(&argc, &argv);
+  if (world.rank() != 0 && !std::freopen("/dev/null", "w", stdout))  // rank 0 speaks for the job
+    dist::abort_job("cannot silence stdout");
   CLI::App app{"minitorch-train: train a GPT from a DeepSpeed-style config"};
   std::string config, data, resume;
   std::optional<std::string> out;
@@ -109,5 +118,12 @@ int main(int argc, char** argv) {
   app.add_option("--seed", seed, "seed for init and batches (overrides training.seed)")->check(CLI::NonNegativeNumber);
   app.add_option("--resume", resume, "checkpoint to continue from (its .optim file holds the optimizer state)");
   app.add_option("--out", out, "where to save the checkpoint (overrides training.checkpoint; \"\" = don't save)");
-  return tools::run_tool(app, argc, argv, [&] { train(config, data, steps, seed, resume, out); });
+  return tools::run_tool(app, argc, argv, [&] {
+    try {
+      train(config, data, steps, seed, resume, out);
+    } catch (const std::exception& e) {
+      if (world.size() > 1) dist::abort_job(e.what());  // the other ranks would wait for us forever
+      throw;
+    }
+  });
 }

@@ -35,13 +35,29 @@ nn::GPTConfig model_config(const Config& config, std::int64_t tokenizer_vocab) {
   return g;
 }
 
-Engine::Engine(std::shared_ptr<nn::GPT> model, Config config) : model_(std::move(model)), config_(std::move(config)) {
+Engine::Engine(std::shared_ptr<nn::GPT> model, Config config, dist::ProcessGroup* group)
+    : model_(std::move(model)), config_(std::move(config)), group_(group) {
+  const int world = dp_size();
+  if (config_.data_parallel_size != world)
+    throw ConfigError(config_.source + ": the config was read for a data-parallel size of " +
+                      std::to_string(config_.data_parallel_size) + " but the process group has " +
+                      std::to_string(world) + " ranks; read it with Config::from_file(path, " +
+                      std::to_string(world) + ")");
+  if (world > 1 && config_.zero.stage != 0)
+    throw ConfigError(config_.source + ": ZeRO stage " + std::to_string(config_.zero.stage) +
+                      " is not implemented yet (data-parallel runs support stage 0, i.e. DDP)");
   if (config_.fp16.enabled)
     throw ConfigError(config_.source + ": fp16.enabled is not supported on the CPU (minitorch has no f16 type); "
                       "use \"bf16\": {\"enabled\": true} for mixed precision");
   if (config_.optimizer.type != OptimizerType::adamw)
     throw ConfigError(config_.source + ": optimizer '" + config_.optimizer.type_name +
                       "' is not available in the engine yet; use AdamW");
+  if (world > 1) {
+    // Every rank starts from rank 0's weights (even if the seeds differ), then DDP hooks the grads.
+    ddp_ = std::make_unique<dist::DistributedDataParallel>(model_->named_parameters(), *group_,
+                                                           config_.zero.reduce_bucket_size);
+    ddp_->broadcast_parameters(0);
+  }
   if (config_.bf16) model_->to(DType::bf16);  // params 2Ψ, grads 2Ψ; AdamW adds f32 master + m + v = 12Ψ
   const OptimizerConfig& o = config_.optimizer;
   optim::AdamWOptions opts;
@@ -68,13 +84,17 @@ Tensor Engine::forward(const Tensor& idx, const Tensor& targets) {
 
 void Engine::backward(const Tensor& loss) {
   auto t0 = Clock::now();
+  if (ddp_) {  // communicate only on the last micro-step of the accumulation (no_sync before it)
+    ddp_->set_sync(is_gradient_accumulation_boundary());
+    ddp_->begin_backward();
+  }
   {
     TagScope scope(MemTag::activation);
     const float scale = 1.f / static_cast<float>(config_.gradient_accumulation_steps);
     autograd::backward(loss, Tensor::full(loss.shape(), scale));
   }
+  if (ddp_) ddp_->end_backward();
   times_.backward += ms_since(t0);
-  // backward_allreduce: the data-parallel gradient reduction goes here (one rank: nothing to do).
 }
 
 bool Engine::is_gradient_accumulation_boundary() const {
@@ -85,6 +105,13 @@ bool Engine::step() {
   auto t0 = Clock::now();
   const bool boundary = is_gradient_accumulation_boundary();
   ++micro_steps_;
+  if (boundary && ddp_) {  // backward_allreduce: what of the bucket all-reduces backward did not hide
+    auto t1 = Clock::now();
+    ddp_->set_sync(true);
+    ddp_->finish();
+    times_.backward_allreduce += ms_since(t1);
+    t0 = Clock::now();
+  }
   if (boundary) {
     std::vector<Tensor> params = optimizer_->parameters();
     if (config_.gradient_clipping > 0)
@@ -108,13 +135,20 @@ float Engine::train_batch(const data::BatchSampler& sampler) {
   const std::int64_t G = config_.gradient_accumulation_steps;
   double total = 0;
   for (std::int64_t m = 0; m < G; ++m) {
-    data::Batch b = sampler.sample(/*rank=*/0, global_steps_, /*world=*/config_.data_parallel_size, m, G);
+    data::Batch b = sampler.sample(dp_rank(), global_steps_, dp_size(), m, G);
     Tensor loss = forward(b.x, b.y);
     total += loss.item();
     backward(loss);
     step();
   }
-  return static_cast<float>(total / static_cast<double>(G));
+  float mean = static_cast<float>(total / static_cast<double>(G));
+  if (ddp_) {  // the mean over ranks, for the log: not part of the step's gradient traffic
+    dist::NoRecordScope not_counted(*group_);
+    Tensor l = Tensor::full({1}, mean);
+    group_->all_reduce(l, dist::ReduceOp::avg);
+    mean = l.item();
+  }
+  return mean;
 }
 
 float Engine::evaluate(const data::BatchSampler& val_sampler, std::int64_t iters) {
@@ -135,15 +169,17 @@ std::string Engine::wall_clock_report(bool with_legend) const {
   if (with_legend)
     os << "wall_clock_breakdown legend: forward = loss of every micro-batch of the step (graph recorded); "
           "backward = autograd backward of every micro-batch; backward_allreduce = data-parallel gradient "
-          "reduction not hidden under backward (0 on one rank); step = clipping, lr schedule, optimizer "
+          "reduction not hidden under backward: the wait for the bucket all-reduces at the boundary (0 on one "
+          "rank); step = clipping, lr schedule, optimizer "
           "update and zero_grad\n";
   os << "time (ms) | forward: " << last_times_.forward << " | backward: " << last_times_.backward
      << " | backward_allreduce: " << last_times_.backward_allreduce << " | step: " << last_times_.step;
   return os.str();
 }
 
-std::unique_ptr<Engine> initialize(std::shared_ptr<nn::GPT> model, const Config& config) {
-  return std::make_unique<Engine>(std::move(model), config);
+std::unique_ptr<Engine> initialize(std::shared_ptr<nn::GPT> model, const Config& config,
+                                   dist::ProcessGroup* group) {
+  return std::make_unique<Engine>(std::move(model), config, group);
 }
 
 }  // namespace minitorch::zero

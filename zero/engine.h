@@ -4,15 +4,18 @@
 /// forward / backward / step. It owns the optimizer (AdamW from the config's `optimizer`), the LR
 /// schedule (`scheduler`), gradient accumulation (`gradient_accumulation_steps`), global-norm
 /// clipping (`gradient_clipping`), bf16 mixed precision (`bf16.enabled`) and the wall-clock
-/// breakdown. This is stage 0 on one rank; data parallelism and ZeRO stages 1–3 plug in between
-/// backward and step.
+/// breakdown. With a process group of N > 1 ranks, stage 0 is data parallelism (dist/ddp.h): the
+/// engine broadcasts rank 0's initial parameters, backward of the non-boundary micro-steps runs
+/// without communication, the boundary backward starts bucket all-reduces from the gradient hooks,
+/// and step() first waits for them (timer `backward_allreduce`). ZeRO stages 1–3 plug in there next.
 ///
 /// \code
-///   auto cfg = zero::Config::from_file("configs/baby.json");
-///   auto engine = zero::initialize(model, cfg);
+///   auto& world = dist::init(&argc, &argv);                     // mpirun -np N ...
+///   auto cfg = zero::Config::from_file("configs/ddp.json", world.size());
+///   auto engine = zero::initialize(model, cfg, &world);        // nullptr (default): one rank
 ///   for (std::int64_t s = 0; s < cfg.training.steps; ++s)
 ///     for (std::int64_t m = 0; m < cfg.gradient_accumulation_steps; ++m) {
-///       auto b = sampler.sample(/*rank=*/0, s, /*world=*/1, m, cfg.gradient_accumulation_steps);
+///       auto b = sampler.sample(world.rank(), s, world.size(), m, cfg.gradient_accumulation_steps);
 ///       Tensor loss = engine->forward(b.x, b.y);
 ///       engine->backward(loss);   // scaled by 1 / gradient_accumulation_steps
 ///       engine->step();           // steps the optimizer on the last micro-batch only
@@ -24,6 +27,8 @@
 #include <string>
 
 #include "data/batch_sampler.h"
+#include "dist/ddp.h"
+#include "dist/process_group.h"
 #include "nn/gpt.h"
 #include "optim/adamw.h"
 #include "optim/lr_schedule.h"
@@ -40,22 +45,28 @@ class Engine {
  public:
   /// Builds the optimizer and schedule from `config`; with `bf16.enabled` the model's parameters are
   /// converted to bf16 (the optimizer keeps f32 master weights). `fp16` is rejected: the CPU has no
-  /// f16 type.
-  Engine(std::shared_ptr<nn::GPT> model, Config config);
+  /// f16 type. `group`: the data-parallel ranks (nullptr = one rank); the config's batch triple
+  /// must have been computed for group->size() ranks (Config::from_file(path, group->size())).
+  /// With more than one rank: stage 0 = DDP; stages 1–3 are not implemented yet (ConfigError).
+  Engine(std::shared_ptr<nn::GPT> model, Config config, dist::ProcessGroup* group = nullptr);
 
   /// Mean cross-entropy of one micro-batch (records the graph).   idx, targets: (B, T) i32
   Tensor forward(const Tensor& idx, const Tensor& targets);
   /// Backward of loss / gradient_accumulation_steps, so accumulated gradients are those of the mean
-  /// over the whole batch.
+  /// over the whole batch. Data parallel: communicates only on the boundary micro-step (its hooks
+  /// start the bucket all-reduces while backward runs).
   void backward(const Tensor& loss);
-  /// On the last micro-batch of an accumulation: clip, set the scheduled lr, update, zero the
-  /// gradients; returns true. On the others it only counts the micro-batch and returns false.
+  /// On the last micro-batch of an accumulation: (data parallel: wait for the averaged gradients,)
+  /// clip, set the scheduled lr, update, zero the gradients; returns true. On the others it only
+  /// counts the micro-batch and returns false.
   bool step();
   /// True when the next step() will update the parameters.
   bool is_gradient_accumulation_boundary() const;
 
   /// One optimizer step over `gradient_accumulation_steps` micro-batches of this rank from
-  /// `sampler`; returns the mean loss.
+  /// `sampler` (sampler.sample(rank, step, world, m, G)); returns the mean loss over the micro-batches
+  /// of every rank (one extra scalar all-reduce under NoRecordScope, so the byte accounting of
+  /// group->stats() sees only gradients).
   float train_batch(const data::BatchSampler& sampler);
   /// Mean loss over `iters` fixed validation micro-batches (the same ones at every call), no graph.
   float evaluate(const data::BatchSampler& val_sampler, std::int64_t iters);
@@ -75,6 +86,12 @@ class Engine {
   /// Global gradient norm before clipping at the last step (0 if never computed).
   double last_grad_norm() const { return last_grad_norm_; }
   const StepTimes& step_times() const { return last_times_; }
+  /// Data-parallel rank and size (0 and 1 without a group).
+  int dp_rank() const { return group_ ? group_->rank() : 0; }
+  int dp_size() const { return group_ ? group_->size() : 1; }
+  /// The DDP wrapper (null on one rank).
+  dist::DistributedDataParallel* ddp() { return ddp_.get(); }
+  const dist::DistributedDataParallel* ddp() const { return ddp_.get(); }
   /// "time (ms) | forward: .. | backward: .. | backward_allreduce: .. | step: .." plus, once, the legend.
   std::string wall_clock_report(bool with_legend) const;
 
@@ -87,10 +104,14 @@ class Engine {
   std::int64_t micro_steps_ = 0, global_steps_ = 0;
   double last_grad_norm_ = 0;
   StepTimes times_, last_times_;
+  dist::ProcessGroup* group_ = nullptr;
+  std::unique_ptr<dist::DistributedDataParallel> ddp_;
 };
 
-/// DeepSpeed's entry point: `deepspeed.initialize(model=..., config=...)`.
-std::unique_ptr<Engine> initialize(std::shared_ptr<nn::GPT> model, const Config& config);
+/// DeepSpeed's entry point: `deepspeed.initialize(model=..., config=...)`; `group` = the
+/// data-parallel ranks (nullptr: one rank).
+std::unique_ptr<Engine> initialize(std::shared_ptr<nn::GPT> model, const Config& config,
+                                   dist::ProcessGroup* group = nullptr);
 
 /// The model shape a config asks for, with the vocabulary from the tokenizer when the config leaves
 /// it 0 (and a clear error when they disagree).

@@ -79,3 +79,32 @@ TEST(L03_Lesson, MissingDataSaysHowToMakeIt) {
   EXPECT_NE(r.exit_code, 0) << r.output;
   EXPECT_TRUE(has(r, "make data")) << r.output;
 }
+
+// Lesson 05 runs under mpirun with 4 ranks (oversubscribed on small machines; root allowed).
+TEST(L05_Lesson, RunsAutoOn4Ranks) {
+  if (!std::filesystem::exists(kData)) GTEST_SKIP() << kData << " is missing: run `make data` first";
+  LessonRun r = run_lesson("OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubscribe "
+                           "--bind-to none -np 4 " + kBin + "/lesson-05 --auto --steps 10 --data " + kData);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // rank 0's weights everywhere, whatever each rank drew
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.output, m, std::regex(R"(rank 0: wte\[0,0\] from its own seed \S+ -> after broadcast (\S+))")))
+      << r.output;
+  for (int rank = 1; rank < 4; ++rank)
+    EXPECT_TRUE(matches(r, "rank " + std::to_string(rank) + R"(: wte\[0,0\] .* -> after broadcast )" +
+                               std::regex_replace(m[1].str(), std::regex(R"([.+])"), R"(\$&)")))
+        << r.output;
+  EXPECT_TRUE(matches(r, R"(reduce_bucket_size = 200000 elements -> 5 buckets)")) << r.output;
+  EXPECT_TRUE(has(r, "bucket 0:  198656 elements, 15 tensors: transformer.ln_f.bias")) << r.output;
+  EXPECT_TRUE(has(r, "formula 2*(4-1)/4 * 809600 * 4 = 4857600 bytes  (equal)")) << r.output;
+  EXPECT_TRUE(matches(r, R"(measured \(world.stats\(\), one step\): 4857600 bytes in 5 all-reduces)")) << r.output;
+  EXPECT_TRUE(has(r, "backward end")) << r.output;
+  EXPECT_LT(number_after(r, "largest relative loss difference over 10 steps:"), 1e-5) << r.output;
+  EXPECT_LT(number_after(r, "4 ranks: train loss"), 4.0) << r.output;
+}
+
+TEST(L05_Lesson, OneRankExplainsHowToStartIt) {
+  LessonRun r = run_lesson(kBin + "/lesson-05 --auto");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(has(r, "mpirun -np 4 build/bin/lesson-05")) << r.output;
+}

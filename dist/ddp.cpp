@@ -1,0 +1,148 @@
+#include "dist/ddp.h"
+
+#include <chrono>
+#include <stdexcept>
+
+#include "minitorch/allocator.h"
+
+namespace minitorch::dist {
+
+/// The hooks hold a weak pointer to this, so a hook that outlives its DDP does nothing.
+struct DistributedDataParallel::Hooked {
+  DistributedDataParallel* ddp;
+};
+
+std::vector<std::pair<std::size_t, std::size_t>> plan_buckets(const std::vector<std::int64_t>& numels,
+                                                              std::int64_t bucket_size) {
+  if (bucket_size < 1) throw std::invalid_argument("DDP: reduce_bucket_size must be at least 1 element");
+  std::vector<std::pair<std::size_t, std::size_t>> ranges;
+  std::size_t first = 0;
+  std::int64_t filled = 0;
+  for (std::size_t i = 0; i < numels.size(); ++i) {
+    if (i > first && filled + numels[i] > bucket_size) {  // does not fit: close the bucket
+      ranges.emplace_back(first, i);
+      first = i;
+      filled = 0;
+    }
+    filled += numels[i];
+  }
+  if (first < numels.size()) ranges.emplace_back(first, numels.size());
+  return ranges;
+}
+
+DistributedDataParallel::DistributedDataParallel(const nn::NamedTensors& params, ProcessGroup& group,
+                                                 std::int64_t bucket_size)
+    : group_(group), hooked_(std::make_shared<Hooked>(Hooked{this})) {
+  // Reverse order of use: backward finishes the last layer's gradients first.
+  nn::NamedTensors order(params.rbegin(), params.rend());
+  std::vector<std::int64_t> numels;
+  for (const auto& [name, p] : order) numels.push_back(p.numel());
+  for (auto [first, last] : plan_buckets(numels, bucket_size)) {
+    Bucket b;
+    for (std::size_t i = first; i < last; ++i) {
+      b.names.push_back(order[i].first);
+      b.params.push_back(order[i].second);
+      b.offsets.push_back(b.numel);
+      b.numel += numels[i];
+    }
+    {
+      TagScope scope(MemTag::comm);  // the flat buffers are DDP's only extra memory: Ψ f32 elements
+      b.flat = Tensor::zeros({b.numel});
+    }
+    b.pending = static_cast<int>(b.params.size());
+    buckets_.push_back(std::move(b));
+  }
+  // One hook per parameter: counts its bucket down; the last one starts the bucket's all-reduce.
+  for (std::size_t bi = 0; bi < buckets_.size(); ++bi)
+    for (Tensor& p : buckets_[bi].params) {
+      std::weak_ptr<Hooked> weak = hooked_;
+      p.register_grad_hook([weak, bi](Tensor&) {
+        if (auto h = weak.lock()) h->ddp->on_grad_ready(bi);
+      });
+    }
+}
+
+DistributedDataParallel::~DistributedDataParallel() {
+  for (Bucket& b : buckets_)
+    if (b.work) b.work->wait();  // never leave MPI writing into a freed buffer
+}
+
+void DistributedDataParallel::broadcast_parameters(int root) {
+  for (Bucket& b : buckets_)
+    for (Tensor& p : b.params) {
+      const bool direct = p.dtype() == DType::f32 && p.is_contiguous();
+      Tensor t = direct ? p.detach() : p.detach().to(DType::f32).contiguous();
+      group_.broadcast(t, root);
+      if (!direct) p.detach().copy_(t);
+    }
+}
+
+double DistributedDataParallel::now_ms() const {
+  using namespace std::chrono;
+  return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count() - t0_;
+}
+
+void DistributedDataParallel::begin_backward() {
+  t0_ = 0;
+  t0_ = now_ms();
+  in_backward_ = true;
+}
+
+void DistributedDataParallel::end_backward() {
+  in_backward_ = false;
+  if (sync_) timing_.backward_ms = now_ms();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Communication: everything below runs on the hooks' and finish()'s side; compute never waits here.
+
+void DistributedDataParallel::on_grad_ready(std::size_t bi) {
+  if (!sync_) return;  // no_sync: accumulate locally, say nothing
+  Bucket& b = buckets_[bi];
+  if (--b.pending == 0) launch(b, in_backward_);
+  for (Bucket& o : buckets_)  // let MPI move the buckets already in flight
+    if (o.work) o.work->test();
+}
+
+void DistributedDataParallel::launch(Bucket& b, bool in_backward) {
+  for (std::size_t i = 0; i < b.params.size(); ++i) {  // flatten: grads → one contiguous f32 buffer
+    Tensor slot = b.flat.narrow(0, b.offsets[i], b.params[i].numel());
+    Tensor g = b.params[i].grad();
+    if (g.defined())
+      slot.copy_(g.reshape({g.numel()}));
+    else
+      slot.zero_();  // a parameter this backward did not reach contributes zeros
+  }
+  b.work = group_.all_reduce_async(b.flat, ReduceOp::avg);
+  b.launched_ms = now_ms();
+  b.launched_in_backward = in_backward;
+  b.launch_order = launched_++;
+}
+
+void DistributedDataParallel::finish() {
+  if (!sync_) return;
+  const double start = now_ms();
+  for (Bucket& b : buckets_)
+    if (!b.work) launch(b, /*in_backward=*/false);  // a hook that never fired (unused parameter)
+  for (Bucket& b : buckets_) b.work->wait();
+  const double waited = now_ms();
+  for (Bucket& b : buckets_) {
+    for (std::size_t i = 0; i < b.params.size(); ++i) {  // unflatten: averaged grads back in place
+      Tensor& p = b.params[i];
+      Tensor avg = b.flat.narrow(0, b.offsets[i], p.numel()).view(p.shape());
+      if (!p.grad().defined()) {
+        TagScope scope(MemTag::grad);
+        p.set_grad(Tensor::zeros(p.shape(), p.dtype()));
+      }
+      Tensor g = p.grad();
+      g.copy_(avg);
+    }
+    b.work.reset();
+    b.pending = static_cast<int>(b.params.size());
+  }
+  launched_ = 0;
+  timing_.wait_ms = waited - start;
+  timing_.finish_ms = now_ms() - start;
+}
+
+}  // namespace minitorch::dist

@@ -1,0 +1,181 @@
+#pragma once
+/// \file process_group.h
+/// Ranks and collectives (DESIGN §4). A ProcessGroup is a set of ranks that communicate; the world
+/// group holds every process started by `mpirun`, sub-groups (for DP × PP grids) are carved from it.
+///
+/// Every collective records what it moved in the group's CommStats with the *ring algorithm's*
+/// volume per rank: reduce-scatter and all-gather send (N−1)/N of the buffer, all-reduce twice that.
+/// Those are the numbers of the ZeRO paper, so a step's totals can be checked against it.
+///
+/// Exactly (N = group size, r = this rank, c(i) = chunk_size(numel, N, i), chunk i belongs to rank i),
+/// the elements recorded are the elements this rank *sends* in the ring schedule of dist/ring.h — the
+/// same numbers whichever Algorithm ran, so ring and MPI record identically:
+///   reduce_scatter  numel − c(r)                      (it sends every chunk but its own)
+///   all_gather      numel − c((r + 1) mod N)          (every chunk but the one its right neighbour owns)
+///   all_reduce      reduce_scatter + all_gather       (2·(N−1)/N·numel when N divides numel)
+///   broadcast       numel, except 0 on the last rank of the chain root → root+1 → … → root−1
+///                   (a pipelined ring broadcast: N−1 sends of numel in all)
+///   send            numel;   recv 0 (recorded, with 0 elements: the stats count what a rank sends)
+///   barrier         not recorded.
+/// bytes = elements × dtype_size(t.dtype()): a bf16 all-reduce records 2 bytes per element.
+/// The *_volume functions below compute these numbers.
+///
+/// Two implementations of all_reduce / reduce_scatter / all_gather, chosen per group (`set_algorithm`):
+/// - Algorithm::mpi  — the MPI library's own MPI_Allreduce / MPI_Reduce_scatter / MPI_Allgatherv;
+/// - Algorithm::ring — the hand-written ring over MPI_Sendrecv in dist/ring.h (the lesson; i32
+///   all-gathers still go through MPI_Allgatherv). broadcast, send/recv and barrier are MPI's always.
+///
+/// \code
+///   auto& world = minitorch::dist::init(&argc, &argv);   // MPI_Init once; the world group
+///   Tensor g = Tensor::ones({10});
+///   world.all_reduce(g, dist::ReduceOp::avg);           // in place: the mean over ranks
+///   auto work = world.all_reduce_async(g);              // starts it; backward keeps running
+///   work->wait();
+///   std::int64_t sent = world.stats().bytes;             // ring-volume bytes this rank sent
+/// \endcode
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "minitorch/tensor.h"
+
+namespace minitorch::dist {
+
+enum class ReduceOp { sum, avg };
+enum class Algorithm { mpi, ring };
+/// "mpi" / "ring"; parse_algorithm throws std::invalid_argument naming the valid ones.
+const char* algorithm_name(Algorithm a);
+Algorithm parse_algorithm(const std::string& name);
+
+/// What one collective moved, per rank, with the ring algorithm's volume.
+struct CommRecord {
+  std::string op;          // "all_reduce", "reduce_scatter", "all_gather", "broadcast", "send", "recv"
+  std::int64_t elements;   // elements this rank sends (ring volume)
+  std::int64_t bytes;      // elements × element size
+};
+
+/// Running totals for a group on this rank.
+struct CommStats {
+  std::int64_t elements = 0;
+  std::int64_t bytes = 0;
+  std::int64_t calls = 0;
+  std::vector<CommRecord> log;  // every collective, in order (cleared by reset)
+  void reset() { *this = CommStats{}; }
+};
+
+/// A started non-blocking collective. wait() finishes it (and for avg, divides by the group size).
+/// Destroying an unfinished Work waits for it (its buffer must outlive the transfer).
+class Work {
+ public:
+  virtual ~Work() = default;
+  virtual void wait() = 0;
+  /// True once finished (does not block).
+  virtual bool test() = 0;
+};
+
+/// Elements of chunk `r` when `numel` elements are split over `world` ranks as evenly as possible:
+/// the first numel % world ranks get one more. Reduce-scatter and all-gather use this split.
+std::int64_t chunk_size(std::int64_t numel, int world, int r);
+/// First element of chunk `r`.
+std::int64_t chunk_offset(std::int64_t numel, int world, int r);
+
+/// Elements rank `rank` of `world` sends in each ring collective (the formulas at the top of this file).
+std::int64_t reduce_scatter_volume(std::int64_t numel, int world, int rank);
+std::int64_t all_gather_volume(std::int64_t numel, int world, int rank);
+std::int64_t all_reduce_volume(std::int64_t numel, int world, int rank);
+std::int64_t broadcast_volume(std::int64_t numel, int world, int rank, int root);
+
+class ProcessGroup {
+ public:
+  virtual ~ProcessGroup() = default;
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+
+  // Tensors: contiguous CPU tensors (any shape; numel is what counts). The reductions take f32 or bf16
+  // (bf16 is summed in f32 and rounded once at the end); all_gather, broadcast, send/recv take any
+  // dtype. Anything else — a view that is not contiguous, a CUDA tensor, an i32 reduction, a chunk of
+  // the wrong size, a rank out of range — throws one std::invalid_argument naming the collective.
+  // Every rank of the group must call the same collectives in the same order.
+
+  /// In place: every rank ends with the sum (or mean) of all ranks' `t`. t: contiguous f32 (any size).
+  virtual void all_reduce(Tensor& t, ReduceOp op = ReduceOp::sum) = 0;
+  /// Starts an all-reduce of `t` in place and returns at once (MPI_Iallreduce; call test() now and
+  /// then to let MPI progress it). With Algorithm::ring the ring runs eagerly, inside this call, and
+  /// the returned Work is already finished: the teaching ring has no overlap.
+  virtual std::unique_ptr<Work> all_reduce_async(Tensor& t, ReduceOp op = ReduceOp::sum) = 0;
+  /// input: (numel) on every rank; returns this rank's chunk (chunk_size(numel, N, rank)) of the
+  /// reduction. Sizes not divisible by N are fine.
+  virtual Tensor reduce_scatter(const Tensor& input, ReduceOp op = ReduceOp::sum) = 0;
+  /// chunk: this rank's chunk_size(numel, N, rank) elements; returns the (numel) concatenation.
+  virtual Tensor all_gather(const Tensor& chunk, std::int64_t numel) = 0;
+  /// In place: every rank gets root's `t` (MPI_Bcast for both algorithms).
+  virtual void broadcast(Tensor& t, int root) = 0;
+  /// Point to point (blocking). t: contiguous.
+  virtual void send(const Tensor& t, int dst, int tag = 0) = 0;
+  virtual void recv(Tensor& t, int src, int tag = 0) = 0;
+  virtual void barrier() = 0;
+  /// A group of the ranks whose `color` matches this rank's, ordered by `key` (MPI_Comm_split).
+  /// Collective over this group. A negative color joins no group and returns nullptr. The new group
+  /// starts with this group's algorithm and empty stats.
+  virtual std::shared_ptr<ProcessGroup> split(int color, int key) = 0;
+
+  void set_algorithm(Algorithm a) { algorithm_ = a; }
+  Algorithm algorithm() const { return algorithm_; }
+  CommStats& stats() { return stats_; }
+  const CommStats& stats() const { return stats_; }
+  /// While off, collectives move data but add nothing to stats() (e.g. averaging a loss for the log,
+  /// which is not part of a step's traffic). On by default; see also NoRecordScope.
+  void set_recording(bool on) { recording_ = on; }
+  bool recording() const { return recording_; }
+
+ protected:
+  /// Adds one collective to the stats (called by implementations); nothing while recording() is off.
+  void record(const std::string& op, std::int64_t elements, DType dtype);
+  int rank_ = 0, size_ = 1;
+  Algorithm algorithm_ = Algorithm::mpi;
+  bool recording_ = true;
+  CommStats stats_;
+};
+
+/// Turns a group's recording off while it lives; restores the previous setting.
+class NoRecordScope {
+ public:
+  explicit NoRecordScope(ProcessGroup& g) : g_(g), previous_(g.recording()) { g.set_recording(false); }
+  ~NoRecordScope() { g_.set_recording(previous_); }
+  NoRecordScope(const NoRecordScope&) = delete;
+  NoRecordScope& operator=(const NoRecordScope&) = delete;
+
+ private:
+  ProcessGroup& g_;
+  bool previous_;
+};
+
+/// Initialises MPI once (thread level: funneled) and returns the world group. Safe to call again.
+/// Installs a terminate handler so an uncaught exception on one rank prints "rank R: error: ..."
+/// and calls MPI_Abort: the whole job exits non-zero instead of hanging.
+ProcessGroup& init(int* argc, char*** argv);
+/// The world group; init() must have run.
+ProcessGroup& world();
+/// True once init() has run.
+bool initialized();
+/// Finalises MPI (also done at exit). MPI_Finalize waits for every rank: a rank that leaves early
+/// because of an error must call abort_job (or let an exception escape), not return from main.
+void finalize();
+/// Prints "rank R: error: <what>" to stderr and aborts the whole job with exit code `code`
+/// (MPI_Abort on the world: every rank is killed, mpirun exits non-zero). With no one else to take
+/// down — before init(), or in a 1-rank world — it prints "error: <what>" and exits with `code`.
+/// init() installs a std::terminate handler that calls this with the escaping exception's what().
+[[noreturn]] void abort_job(const std::string& what, int code = 1);
+
+/// The main() of a multi-rank program: init(argc, argv), then body(world). An exception escaping
+/// body aborts the job through abort_job(e.what()); a non-zero return aborts it with that exit code
+/// (its message is body's to print; in a 1-rank world it just returns the code); zero finalises
+/// MPI and returns 0.
+///   int main(int argc, char** argv) {
+///     return dist::run_main(&argc, &argv, [&](dist::ProcessGroup& world) { ...; return 0; });
+///   }
+int run_main(int* argc, char*** argv, const std::function<int(ProcessGroup&)>& body);
+
+}  // namespace minitorch::dist

@@ -1,0 +1,208 @@
+// Data parallelism (lesson 05), run under `mpirun -np 2` and `-np 4`: DDP on N ranks equals one rank
+// with gradient accumulation, moves exactly the ring all-reduce volume per step, is silent before the
+// last micro-step, and starts its bucket all-reduces while backward is still running.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "autograd/engine.h"
+#include "data/text_dataset.h"
+#include "dist/ddp.h"
+#include "dist/process_group.h"
+#include "minitorch/allocator.h"
+#include "test_util.h"
+#include "zero/engine.h"
+
+using namespace minitorch;
+
+namespace {
+// A small GPT whose every parameter size is a multiple of C = 32, so Ψ and every bucket divide by N.
+std::string config_json(int micro, int accum, int stage = 0, std::int64_t bucket = 3000) {
+  return R"({"train_micro_batch_size_per_gpu": )" + std::to_string(micro) +
+         R"(, "gradient_accumulation_steps": )" + std::to_string(accum) +
+         R"(, "gradient_clipping": 1.0,
+    "optimizer": {"type": "AdamW", "params": {"lr": 3e-3, "weight_decay": 0.1}},
+    "scheduler": {"type": "WarmupLR", "params": {"warmup_min_lr": 0, "warmup_max_lr": 3e-3, "warmup_num_steps": 5}},
+    "zero_optimization": {"stage": )" + std::to_string(stage) + R"(, "reduce_bucket_size": )" + std::to_string(bucket) + R"(},
+    "model": {"name": "baby", "n_layer": 2, "n_head": 2, "n_embd": 32, "block_size": 16},
+    "training": {"steps": 20, "seed": 11}})";
+}
+
+const std::string& corpus() {
+  static const std::string text = [] {
+    std::string t;
+    for (int i = 0; i < 60; ++i)
+      t += "And God said, Let there be light: and there was light. And God saw the light, that it was good.\n";
+    return t;
+  }();
+  return text;
+}
+
+/// An engine on `group` (nullptr: one rank) with its model drawn from `init_seed`.
+struct DdpRun {
+  zero::Config cfg;
+  data::TextDataset ds;
+  std::unique_ptr<zero::Engine> engine;
+  std::unique_ptr<data::BatchSampler> sampler;
+
+  DdpRun(const std::string& json, dist::ProcessGroup* group, std::uint64_t init_seed)
+      : cfg(zero::Config::from_json(json, group ? group->size() : 1)),
+        ds(data::TextDataset::from_text(corpus(), data::make_tokenizer("char", corpus()), cfg.model.block_size)) {
+    Generator gen(init_seed);
+    std::shared_ptr<nn::GPT> model;
+    {
+      TagScope scope(MemTag::param);
+      model = std::make_shared<nn::GPT>(zero::model_config(cfg, ds.tokenizer().vocab_size()), gen);
+    }
+    engine = zero::initialize(model, cfg, group);
+    sampler = std::make_unique<data::BatchSampler>(ds.tokens_ptr(data::Split::train), cfg.train_micro_batch_size_per_gpu,
+                                                   cfg.model.block_size, cfg.training.seed);
+  }
+  std::vector<float> params() const {
+    std::vector<float> all;
+    for (auto& [name, p] : engine->model().named_parameters()) {
+      auto v = p.to_vector();
+      all.insert(all.end(), v.begin(), v.end());
+    }
+    return all;
+  }
+  std::int64_t psi() const { return engine->model().num_parameters(); }
+};
+
+double rel(double a, double b) { return std::abs(a - b) / std::max({std::abs(a), std::abs(b), 1e-12}); }
+
+void expect_equivalent(int micro, int accum) {
+  auto& world = dist::world();
+  const int N = world.size();
+  // Each rank starts from a different init: the engine must broadcast rank 0's weights.
+  DdpRun ddp(config_json(micro, accum), &world, 11 + 1000 * static_cast<std::uint64_t>(world.rank()));
+  DdpRun ref(config_json(micro, accum * N), nullptr, 11);  // one rank, batch N·micro·accum by accumulation
+  ASSERT_EQ(ddp.cfg.train_batch_size, ref.cfg.train_batch_size);
+  ASSERT_GT(ddp.engine->ddp()->buckets().size(), 2u);
+  for (int s = 0; s < 20; ++s) {
+    const float a = ddp.engine->train_batch(*ddp.sampler), b = ref.engine->train_batch(*ref.sampler);
+    EXPECT_LT(rel(a, b), 1e-5) << "step " << s << ": DDP " << a << " vs 1 rank " << b;
+  }
+  auto pa = ddp.params(), pb = ref.params();
+  ASSERT_EQ(pa.size(), pb.size());
+  // Relative in the 2-norm over all parameters: AdamW divides by sqrt(v), so an element whose gradient
+  // is nearly zero turns float summation-order noise into a visible step; the norm weighs it fairly.
+  double diff2 = 0, norm2 = 0, worst = 0;
+  for (std::size_t i = 0; i < pa.size(); ++i) {
+    const double d = static_cast<double>(pa[i]) - static_cast<double>(pb[i]);
+    diff2 += d * d;
+    norm2 += static_cast<double>(pb[i]) * pb[i];
+    worst = std::max(worst, std::abs(d));
+  }
+  EXPECT_LT(std::sqrt(diff2 / norm2), 1e-5) << "|DDP - 1 rank| / |1 rank| over all parameters";
+  EXPECT_LT(worst, 1e-4) << "largest difference of one parameter element";
+}
+}  // namespace
+
+TEST(L05_DDP, PlanBucketsInReverseOrderAndBigParametersAlone) {
+  auto r = dist::plan_buckets({5, 3, 10, 2, 2}, 6);
+  std::vector<std::pair<std::size_t, std::size_t>> want{{0, 1}, {1, 2}, {2, 3}, {3, 5}};
+  EXPECT_EQ(r, want);
+  EXPECT_EQ(dist::plan_buckets({1, 1, 1}, 100).size(), 1u);
+  EXPECT_TRUE(mt_test::contains(mt_test::error_of([] { dist::plan_buckets({1}, 0); }), "reduce_bucket_size"));
+}
+
+TEST(L05_DDP, NRanksEqualOneRankWithGradientAccumulationOver20Steps) { expect_equivalent(2, 1); }
+
+TEST(L05_DDP, NRanksWithAccumulationEqualOneRankOver20Steps) { expect_equivalent(2, 2); }
+
+TEST(L05_DDP, BytesPerStepAreTheRingAllReduceAndNothingMovesBeforeTheLastMicroStep) {
+  auto& world = dist::world();
+  const std::int64_t N = world.size();
+  const std::int64_t comm_before = memory_stats().current(MemTag::comm);
+  DdpRun run(config_json(2, 3), &world, 11);
+  const std::int64_t psi = run.psi();
+  ASSERT_EQ(psi % N, 0);
+  // DDP's only extra memory: the flat bucket buffers, Ψ f32 elements.
+  EXPECT_EQ(memory_stats().current(MemTag::comm) - comm_before, psi * 4);
+  const std::int64_t G = run.cfg.gradient_accumulation_steps;
+  for (std::int64_t s = 0; s < 3; ++s) {
+    const dist::CommStats before = world.stats();
+    for (std::int64_t m = 0; m < G; ++m) {
+      data::Batch b = run.sampler->sample(world.rank(), s, N, m, G);
+      Tensor loss = run.engine->forward(b.x, b.y);
+      run.engine->backward(loss);
+      run.engine->step();
+      if (m + 1 < G) {
+        EXPECT_EQ(world.stats().bytes, before.bytes) << "step " << s << " micro " << m << " sent gradients";
+        EXPECT_EQ(world.stats().calls, before.calls) << "step " << s << " micro " << m;
+      }
+    }
+    const std::int64_t bytes = world.stats().bytes - before.bytes;
+    EXPECT_EQ(bytes, 2 * (N - 1) * psi * 4 / N) << "step " << s << ": Ψ = " << psi << ", N = " << N;
+    EXPECT_EQ(world.stats().elements - before.elements, 2 * (N - 1) * psi / N);
+    EXPECT_EQ(world.stats().calls - before.calls, static_cast<std::int64_t>(run.engine->ddp()->buckets().size()));
+    for (std::size_t i = before.log.size(); i < world.stats().log.size(); ++i)
+      EXPECT_EQ(world.stats().log[i].op, "all_reduce");
+  }
+  // train_batch averages the loss over the ranks without recording it: only gradients count.
+  const std::int64_t b0 = world.stats().bytes;
+  run.engine->train_batch(*run.sampler);
+  EXPECT_EQ(world.stats().bytes - b0, 2 * (N - 1) * psi * 4 / N);
+}
+
+TEST(L05_DDP, BucketsFireDuringBackwardLastLayerFirst) {
+  auto& world = dist::world();
+  DdpRun run(config_json(2, 1, 0, /*bucket=*/2000), &world, 11);
+  const auto* ddp = run.engine->ddp();
+  ASSERT_NE(ddp, nullptr);
+  const auto& buckets = ddp->buckets();
+  ASSERT_GE(buckets.size(), 4u) << "a small reduce_bucket_size gives several buckets";
+  EXPECT_EQ(buckets.front().names.front(), "transformer.ln_f.bias");  // reverse of named_parameters()
+  EXPECT_EQ(buckets.back().names.back(), "transformer.wte.weight");
+  std::int64_t total = 0;
+  for (const auto& b : buckets) {
+    total += b.numel;
+    EXPECT_TRUE(b.numel <= 2000 || b.params.size() == 1) << "bucket of " << b.numel << " elements";
+  }
+  EXPECT_EQ(total, run.psi());
+  run.engine->train_batch(*run.sampler);
+  const dist::DDPTiming& t = ddp->timing();
+  int in_backward = 0;
+  for (std::size_t i = 0; i < buckets.size(); ++i) {
+    const auto& b = buckets[i];
+    EXPECT_GE(b.launch_order, 0);
+    if (b.launched_in_backward) ++in_backward;
+    EXPECT_LE(b.launched_ms, t.backward_ms) << "bucket " << i;
+  }
+  EXPECT_EQ(in_backward, static_cast<int>(buckets.size())) << "every bucket's hook fires during backward";
+  // The first bucket (the last layer's gradients) starts before the last one (the embeddings).
+  EXPECT_LT(buckets.front().launch_order, buckets.back().launch_order);
+  EXPECT_LT(buckets.front().launched_ms, buckets.back().launched_ms);
+  EXPECT_LT(buckets.front().launched_ms, t.backward_ms);
+}
+
+TEST(L05_DDP, RanksHoldIdenticalParametersAfterTraining) {
+  auto& world = dist::world();
+  DdpRun run(config_json(2, 1), &world, 11 + static_cast<std::uint64_t>(world.rank()));
+  for (int s = 0; s < 3; ++s) run.engine->train_batch(*run.sampler);
+  auto mine = run.params();
+  Tensor p = Tensor::from_vector(mine, {static_cast<std::int64_t>(mine.size())});
+  Tensor r0 = p.clone();
+  world.broadcast(r0, 0);
+  EXPECT_EQ(r0.to_vector(), mine) << "rank " << world.rank() << " drifted from rank 0";
+}
+
+TEST(L05_DDP, ZeroStagesAboveZeroAreNotImplementedYetOnSeveralRanks) {
+  auto& world = dist::world();
+  for (int stage : {1, 2, 3}) {
+    std::string err = mt_test::error_of([&] { DdpRun run(config_json(2, 1, stage), &world, 11); });
+    EXPECT_TRUE(mt_test::contains(err, "ZeRO stage " + std::to_string(stage) + " is not implemented yet")) << err;
+  }
+}
+
+TEST(L05_DDP, ConfigReadForAnotherWorldSizeFails) {
+  auto& world = dist::world();
+  zero::Config cfg = zero::Config::from_json(config_json(2, 1), 1);
+  Generator gen(1);
+  auto ds = data::TextDataset::from_text(corpus(), data::make_tokenizer("char", corpus()), cfg.model.block_size);
+  auto model = std::make_shared<nn::GPT>(zero::model_config(cfg, ds.tokenizer().vocab_size()), gen);
+  std::string err = mt_test::error_of([&] { zero::initialize(model, cfg, &world); });
+  EXPECT_TRUE(mt_test::contains(err, "process group has " + std::to_string(world.size()) + " ranks")) << err;
+}
