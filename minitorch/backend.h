@@ -33,6 +33,12 @@ class Backend {
   /// "cpu", "cuda".
   virtual const char* name() const = 0;
 
+  // ---- copies (Tensor::copy_, fill_, clone, to(DType) land here) ----
+  /// dst = src elementwise: same shape, both on this device; src any view and dtype (i32 only into i32).
+  virtual void copy_(Tensor& dst, const Tensor& src) = 0;
+  /// Every element of t = value.
+  virtual void fill_(Tensor& t, float value) = 0;
+
   // ---- elementwise ----
   /// out (out_shape) = a op b, where a and b broadcast to out_shape (aligned from the right).
   virtual Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, const Shape& out_shape) = 0;

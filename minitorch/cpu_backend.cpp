@@ -5,6 +5,7 @@
 #include <string>
 
 #include "minitorch/cpu_backend.h"
+#include "minitorch/strided.h"
 
 namespace minitorch {
 
@@ -33,5 +34,10 @@ Backend& backend(Device device) {
                              (device.is_cuda() ? " (built without CUDA)" : ""));
   return *b;
 }
+
+namespace cpu {
+void CpuBackend::copy_(Tensor& dst, const Tensor& src) { copy_strided(dst, src); }
+void CpuBackend::fill_(Tensor& t, float value) { fill_strided(t, value); }
+}  // namespace cpu
 
 }  // namespace minitorch

@@ -11,6 +11,9 @@ class CpuBackend : public Backend {
  public:
   const char* name() const override { return "cpu"; }
 
+  void copy_(Tensor& dst, const Tensor& src) override;
+  void fill_(Tensor& t, float value) override;
+
   Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, const Shape& out_shape) override;
   Tensor unary(UnaryOp op, const Tensor& a, float p0, float p1) override;
   void add_(Tensor& dst, const Tensor& src, float alpha) override;

@@ -4,6 +4,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "minitorch/backend.h"
 #include "minitorch/random.h"
 #include "minitorch/strided.h"
 
@@ -299,13 +300,14 @@ Tensor Tensor::to(Device dev) const {
 void Tensor::copy_(const Tensor& src) {
   if (src.shape() != shape())
     throw std::invalid_argument("copy_: shape " + shape_str(src.shape()) + " into " + describe());
-  if (!device().is_cpu() || !src.device().is_cpu())
-    throw std::invalid_argument("copy_: element copies on " + device().str() +
-                                " need the device's kernels; use to(Device) to move whole tensors");
-  copy_strided(*this, src);
+  if (src.device() != device()) {  // cross-device: move whole bytes first, then copy on our device
+    copy_(src.contiguous().to(device()));
+    return;
+  }
+  backend(device()).copy_(*this, src);
 }
 
-void Tensor::fill_(float value) { fill_strided(*this, value); }
+void Tensor::fill_(float value) { backend(device()).fill_(*this, value); }
 
 // ---------------- autograd fields ----------------
 Tensor& Tensor::set_requires_grad(bool on) {

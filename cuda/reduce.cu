@@ -1,0 +1,150 @@
+// Reduction CUDA kernels: sum over dims, max over the last dim, the sum of squares (for global-norm
+// clipping). Any sum over dims is reduced one group of adjacent reduced dims at a time, seen as
+// (O, R, I) -> (O, I), like the CPU kernel (minitorch/cpu_reduce.cpp).
+#include <algorithm>
+#include <cfloat>
+#include <utility>
+
+#include "cuda/common.cuh"
+#include "cuda/cuda.h"
+
+namespace minitorch::cuda {
+
+namespace {
+// naive: one thread per output (o, i), walking r.   in: (O, R, I) -> out: (O, I)
+// Coalesced when I is large (neighbouring threads read neighbouring i); slow when I == 1.
+__global__ void reduce_ori_naive_kernel(const float* in, std::int64_t O, std::int64_t R, std::int64_t I, float* out) {
+  for (std::int64_t k = gtid(); k < O * I; k += gstride()) {
+    const std::int64_t o = k / I, i = k % I;
+    const float* p = in + o * R * I + i;
+    float acc = 0.f;
+    for (std::int64_t r = 0; r < R; ++r) acc += p[r * I];
+    out[k] = acc;
+  }
+}
+
+// fast path for I == 1 (the common "sum the last dim"): one warp per row, lanes stride the row and
+// a butterfly shuffle adds the 32 partial sums.   in: (O, R) -> out: (O)
+__global__ void reduce_rows_warp_kernel(const float* in, std::int64_t O, std::int64_t R, float* out) {
+  for (std::int64_t o = gwarp(); o < O; o += nwarps()) {
+    const float* p = in + o * R;
+    float acc = 0.f;
+    for (std::int64_t r = lane(); r < R; r += kWarp) acc += p[r];
+    acc = warp_sum(acc);
+    if (lane() == 0) out[o] = acc;
+  }
+}
+
+// x: (rows, N) -> out: (rows), one warp per row
+__global__ void max_rows_kernel(const float* x, std::int64_t rows, std::int64_t N, float* out) {
+  for (std::int64_t r = gwarp(); r < rows; r += nwarps()) {
+    const float* p = x + r * N;
+    float m = -FLT_MAX;
+    for (std::int64_t j = lane(); j < N; j += kWarp) m = fmaxf(m, p[j]);
+    m = warp_max(m);
+    if (lane() == 0) out[r] = m;
+  }
+}
+
+// Sum of x² in double: each block writes one partial sum (shared-memory tree), then one block adds
+// the partials in a fixed order, so the result does not depend on scheduling.
+__global__ void sum_squares_partial_kernel(const float* x, std::int64_t n, double* partial) {
+  __shared__ double warp_part[kThreads / kWarp];
+  double acc = 0.0;
+  for (std::int64_t i = gtid(); i < n; i += gstride()) acc += static_cast<double>(x[i]) * x[i];
+  acc = warp_sum(acc);
+  if (lane() == 0) warp_part[threadIdx.x / kWarp] = acc;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    double s = 0.0;
+    for (int w = 0; w < kThreads / kWarp; ++w) s += warp_part[w];
+    partial[blockIdx.x] = s;
+  }
+}
+__global__ void sum_partials_kernel(const double* partial, int n, double* out) {
+  if (threadIdx.x == 0 && blockIdx.x == 0) {
+    double s = 0.0;
+    for (int i = 0; i < n; ++i) s += partial[i];
+    *out = s;
+  }
+}
+}  // namespace
+
+// x: any shape, dims sorted unique non-negative -> sum over dims (keepdim keeps size-1 dims), dtype of x
+Tensor CudaBackend::sum(const Tensor& x, const std::vector<std::int64_t>& dims, bool keepdim) {
+  use_device(x);
+  Shape out_shape;
+  std::vector<std::pair<std::int64_t, bool>> groups;  // (size, reduced), size-1 dims dropped
+  for (std::int64_t d = 0; d < x.dim(); ++d) {
+    const bool red = std::find(dims.begin(), dims.end(), d) != dims.end();
+    if (!red || keepdim) out_shape.push_back(red ? 1 : x.shape()[d]);
+    if (x.shape()[d] == 1) continue;
+    if (!groups.empty() && groups.back().second == red)
+      groups.back().first *= x.shape()[d];
+    else
+      groups.emplace_back(x.shape()[d], red);
+  }
+  if (x.numel() == 0) {
+    Tensor out = f32_empty(out_shape, x.device());
+    fill(out, 0.f);
+    return f32_to(out, x.dtype());
+  }
+  Tensor cur = f32_contiguous(x);
+  bool reduced = false;
+  for (;;) {  // reduce the last reduced group: (O, R, I) -> (O, I)
+    auto it = std::find_if(groups.rbegin(), groups.rend(), [](auto& g) { return g.second; });
+    if (it == groups.rend()) break;
+    const std::size_t g = static_cast<std::size_t>(groups.rend() - it) - 1;
+    std::int64_t O = 1, I = 1;
+    for (std::size_t i = 0; i < g; ++i) O *= groups[i].first;
+    for (std::size_t i = g + 1; i < groups.size(); ++i) I *= groups[i].first;
+    const std::int64_t R = groups[g].first;
+    Tensor next = f32_empty({O * I}, x.device());
+    if (I == 1 && !naive_kernels())
+      reduce_rows_warp_kernel<<<grid_for_warps(O), kThreads>>>(cfp(cur), O, R, fp(next));
+    else
+      reduce_ori_naive_kernel<<<grid_for(O * I), kThreads>>>(cfp(cur), O, R, I, fp(next));
+    MT_CUDA_CHECK_LAUNCH();
+    cur = next;
+    reduced = true;
+    groups.erase(groups.begin() + static_cast<std::ptrdiff_t>(g));
+  }
+  if (reduced) return f32_to(cur.view(out_shape), x.dtype());
+  Tensor out = f32_empty(out_shape, x.device());  // nothing reduced (empty dims): a plain copy
+  copy_into(out, cur.view(out_shape));
+  return f32_to(out, x.dtype());
+}
+
+// x: (..., N), N >= 1 -> (...), dtype of x
+Tensor CudaBackend::max_last(const Tensor& x) {
+  use_device(x);
+  Tensor xf = f32_contiguous(x);
+  const std::int64_t N = x.shape().back(), rows = N ? x.numel() / N : 0;
+  Tensor out = f32_empty(Shape(x.shape().begin(), x.shape().end() - 1), x.device());
+  if (rows) {
+    max_rows_kernel<<<grid_for_warps(rows), kThreads>>>(cfp(xf), rows, N, fp(out));
+    MT_CUDA_CHECK_LAUNCH();
+  }
+  return f32_to(out, x.dtype());
+}
+
+// x: any -> sum of x² over all elements, in double
+double CudaBackend::sum_squares(const Tensor& x) {
+  use_device(x);
+  const std::int64_t n = x.numel();
+  if (n == 0) return 0.0;
+  Tensor xf = f32_contiguous(x);
+  const unsigned blocks = std::min<unsigned>(grid_for(n), 1024);
+  // doubles viewed through an f32 buffer of twice the length (the allocator only knows bytes)
+  Tensor scratch = f32_empty({2 * (static_cast<std::int64_t>(blocks) + 1)}, x.device());
+  double* partial = static_cast<double*>(scratch.raw_data());
+  sum_squares_partial_kernel<<<blocks, kThreads>>>(cfp(xf), n, partial);
+  MT_CUDA_CHECK_LAUNCH();
+  sum_partials_kernel<<<1, 1>>>(partial, static_cast<int>(blocks), partial + blocks);
+  MT_CUDA_CHECK_LAUNCH();
+  double result = 0.0;
+  MT_CUDA_CHECK(cudaMemcpy(&result, partial + blocks, sizeof(double), cudaMemcpyDeviceToHost));
+  return result;
+}
+
+}  // namespace minitorch::cuda
