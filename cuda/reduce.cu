@@ -5,6 +5,7 @@
 #include <cfloat>
 #include <utility>
 
+#include "minitorch/reduce_plan.h"
 #include "cuda/common.cuh"
 #include "cuda/cuda.h"
 
@@ -73,45 +74,26 @@ __global__ void sum_partials_kernel(const double* partial, int n, double* out) {
 // x: any shape, dims sorted unique non-negative -> sum over dims (keepdim keeps size-1 dims), dtype of x
 Tensor CudaBackend::sum(const Tensor& x, const std::vector<std::int64_t>& dims, bool keepdim) {
   use_device(x);
-  Shape out_shape;
-  std::vector<std::pair<std::int64_t, bool>> groups;  // (size, reduced), size-1 dims dropped
-  for (std::int64_t d = 0; d < x.dim(); ++d) {
-    const bool red = std::find(dims.begin(), dims.end(), d) != dims.end();
-    if (!red || keepdim) out_shape.push_back(red ? 1 : x.shape()[d]);
-    if (x.shape()[d] == 1) continue;
-    if (!groups.empty() && groups.back().second == red)
-      groups.back().first *= x.shape()[d];
-    else
-      groups.emplace_back(x.shape()[d], red);
-  }
+  const ReducePlan plan = plan_sum(x.shape(), dims, keepdim);
   if (x.numel() == 0) {
-    Tensor out = f32_empty(out_shape, x.device());
+    Tensor out = f32_empty(plan.out_shape, x.device());
     fill(out, 0.f);
     return f32_to(out, x.dtype());
   }
   Tensor cur = f32_contiguous(x);
-  bool reduced = false;
-  for (;;) {  // reduce the last reduced group: (O, R, I) -> (O, I)
-    auto it = std::find_if(groups.rbegin(), groups.rend(), [](auto& g) { return g.second; });
-    if (it == groups.rend()) break;
-    const std::size_t g = static_cast<std::size_t>(groups.rend() - it) - 1;
-    std::int64_t O = 1, I = 1;
-    for (std::size_t i = 0; i < g; ++i) O *= groups[i].first;
-    for (std::size_t i = g + 1; i < groups.size(); ++i) I *= groups[i].first;
-    const std::int64_t R = groups[g].first;
-    Tensor next = f32_empty({O * I}, x.device());
-    if (I == 1 && !naive_kernels())
-      reduce_rows_warp_kernel<<<grid_for_warps(O), kThreads>>>(cfp(cur), O, R, fp(next));
+  for (const auto& st : plan.steps) {  // (O, R, I) -> (O, I)
+    Tensor next = f32_empty({st.outer * st.inner}, x.device());
+    if (st.inner == 1 && !naive_kernels())
+      reduce_rows_warp_kernel<<<grid_for_warps(st.outer), kThreads>>>(cfp(cur), st.outer, st.reduced, fp(next));
     else
-      reduce_ori_naive_kernel<<<grid_for(O * I), kThreads>>>(cfp(cur), O, R, I, fp(next));
+      reduce_ori_naive_kernel<<<grid_for(st.outer * st.inner), kThreads>>>(cfp(cur), st.outer, st.reduced, st.inner,
+                                                                          fp(next));
     MT_CUDA_CHECK_LAUNCH();
     cur = next;
-    reduced = true;
-    groups.erase(groups.begin() + static_cast<std::ptrdiff_t>(g));
   }
-  if (reduced) return f32_to(cur.view(out_shape), x.dtype());
-  Tensor out = f32_empty(out_shape, x.device());  // nothing reduced (empty dims): a plain copy
-  copy_into(out, cur.view(out_shape));
+  if (!plan.steps.empty()) return f32_to(cur.view(plan.out_shape), x.dtype());
+  Tensor out = f32_empty(plan.out_shape, x.device());  // nothing reduced (empty dims): a plain copy
+  copy_into(out, cur.view(plan.out_shape));
   return f32_to(out, x.dtype());
 }
 

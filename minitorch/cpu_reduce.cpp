@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "minitorch/cpu_backend.h"
+#include "minitorch/reduce_plan.h"
 #include "minitorch/cpu_util.h"
 #include "minitorch/parallel.h"
 
@@ -52,40 +53,19 @@ void reduce_ori(const float* in, std::int64_t O, std::int64_t R, std::int64_t I,
 
 // x: (d0, ..., dn) -> the dims in `dims` summed (removed, or kept as 1 with keepdim)
 Tensor CpuBackend::sum(const Tensor& x, const std::vector<std::int64_t>& dims, bool keepdim) {
-  Shape out_shape;
-  // Groups of adjacent dims that are all reduced or all kept (size-1 dims dropped): (size, reduced)
-  std::vector<std::pair<std::int64_t, bool>> groups;
-  for (std::int64_t d = 0; d < x.dim(); ++d) {
-    bool red = std::find(dims.begin(), dims.end(), d) != dims.end();
-    if (!red || keepdim) out_shape.push_back(red ? 1 : x.shape()[d]);
-    if (x.shape()[d] == 1) continue;
-    if (!groups.empty() && groups.back().second == red)
-      groups.back().first *= x.shape()[d];
-    else
-      groups.emplace_back(x.shape()[d], red);
-  }
-  Tensor cur = f32_contiguous(x);
+  const ReducePlan plan = plan_sum(x.shape(), dims, keepdim);
   if (x.numel() == 0) {
-    Tensor z = f32_empty(out_shape);
+    Tensor z = f32_empty(plan.out_shape);
     std::fill(fp(z), fp(z) + z.numel(), 0.f);
     return f32_to(z, x.dtype());
   }
-  bool reduced = false;
-  // Reduce the last reduced group, one at a time: (O, R, I) -> (O, I).
-  for (;;) {
-    auto it = std::find_if(groups.rbegin(), groups.rend(), [](auto& g) { return g.second; });
-    if (it == groups.rend()) break;
-    const std::size_t g = static_cast<std::size_t>(groups.rend() - it) - 1;
-    std::int64_t O = 1, I = 1;
-    for (std::size_t i = 0; i < g; ++i) O *= groups[i].first;
-    for (std::size_t i = g + 1; i < groups.size(); ++i) I *= groups[i].first;
-    Tensor next = f32_empty({O * I});
-    reduce_ori(cfp(cur), O, groups[g].first, I, fp(next));
+  Tensor cur = f32_contiguous(x);
+  for (const auto& st : plan.steps) {  // (O, R, I) -> (O, I)
+    Tensor next = f32_empty({st.outer * st.inner});
+    reduce_ori(cfp(cur), st.outer, st.reduced, st.inner, fp(next));
     cur = next;
-    reduced = true;
-    groups.erase(groups.begin() + static_cast<std::ptrdiff_t>(g));
   }
-  Tensor out = reduced ? cur.view(out_shape) : cur.clone().view(out_shape);
+  Tensor out = plan.steps.empty() ? cur.clone().view(plan.out_shape) : cur.view(plan.out_shape);
   return f32_to(out, x.dtype());
 }
 
