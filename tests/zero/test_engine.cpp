@@ -10,8 +10,10 @@
 #include "data/text_dataset.h"
 #include "zero/checkpoint.h"
 #include "zero/engine.h"
+#include "train_util.h"
 
 using namespace minitorch;
+using mt_test::TrainRun;
 
 namespace {
 std::string config_json(int micro, int accum, int steps, const std::string& extra = "") {
@@ -23,49 +25,6 @@ std::string config_json(int micro, int accum, int steps, const std::string& extr
     "training": {"steps": )" + std::to_string(steps) + R"(, "seed": 11})" + extra + "}";
 }
 
-const std::string& corpus() {
-  static const std::string text = [] {
-    std::string t;
-    for (int i = 0; i < 60; ++i)
-      t += "And God said, Let there be light: and there was light. And God saw the light, that it was good.\n";
-    return t;
-  }();
-  return text;
-}
-
-struct TrainRun {
-  zero::Config cfg;
-  data::TextDataset ds;
-  std::unique_ptr<zero::Engine> engine;
-  std::unique_ptr<data::BatchSampler> sampler;
-
-  explicit TrainRun(const std::string& json)
-      : cfg(zero::Config::from_json(json)),
-        ds(data::TextDataset::from_text(corpus(), data::make_tokenizer("char", corpus()), cfg.model.block_size)) {
-    Generator gen(cfg.training.seed);
-    std::shared_ptr<nn::GPT> model;
-    {
-      TagScope scope(MemTag::param);
-      model = std::make_shared<nn::GPT>(zero::model_config(cfg, ds.tokenizer().vocab_size()), gen);
-    }
-    engine = zero::initialize(model, cfg);
-    sampler = std::make_unique<data::BatchSampler>(ds.tokens_ptr(data::Split::train), cfg.train_micro_batch_size_per_gpu,
-                                                   cfg.model.block_size, cfg.training.seed);
-  }
-  std::vector<float> train(std::int64_t steps) {
-    std::vector<float> losses;
-    for (std::int64_t s = 0; s < steps; ++s) losses.push_back(engine->train_batch(*sampler));
-    return losses;
-  }
-  std::vector<float> params() const {
-    std::vector<float> all;
-    for (auto& [name, p] : engine->model().named_parameters()) {
-      auto v = p.to_vector();
-      all.insert(all.end(), v.begin(), v.end());
-    }
-    return all;
-  }
-};
 }  // namespace
 
 TEST(L03_Engine, SameSeedGivesBitIdenticalLossesOver20Steps) {

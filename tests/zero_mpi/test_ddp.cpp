@@ -13,6 +13,7 @@
 #include "minitorch/allocator.h"
 #include "test_util.h"
 #include "zero/engine.h"
+#include "train_util.h"
 
 using namespace minitorch;
 
@@ -29,46 +30,7 @@ std::string config_json(int micro, int accum, int stage = 0, std::int64_t bucket
     "training": {"steps": 20, "seed": 11}})";
 }
 
-const std::string& corpus() {
-  static const std::string text = [] {
-    std::string t;
-    for (int i = 0; i < 60; ++i)
-      t += "And God said, Let there be light: and there was light. And God saw the light, that it was good.\n";
-    return t;
-  }();
-  return text;
-}
-
-/// An engine on `group` (nullptr: one rank) with its model drawn from `init_seed`.
-struct DdpRun {
-  zero::Config cfg;
-  data::TextDataset ds;
-  std::unique_ptr<zero::Engine> engine;
-  std::unique_ptr<data::BatchSampler> sampler;
-
-  DdpRun(const std::string& json, dist::ProcessGroup* group, std::uint64_t init_seed)
-      : cfg(zero::Config::from_json(json, group ? group->size() : 1)),
-        ds(data::TextDataset::from_text(corpus(), data::make_tokenizer("char", corpus()), cfg.model.block_size)) {
-    Generator gen(init_seed);
-    std::shared_ptr<nn::GPT> model;
-    {
-      TagScope scope(MemTag::param);
-      model = std::make_shared<nn::GPT>(zero::model_config(cfg, ds.tokenizer().vocab_size()), gen);
-    }
-    engine = zero::initialize(model, cfg, group);
-    sampler = std::make_unique<data::BatchSampler>(ds.tokens_ptr(data::Split::train), cfg.train_micro_batch_size_per_gpu,
-                                                   cfg.model.block_size, cfg.training.seed);
-  }
-  std::vector<float> params() const {
-    std::vector<float> all;
-    for (auto& [name, p] : engine->model().named_parameters()) {
-      auto v = p.to_vector();
-      all.insert(all.end(), v.begin(), v.end());
-    }
-    return all;
-  }
-  std::int64_t psi() const { return engine->model().num_parameters(); }
-};
+using DdpRun = mt_test::TrainRun;
 
 double rel(double a, double b) { return std::abs(a - b) / std::max({std::abs(a), std::abs(b), 1e-12}); }
 
@@ -201,7 +163,7 @@ TEST(L05_DDP, ConfigReadForAnotherWorldSizeFails) {
   auto& world = dist::world();
   zero::Config cfg = zero::Config::from_json(config_json(2, 1), 1);
   Generator gen(1);
-  auto ds = data::TextDataset::from_text(corpus(), data::make_tokenizer("char", corpus()), cfg.model.block_size);
+  auto ds = data::TextDataset::from_text(mt_test::verse_corpus(), data::make_tokenizer("char", mt_test::verse_corpus()), cfg.model.block_size);
   auto model = std::make_shared<nn::GPT>(zero::model_config(cfg, ds.tokenizer().vocab_size()), gen);
   std::string err = mt_test::error_of([&] { zero::initialize(model, cfg, &world); });
   EXPECT_TRUE(mt_test::contains(err, "process group has " + std::to_string(world.size()) + " ranks")) << err;
