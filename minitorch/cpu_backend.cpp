@@ -5,6 +5,7 @@
 #include <string>
 
 #include "minitorch/cpu_backend.h"
+#include "minitorch/cpu_util.h"
 #include "minitorch/strided.h"
 
 namespace minitorch {
@@ -36,7 +37,16 @@ Backend& backend(Device device) {
 }
 
 namespace cpu {
-void CpuBackend::copy_(Tensor& dst, const Tensor& src) { copy_strided(dst, src); }
+// The common copies (contiguous(), clone(), to(f32 / bf16)) take the kernels' parallel row walk;
+// the rest (strided destinations, i32) the general element walk of minitorch/strided.h.
+void CpuBackend::copy_(Tensor& dst, const Tensor& src) {
+  if (dst.is_contiguous() && src.dtype() != DType::i32) {
+    if (dst.dtype() == DType::f32) return gather_f32(src, fp(dst));
+    if (dst.dtype() == DType::bf16 && src.dtype() == DType::f32 && src.is_contiguous())
+      return narrow_bf16(cfp(src), static_cast<std::uint16_t*>(dst.raw_data()), dst.numel());
+  }
+  copy_strided(dst, src);
+}
 void CpuBackend::fill_(Tensor& t, float value) { fill_strided(t, value); }
 }  // namespace cpu
 

@@ -37,15 +37,11 @@ void gather_rows(const Tensor& x, float* out, Cvt cvt) {
 }
 }  // namespace
 
-Tensor f32_contiguous(const Tensor& x) {
-  const bool contig = x.is_contiguous();
-  if (x.dtype() == DType::f32 && contig) return x;
-  Tensor out = f32_empty(x.shape());
-  float* o = fp(out);
-  if (x.numel() == 0) return out;
+void gather_f32(const Tensor& x, float* o) {
+  if (x.numel() == 0) return;
   switch (x.dtype()) {
     case DType::bf16:
-      if (contig)
+      if (x.is_contiguous())
         widen_bf16(static_cast<const std::uint16_t*>(x.raw_data()), o, x.numel());
       else
         gather_rows<std::uint16_t>(x, o, [](std::uint16_t h) { return bf16_to_f32(h); });
@@ -57,6 +53,12 @@ Tensor f32_contiguous(const Tensor& x) {
       gather_rows<std::int32_t>(x, o, [](std::int32_t i) { return static_cast<float>(i); });
       break;
   }
+}
+
+Tensor f32_contiguous(const Tensor& x) {
+  if (x.dtype() == DType::f32 && x.is_contiguous()) return x;
+  Tensor out = f32_empty(x.shape());
+  gather_f32(x, fp(out));
   return out;
 }
 

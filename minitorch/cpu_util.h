@@ -14,6 +14,8 @@ inline constexpr std::int64_t kGrainElems = 1 << 15;
 
 /// x itself when it is contiguous f32, else a contiguous f32 copy (bf16 widened, strides walked).
 Tensor f32_contiguous(const Tensor& x);
+/// All of x's elements in row-major order into out (numel floats), widened to f32, rows in parallel.
+void gather_f32(const Tensor& x, float* out);
 /// A new contiguous f32 tensor of x's shape (uninitialised).
 Tensor f32_empty(const Shape& shape);
 /// `t` (contiguous f32) converted to `dtype`: t itself for f32, else a new bf16 tensor.
