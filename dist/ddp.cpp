@@ -39,16 +39,15 @@ DistributedDataParallel::DistributedDataParallel(const nn::NamedTensors& params,
   for (const auto& [name, p] : order) numels.push_back(p.numel());
   for (auto [first, last] : plan_buckets(numels, bucket_size)) {
     Bucket b;
+    std::vector<Shape> shapes;
     for (std::size_t i = first; i < last; ++i) {
       b.names.push_back(order[i].first);
       b.params.push_back(order[i].second);
-      b.offsets.push_back(b.numel);
+      shapes.push_back(order[i].second.shape());
       b.numel += numels[i];
     }
-    {
-      TagScope scope(MemTag::comm);  // the flat buffers are DDP's only extra memory: Ψ f32 elements
-      b.flat = Tensor::zeros({b.numel});
-    }
+    // The flat buffers are DDP's only extra memory: Ψ f32 elements plus < N padding per bucket.
+    b.buffer = FlatBuffer(shapes, DType::f32, group.size(), MemTag::comm);
     b.pending = static_cast<int>(b.params.size());
     buckets_.push_back(std::move(b));
   }
@@ -106,14 +105,15 @@ void DistributedDataParallel::on_grad_ready(std::size_t bi) {
 
 void DistributedDataParallel::launch(Bucket& b, bool in_backward) {
   for (std::size_t i = 0; i < b.params.size(); ++i) {  // flatten: grads → one contiguous f32 buffer
-    Tensor slot = b.flat.narrow(0, b.offsets[i], b.params[i].numel());
+    Tensor slot = b.buffer.view(i);
     Tensor g = b.params[i].grad();
     if (g.defined())
-      slot.copy_(g.reshape({g.numel()}));
+      slot.copy_(g);
     else
       slot.zero_();  // a parameter this backward did not reach contributes zeros
   }
-  b.work = group_.all_reduce_async(b.flat, ReduceOp::avg);
+  Tensor flat = b.buffer.flat();
+  b.work = group_.all_reduce_async(flat, ReduceOp::avg);
   b.launched_ms = now_ms();
   b.launched_in_backward = in_backward;
   b.launch_order = launched_++;
@@ -129,7 +129,7 @@ void DistributedDataParallel::finish() {
   for (Bucket& b : buckets_) {
     for (std::size_t i = 0; i < b.params.size(); ++i) {  // unflatten: averaged grads back in place
       Tensor& p = b.params[i];
-      Tensor avg = b.flat.narrow(0, b.offsets[i], p.numel()).view(p.shape());
+      Tensor avg = b.buffer.view(i);
       if (!p.grad().defined()) {
         TagScope scope(MemTag::grad);
         p.set_grad(Tensor::zeros(p.shape(), p.dtype()));

@@ -8,7 +8,8 @@
 /// elements in reverse order of `named_parameters()` — the order in which backward makes them final
 /// (last layer first). A parameter bigger than a bucket gets a bucket of its own. A gradient hook on
 /// every parameter counts down its bucket; when the bucket's last gradient is final the hook copies
-/// the bucket's gradients into one flat f32 buffer (allocated once, tagged `comm`) and starts a
+/// the bucket's gradients into one flat f32 buffer (a FlatBuffer, allocated once, tagged `comm`,
+/// padded to a multiple of the number of ranks) and starts a
 /// non-blocking all-reduce (average) of it — while backward keeps computing the earlier layers.
 /// `finish()` waits for what is still in flight and copies the averages back into the gradients.
 ///
@@ -35,6 +36,7 @@
 #include <vector>
 
 #include "dist/process_group.h"
+#include "minitorch/flat_buffer.h"
 #include "nn/module.h"
 
 namespace minitorch::dist {
@@ -43,9 +45,8 @@ namespace minitorch::dist {
 struct Bucket {
   std::vector<std::string> names;   ///< the parameters, in the order backward finishes them
   std::vector<Tensor> params;
-  std::vector<std::int64_t> offsets;  ///< where each parameter's gradient sits in `flat`
-  std::int64_t numel = 0;
-  Tensor flat;                        ///< f32 (numel), tag comm: the buffer that is all-reduced
+  std::int64_t numel = 0;            ///< Σ numel of the parameters (the buffer adds padding < N)
+  FlatBuffer buffer;                  ///< f32, tag comm: slot i holds params[i]'s gradient; all-reduced whole
   // ---- this backward ----
   int pending = 0;                    ///< gradients not final yet
   std::unique_ptr<Work> work;         ///< the all-reduce in flight

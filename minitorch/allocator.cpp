@@ -9,6 +9,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "minitorch/events.h"
+
 namespace minitorch {
 
 const char* tag_name(MemTag tag) {
@@ -121,23 +123,42 @@ DeviceAllocator& device_allocator(DeviceType type) {
   return *s.cuda;
 }
 
+namespace {
+/// Reports an allocation or release to the event sink (after the ledger's lock is released).
+void report(events::Kind kind, Device device, MemTag tag, std::int64_t bytes) {
+  events::Event e;
+  e.category = events::Category::memory;
+  e.kind = kind;
+  e.tag = tag;
+  e.bytes = bytes;
+  e.device = device.type == DeviceType::cpu ? 0 : 1 + device.index;
+  events::emit(std::move(e));
+}
+}  // namespace
+
 void account_alloc(Device device, MemTag tag, std::int64_t bytes) {
-  auto& s = state();
-  std::lock_guard<std::mutex> lock(s.mutex);
-  MemoryStats& m = stats_for(s, device);
-  int t = static_cast<int>(tag);
-  m.current_bytes[t] += bytes;
-  m.current_total += bytes;
-  if (m.current_bytes[t] > m.peak_bytes[t]) m.peak_bytes[t] = m.current_bytes[t];
-  if (m.current_total > m.peak_total) m.peak_total = m.current_total;
+  {
+    auto& s = state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    MemoryStats& m = stats_for(s, device);
+    int t = static_cast<int>(tag);
+    m.current_bytes[t] += bytes;
+    m.current_total += bytes;
+    if (m.current_bytes[t] > m.peak_bytes[t]) m.peak_bytes[t] = m.current_bytes[t];
+    if (m.current_total > m.peak_total) m.peak_total = m.current_total;
+  }
+  if (events::enabled()) report(events::Kind::alloc, device, tag, bytes);
 }
 
 void account_free(Device device, MemTag tag, std::int64_t bytes) {
-  auto& s = state();
-  std::lock_guard<std::mutex> lock(s.mutex);
-  MemoryStats& m = stats_for(s, device);
-  m.current_bytes[static_cast<int>(tag)] -= bytes;
-  m.current_total -= bytes;
+  {
+    auto& s = state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    MemoryStats& m = stats_for(s, device);
+    m.current_bytes[static_cast<int>(tag)] -= bytes;
+    m.current_total -= bytes;
+  }
+  if (events::enabled()) report(events::Kind::free, device, tag, bytes);
 }
 
 MemoryStats memory_stats(Device device) {

@@ -5,7 +5,7 @@
 #include <stdexcept>
 
 #include "autograd/engine.h"
-#include "optim/clip.h"
+#include "minitorch/events.h"
 
 namespace minitorch::zero {
 
@@ -43,36 +43,27 @@ Engine::Engine(std::shared_ptr<nn::GPT> model, Config config, dist::ProcessGroup
                       std::to_string(config_.data_parallel_size) + " but the process group has " +
                       std::to_string(world) + " ranks; read it with Config::from_file(path, " +
                       std::to_string(world) + ")");
-  if (world > 1 && config_.zero.stage != 0)
-    throw ConfigError(config_.source + ": ZeRO stage " + std::to_string(config_.zero.stage) +
-                      " is not implemented yet (data-parallel runs support stage 0, i.e. DDP)");
   if (config_.fp16.enabled)
     throw ConfigError(config_.source + ": fp16.enabled is not supported on the CPU (minitorch has no f16 type); "
                       "use \"bf16\": {\"enabled\": true} for mixed precision");
   if (config_.optimizer.type != OptimizerType::adamw)
     throw ConfigError(config_.source + ": optimizer '" + config_.optimizer.type_name +
                       "' is not available in the engine yet; use AdamW");
-  if (world > 1) {
-    // Every rank starts from rank 0's weights (even if the seeds differ), then DDP hooks the grads.
-    ddp_ = std::make_unique<dist::DistributedDataParallel>(model_->named_parameters(), *group_,
-                                                           config_.zero.reduce_bucket_size);
-    ddp_->broadcast_parameters(0);
-  }
   if (config_.bf16) model_->to(DType::bf16);  // params 2Ψ, grads 2Ψ; AdamW adds f32 master + m + v = 12Ψ
-  const OptimizerConfig& o = config_.optimizer;
-  optim::AdamWOptions opts;
-  opts.lr = static_cast<float>(o.lr);
-  opts.beta1 = static_cast<float>(o.beta1);
-  opts.beta2 = static_cast<float>(o.beta2);
-  opts.eps = static_cast<float>(o.eps);
-  opts.weight_decay = static_cast<float>(o.weight_decay);
-  optimizer_ = std::make_unique<optim::AdamW>(optim::decay_groups(model_->named_parameters(), opts.lr, opts.weight_decay),
-                                              opts);
-  schedule_ = optim::make_lr_schedule(config_.scheduler, o.lr);
+  strategy_ = make_strategy(model_, config_, group_);
+  schedule_ = optim::make_lr_schedule(config_.scheduler, config_.optimizer.lr);
 }
 
 Tensor Engine::forward(const Tensor& idx, const Tensor& targets) {
   auto t0 = Clock::now();
+  if (micro_in_step() == 0 && events::enabled()) {  // a phase marker: the report counts traffic per step from here
+    events::Event e;
+    e.category = events::Category::phase;
+    e.name = "step_begin";
+    e.step = global_steps_;
+    events::emit(std::move(e));
+  }
+  events::Span span(events::Category::compute, "forward", "", micro_in_step());
   Tensor loss;
   {
     TagScope scope(MemTag::activation);
@@ -84,16 +75,14 @@ Tensor Engine::forward(const Tensor& idx, const Tensor& targets) {
 
 void Engine::backward(const Tensor& loss) {
   auto t0 = Clock::now();
-  if (ddp_) {  // communicate only on the last micro-step of the accumulation (no_sync before it)
-    ddp_->set_sync(is_gradient_accumulation_boundary());
-    ddp_->begin_backward();
-  }
+  events::Span span(events::Category::compute, "backward", "", micro_in_step());
+  strategy_->begin_backward(is_gradient_accumulation_boundary());
   {
     TagScope scope(MemTag::activation);
     const float scale = 1.f / static_cast<float>(config_.gradient_accumulation_steps);
     autograd::backward(loss, Tensor::full(loss.shape(), scale));
   }
-  if (ddp_) ddp_->end_backward();
+  strategy_->end_backward();
   times_.backward += ms_since(t0);
 }
 
@@ -105,22 +94,18 @@ bool Engine::step() {
   auto t0 = Clock::now();
   const bool boundary = is_gradient_accumulation_boundary();
   ++micro_steps_;
-  if (boundary && ddp_) {  // backward_allreduce: what of the bucket all-reduces backward did not hide
-    auto t1 = Clock::now();
-    ddp_->set_sync(true);
-    ddp_->finish();
-    times_.backward_allreduce += ms_since(t1);
-    t0 = Clock::now();
-  }
   if (boundary) {
-    std::vector<Tensor> params = optimizer_->parameters();
-    if (config_.gradient_clipping > 0)
-      last_grad_norm_ = optim::clip_grad_norm(params, config_.gradient_clipping);
-    else
-      last_grad_norm_ = std::sqrt(optim::grad_sum_squares(params));
-    optimizer_->set_lr(schedule_.lr_for_update(global_steps_));  // DeepSpeed: scheduler.step() follows optimizer.step()
-    optimizer_->step();
-    optimizer_->zero_grad();
+    {  // backward_allreduce: the gradient reduction backward did not hide
+      events::Span span(events::Category::comm, "reduce_gradients");
+      strategy_->reduce_gradients();
+    }
+    times_.backward_allreduce += ms_since(t0);
+    t0 = Clock::now();
+    const MemoryStats m = memory_stats();  // reduced gradients, not yet updated (DESIGN §10)
+    measured_states_ = {m.current(MemTag::param), m.current(MemTag::grad), m.current(MemTag::optim)};
+    events::Span span(events::Category::compute, "optimizer_step");
+    // DeepSpeed: scheduler.step() follows optimizer.step(), so update k uses lr(k - 1).
+    last_grad_norm_ = strategy_->step(schedule_.lr_for_update(global_steps_), config_.gradient_clipping);
     ++global_steps_;
   }
   times_.step += ms_since(t0);
@@ -142,7 +127,7 @@ float Engine::train_batch(const data::BatchSampler& sampler) {
     step();
   }
   float mean = static_cast<float>(total / static_cast<double>(G));
-  if (ddp_) {  // the mean over ranks, for the log: not part of the step's gradient traffic
+  if (group_) {  // the mean over ranks, for the log: not part of the step's gradient traffic
     dist::NoRecordScope not_counted(*group_);
     Tensor l = Tensor::full({1}, mean);
     group_->all_reduce(l, dist::ReduceOp::avg);

@@ -4,10 +4,12 @@
 /// forward / backward / step. It owns the optimizer (AdamW from the config's `optimizer`), the LR
 /// schedule (`scheduler`), gradient accumulation (`gradient_accumulation_steps`), global-norm
 /// clipping (`gradient_clipping`), bf16 mixed precision (`bf16.enabled`) and the wall-clock
-/// breakdown. With a process group of N > 1 ranks, stage 0 is data parallelism (dist/ddp.h): the
-/// engine broadcasts rank 0's initial parameters, backward of the non-boundary micro-steps runs
-/// without communication, the boundary backward starts bucket all-reduces from the gradient hooks,
-/// and step() first waits for them (timer `backward_allreduce`). ZeRO stages 1–3 plug in there next.
+/// breakdown. Gradient reduction and the optimizer step belong to a GradientStrategy (zero/strategy.h),
+/// one per ZeRO stage, chosen once by make_strategy(); the engine drives it the same way whatever the
+/// stage: begin/end_backward around every backward, reduce_gradients() (timer `backward_allreduce`)
+/// and step() at the accumulation boundary. Stage 0 (zero/stage0.h) is DDP: rank 0's initial
+/// parameters broadcast, no communication before the boundary micro-step, bucket all-reduces from the
+/// gradient hooks during the boundary backward.
 ///
 /// \code
 ///   auto& world = dist::init(&argc, &argv);                     // mpirun -np N ...
@@ -27,12 +29,12 @@
 #include <string>
 
 #include "data/batch_sampler.h"
-#include "dist/ddp.h"
 #include "dist/process_group.h"
 #include "nn/gpt.h"
 #include "optim/adamw.h"
 #include "optim/lr_schedule.h"
 #include "zero/config.h"
+#include "zero/strategy.h"
 
 namespace minitorch::zero {
 
@@ -47,7 +49,7 @@ class Engine {
   /// converted to bf16 (the optimizer keeps f32 master weights). `fp16` is rejected: the CPU has no
   /// f16 type. `group`: the data-parallel ranks (nullptr = one rank); the config's batch triple
   /// must have been computed for group->size() ranks (Config::from_file(path, group->size())).
-  /// With more than one rank: stage 0 = DDP; stages 1–3 are not implemented yet (ConfigError).
+  /// The strategy comes from make_strategy(config.zero.stage).
   Engine(std::shared_ptr<nn::GPT> model, Config config, dist::ProcessGroup* group = nullptr);
 
   /// Mean cross-entropy of one micro-batch (records the graph).   idx, targets: (B, T) i32
@@ -62,6 +64,8 @@ class Engine {
   bool step();
   /// True when the next step() will update the parameters.
   bool is_gradient_accumulation_boundary() const;
+  /// Which micro-step of the current optimizer step comes next (0 … gradient_accumulation_steps − 1).
+  std::int64_t micro_in_step() const { return micro_steps_ % config_.gradient_accumulation_steps; }
 
   /// One optimizer step over `gradient_accumulation_steps` micro-batches of this rank from
   /// `sampler` (sampler.sample(rank, step, world, m, G)); returns the mean loss over the micro-batches
@@ -74,24 +78,30 @@ class Engine {
   nn::GPT& model() { return *model_; }
   const nn::GPT& model() const { return *model_; }
   std::shared_ptr<nn::GPT> model_ptr() const { return model_; }
-  optim::AdamW& optimizer() { return *optimizer_; }
-  const optim::AdamW& optimizer() const { return *optimizer_; }
+  /// The strategy's optimizer (over this rank's parameters or shard).
+  optim::AdamW& optimizer() { return strategy_->optimizer(); }
+  const optim::AdamW& optimizer() const { return strategy_->optimizer(); }
+  /// The stage's strategy; strategy_as<Stage0>() etc. for stage-specific views (nullptr if another).
+  GradientStrategy& strategy() { return *strategy_; }
+  const GradientStrategy& strategy() const { return *strategy_; }
+  template <typename S>
+  const S* strategy_as() const { return dynamic_cast<const S*>(strategy_.get()); }
   const Config& config() const { return config_; }
   /// Optimizer steps taken so far (DeepSpeed's global_steps).
   std::int64_t global_steps() const { return global_steps_; }
   /// Sets global_steps (resuming from a checkpoint).
   void set_global_steps(std::int64_t s) { global_steps_ = s; }
   /// The learning rate the last step used.
-  float lr() const { return optimizer_->lr(); }
+  float lr() const { return optimizer().lr(); }
   /// Global gradient norm before clipping at the last step (0 if never computed).
   double last_grad_norm() const { return last_grad_norm_; }
   const StepTimes& step_times() const { return last_times_; }
   /// Data-parallel rank and size (0 and 1 without a group).
   int dp_rank() const { return group_ ? group_->rank() : 0; }
   int dp_size() const { return group_ ? group_->size() : 1; }
-  /// The DDP wrapper (null on one rank).
-  dist::DistributedDataParallel* ddp() { return ddp_.get(); }
-  const dist::DistributedDataParallel* ddp() const { return ddp_.get(); }
+  /// Model-state bytes measured by the allocator (tags param, grad, optim on this rank) at the last
+  /// optimizer step, after the gradients were reduced and before the update (DESIGN §10).
+  const ModelStateBytes& measured_model_states() const { return measured_states_; }
   /// "time (ms) | forward: .. | backward: .. | backward_allreduce: .. | step: .." plus, once, the legend.
   std::string wall_clock_report(bool with_legend) const;
 
@@ -99,13 +109,13 @@ class Engine {
   using Clock = std::chrono::steady_clock;
   std::shared_ptr<nn::GPT> model_;
   Config config_;
-  std::unique_ptr<optim::AdamW> optimizer_;
+  std::unique_ptr<GradientStrategy> strategy_;
   optim::LRSchedule schedule_;
   std::int64_t micro_steps_ = 0, global_steps_ = 0;
   double last_grad_norm_ = 0;
   StepTimes times_, last_times_;
+  ModelStateBytes measured_states_;
   dist::ProcessGroup* group_ = nullptr;
-  std::unique_ptr<dist::DistributedDataParallel> ddp_;
 };
 
 /// DeepSpeed's entry point: `deepspeed.initialize(model=..., config=...)`; `group` = the

@@ -25,6 +25,7 @@
 #include "minitorch/parallel.h"
 #include "zero/config.h"
 #include "zero/engine.h"
+#include "zero/stage0.h"
 
 using namespace minitorch;
 
@@ -115,7 +116,7 @@ int main(int argc, char** argv) {
              "Backward finishes the last layer's gradients first. DDP walks named_parameters() backwards\n"
              "and packs them into buckets of reduce_bucket_size elements (a bigger tensor gets its own);\n"
              "each bucket is one flat f32 buffer, tagged 'comm', and one all-reduce.");
-  const dist::DistributedDataParallel& ddp = *engine->ddp();
+  const dist::DistributedDataParallel& ddp = *engine->strategy_as<zero::Stage0>()->ddp();
   const auto& buckets = ddp.buckets();
   const std::int64_t psi = model->num_parameters();
   std::printf("psi = %lld parameters, reduce_bucket_size = %lld elements -> %zu buckets\n",

@@ -1,0 +1,42 @@
+#pragma once
+/// \file stage0.h
+/// ZeRO stage 0: plain data parallelism. Every rank holds the whole model, all of its gradients and
+/// all of its optimizer states — (P + G + K)·Ψ bytes per rank (DESIGN §6) — and averages the
+/// gradients over the ranks before every rank takes the same optimizer step.
+///
+/// The reduction is DDP's (dist/ddp.h): bucket all-reduces started from the gradient hooks while
+/// backward runs, on the boundary micro-step only (no_sync before it). On one rank there is nothing
+/// to reduce and no DDP object: the same class is then single-process training.
+#include <memory>
+
+#include "dist/ddp.h"
+#include "zero/strategy.h"
+
+namespace minitorch::zero {
+
+class Stage0 final : public GradientStrategy {
+ public:
+  /// Broadcasts rank 0's parameters to every rank (N > 1), hooks DDP's buckets of
+  /// `zero.reduce_bucket_size` elements, and builds AdamW over all parameters.
+  Stage0(std::shared_ptr<nn::GPT> model, const Config& config, dist::ProcessGroup* group);
+
+  std::string name() const override { return ddp_ ? "DDP" : "single rank"; }
+  int stage() const override { return 0; }
+  void begin_backward(bool boundary) override;
+  void end_backward() override;
+  void reduce_gradients() override;
+  double step(float lr, double max_norm) override;
+  ModelStateBytes model_state_bytes() const override;
+  optim::AdamW& optimizer() override { return *optimizer_; }
+  const optim::AdamW& optimizer() const override { return *optimizer_; }
+
+  /// The DDP wrapper: its buckets and timings (null on one rank).
+  const dist::DistributedDataParallel* ddp() const { return ddp_.get(); }
+
+ private:
+  std::shared_ptr<nn::GPT> model_;
+  std::unique_ptr<dist::DistributedDataParallel> ddp_;
+  std::unique_ptr<optim::AdamW> optimizer_;
+};
+
+}  // namespace minitorch::zero

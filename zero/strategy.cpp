@@ -1,0 +1,28 @@
+#include "zero/strategy.h"
+
+#include "zero/stage0.h"
+
+namespace minitorch::zero {
+
+std::unique_ptr<optim::AdamW> make_adamw(const nn::NamedTensors& params, const Config& config) {
+  const OptimizerConfig& o = config.optimizer;
+  optim::AdamWOptions opts;
+  opts.lr = static_cast<float>(o.lr);
+  opts.beta1 = static_cast<float>(o.beta1);
+  opts.beta2 = static_cast<float>(o.beta2);
+  opts.eps = static_cast<float>(o.eps);
+  opts.weight_decay = static_cast<float>(o.weight_decay);
+  return std::make_unique<optim::AdamW>(optim::decay_groups(params, opts.lr, opts.weight_decay), opts);
+}
+
+std::unique_ptr<GradientStrategy> make_strategy(std::shared_ptr<nn::GPT> model, const Config& config,
+                                                dist::ProcessGroup* group) {
+  switch (config.zero.stage) {
+    case 0: return std::make_unique<Stage0>(std::move(model), config, group);
+    default:
+      throw ConfigError(config.source + ": zero_optimization.stage " + std::to_string(config.zero.stage) +
+                        " is not implemented yet; stage 0 (DDP) is what runs today");
+  }
+}
+
+}  // namespace minitorch::zero

@@ -1,0 +1,77 @@
+#pragma once
+/// \file strategy.h
+/// What the engine drives: one object per ZeRO stage that owns gradient reduction and the
+/// optimizer step (DESIGN §12). The engine counts micro-steps, times the phases and sets the
+/// learning rate; it never asks which stage runs. Stage 0 (DDP, and one rank) is zero/stage0.h;
+/// each ZeRO stage is one more file implementing this interface.
+///
+/// The calls of one optimizer step with G micro-steps, in order:
+///
+///   for m in 0..G-1:   begin_backward(m == G-1)  →  autograd backward  →  end_backward()
+///   at the boundary:   reduce_gradients()        (wait for what backward did not hide)
+///                      step(lr, max_norm)        (norm, clip, update this rank's part, zero grads)
+///
+/// \code
+///   auto s = zero::make_strategy(model, config, &world);   // the only place the stage is chosen
+///   s->begin_backward(/*boundary=*/true);
+///   autograd::backward(loss);
+///   s->end_backward();
+///   s->reduce_gradients();
+///   double norm = s->step(/*lr=*/1e-3f, /*max_norm=*/1.0);
+/// \endcode
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "dist/process_group.h"
+#include "nn/gpt.h"
+#include "optim/adamw.h"
+#include "zero/config.h"
+
+namespace minitorch::zero {
+
+/// Bytes of model states one rank holds, by what they are (DESIGN §6: P·Ψ, G·Ψ, K·Ψ and shards).
+struct ModelStateBytes {
+  std::int64_t param = 0, grad = 0, optim = 0;
+  std::int64_t total() const { return param + grad + optim; }
+};
+
+class GradientStrategy {
+ public:
+  virtual ~GradientStrategy() = default;
+  /// "DDP", "ZeRO-1", ... for logs and the run report.
+  virtual std::string name() const = 0;
+  /// zero_optimization.stage this strategy implements.
+  virtual int stage() const = 0;
+
+  /// A micro-step's backward is about to run; `boundary`: it is the last of the accumulation (the
+  /// one whose gradients are reduced).
+  virtual void begin_backward(bool boundary) = 0;
+  /// That backward has returned.
+  virtual void end_backward() = 0;
+  /// At the boundary, after the last backward: finishes the gradient reduction, so the gradients
+  /// this rank updates with are final. The engine times this call (`backward_allreduce`).
+  virtual void reduce_gradients() = 0;
+  /// At the boundary, after reduce_gradients(): global gradient norm (over all ranks' shards),
+  /// clipping to `max_norm` (0 = off), the update of this rank's parameters (or shard) with `lr`,
+  /// and zeroing the gradients. Returns the norm before clipping.
+  virtual double step(float lr, double max_norm) = 0;
+
+  /// Bytes of parameters, gradients and optimizer states this rank holds, counted from the tensors
+  /// it owns (the run report sets them beside the allocator's tags and the formulas).
+  virtual ModelStateBytes model_state_bytes() const = 0;
+  /// The optimizer (over this rank's parameters, or over its shard).
+  virtual optim::AdamW& optimizer() = 0;
+  virtual const optim::AdamW& optimizer() const = 0;
+};
+
+/// The strategy for `config.zero.stage` on `group` (nullptr: one rank). Stage 0 = DDP; stages 1–3
+/// are refused by the config (zero/config_keys) until they land.
+std::unique_ptr<GradientStrategy> make_strategy(std::shared_ptr<nn::GPT> model, const Config& config,
+                                                dist::ProcessGroup* group);
+
+/// AdamW over `params` with the config's `optimizer` settings and nanoGPT's decay groups (2-D
+/// weights decay, biases and LayerNorm gains do not). Shared by every stage.
+std::unique_ptr<optim::AdamW> make_adamw(const nn::NamedTensors& params, const Config& config);
+
+}  // namespace minitorch::zero
