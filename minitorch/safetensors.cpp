@@ -4,6 +4,8 @@
 /// crash or a silently wrong model.
 #include "minitorch/safetensors.h"
 
+#include "minitorch/atomic_file.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -36,28 +38,6 @@ bool parse_st_dtype(const std::string& name, DType& out) {
   for (DType t : {DType::f32, DType::bf16, DType::i32})
     if (name == safetensors_dtype_name(t)) return out = t, true;
   return false;
-}
-
-/// Removes the temp file unless the write got all the way to the rename.
-struct TempFileGuard {
-  std::string path;
-  int fd = -1;
-  bool committed = false;
-  ~TempFileGuard() {
-    if (fd >= 0) ::close(fd);
-    if (!committed) std::remove(path.c_str());
-  }
-};
-
-void write_all(int fd, const void* data, std::size_t n, const std::string& path) {
-  const char* p = static_cast<const char*>(data);
-  while (n > 0) {
-    ssize_t w = ::write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) fail(path, std::string("write failed: ") + std::strerror(errno));
-    p += w;
-    n -= static_cast<std::size_t>(w);
-  }
 }
 
 /// Reads a non-negative JSON integer (shape entry or offset).
@@ -161,28 +141,10 @@ void save_safetensors(const std::string& path, const std::vector<std::pair<std::
   text.append((8 - text.size() % 8) % 8, ' ');  // keeps the tensor data 8-byte aligned
   const std::uint64_t header_len = text.size();
 
-  TempFileGuard tmp{path + ".tmp." + std::to_string(::getpid())};
-  tmp.fd = ::open(tmp.path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (tmp.fd < 0) fail(path, "cannot create '" + tmp.path + "': " + std::strerror(errno));
-  write_all(tmp.fd, &header_len, 8, path);
-  write_all(tmp.fd, text.data(), text.size(), path);
+  ByteSpans parts{{&header_len, 8}, {text.data(), text.size()}};
   for (const Tensor& t : data)
-    if (t.nbytes() > 0) write_all(tmp.fd, t.raw_data(), t.nbytes(), path);
-  // The data must be on disk before the rename makes it visible under the real name.
-  if (::fsync(tmp.fd) != 0) fail(path, std::string("fsync failed: ") + std::strerror(errno));
-  int fd = tmp.fd;
-  tmp.fd = -1;
-  if (::close(fd) != 0) fail(path, std::string("close failed: ") + std::strerror(errno));
-  if (std::rename(tmp.path.c_str(), path.c_str()) != 0)
-    fail(path, "cannot rename '" + tmp.path + "' into place: " + std::strerror(errno));
-  tmp.committed = true;
-  // Best effort: persist the directory entry too (not all filesystems allow fsync on a directory).
-  std::string dir = std::filesystem::path(path).parent_path().string();
-  int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
+    if (t.nbytes() > 0) parts.emplace_back(t.raw_data(), t.nbytes());
+  write_file_atomic(path, parts, "safetensors file");
 }
 
 SafetensorsFile load_safetensors(const std::string& path) {

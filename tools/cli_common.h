@@ -1,9 +1,14 @@
 #pragma once
 // What the command-line tools share: one clear error line and a non-zero exit for any failure.
+#include <unistd.h>
+
 #include <cstdio>
 #include <exception>
+#include <filesystem>
 #include <functional>
 #include <iostream>
+#include <stdexcept>
+#include <string>
 
 #include <CLI/CLI.hpp>
 
@@ -25,6 +30,24 @@ inline int run_tool(CLI::App& app, int argc, char** argv, const std::function<vo
     return 1;
   }
   return 0;
+}
+
+/// Makes sure `path` can be written later (creates its directory, probes it with a temporary file),
+/// so an unwritable output fails before training rather than after it. `what` names the flag.
+inline void ensure_writable(const std::string& path, const std::string& what) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(path).parent_path();
+  std::error_code ec;
+  if (!dir.empty()) fs::create_directories(dir, ec);
+  if (ec)
+    throw std::runtime_error(what + " '" + path + "': cannot create its directory '" + dir.string() + "': " + ec.message());
+  if (fs::is_directory(path, ec))
+    throw std::runtime_error(what + " '" + path + "' is a directory; give a file name");
+  const std::string probe = path + ".probe." + std::to_string(::getpid());
+  std::FILE* f = std::fopen(probe.c_str(), "w");
+  if (!f) throw std::runtime_error(what + " '" + path + "': its directory is not writable; choose another path");
+  std::fclose(f);
+  std::remove(probe.c_str());
 }
 
 }  // namespace minitorch::tools

@@ -1,9 +1,11 @@
 // minitorch-train --config CONFIG.json [--data TEXT] [--steps N] [--seed S] [--resume CKPT] [--out CKPT]
+//                 [--report REPORT.json]
 // Trains a GPT as the DeepSpeed-style config says; prints step, loss, lr, tokens/s with a progress bar
 // and the validation loss every eval_interval steps; saves a safetensors checkpoint at the end.
 // Data parallel: `mpirun -np N minitorch-train --config configs/ddp.json` — every rank trains on its own
 // micro-batches (DDP), rank 0 prints and saves, the others are silent. An error on any rank ends the
 // whole job with that rank's message. Without mpirun it is one rank (MPI singleton).
+// --report writes the run report (docs/report.md): losses, memory and traffic per rank, the formulas.
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -17,6 +19,7 @@
 #include "minitorch/parallel.h"
 #include "zero/checkpoint.h"
 #include "zero/engine.h"
+#include "zero/report.h"
 
 using namespace minitorch;
 
@@ -27,7 +30,8 @@ std::string progress_bar(std::int64_t done, std::int64_t total, int width = 20) 
 }
 
 void train(const std::string& config_path, std::string data_path, std::int64_t steps_override,
-           std::int64_t seed_override, const std::string& resume, std::optional<std::string> out_flag) {
+           std::int64_t seed_override, const std::string& resume, std::optional<std::string> out_flag,
+           const std::string& report_path) {
   dist::ProcessGroup& world = dist::world();
   zero::Config cfg = zero::Config::from_file(config_path, world.size());
   if (world.rank() == 0)
@@ -36,6 +40,10 @@ void train(const std::string& config_path, std::string data_path, std::int64_t s
   if (seed_override >= 0) cfg.training.seed = static_cast<std::uint64_t>(seed_override);
   if (data_path.empty()) data_path = cfg.training.data.empty() ? "datasets/kjv.txt" : cfg.training.data;
   const std::string out = out_flag ? *out_flag : cfg.training.checkpoint;  // "" = don't save
+  if (world.rank() == 0) {  // found now, not after an hour of training
+    if (!out.empty()) tools::ensure_writable(out, "--out");
+    if (!report_path.empty()) tools::ensure_writable(report_path, "--report");
+  }
 
   // Tokenizer: a resumed run keeps the checkpoint's vocabulary; a new one learns it from the text.
   zero::CheckpointInfo info;
@@ -67,14 +75,25 @@ void train(const std::string& config_path, std::string data_path, std::int64_t s
               static_cast<long long>(cfg.training.steps), num_threads(), cfg.bf16 ? " | bf16" : "");
   std::fflush(stdout);
 
+  std::optional<zero::RunReport> report;
+  std::optional<events::Attach> listening;
+  if (!report_path.empty()) {
+    report.emplace(*engine, &world);
+    listening.emplace(*report);
+  }
+
   const std::int64_t total = cfg.training.steps;
   const double tokens_per_step = static_cast<double>(cfg.train_batch_size * T);
   bool legend = true;
   auto t_log = std::chrono::steady_clock::now();
   std::int64_t steps_since_log = 0;
   while (engine->global_steps() < total) {
+    const auto t_step = std::chrono::steady_clock::now();
     float loss = engine->train_batch(train_sampler);
     const std::int64_t s = engine->global_steps();  // steps done
+    if (report)
+      report->add_step(s, loss, engine->lr(), engine->last_grad_norm(),
+                       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_step).count());
     ++steps_since_log;
     if (s % cfg.training.log_interval == 0 || s == total) {
       double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_log).count();
@@ -89,8 +108,9 @@ void train(const std::string& config_path, std::string data_path, std::int64_t s
       legend = false;
     }
     if (cfg.training.eval_interval > 0 && (s % cfg.training.eval_interval == 0 || s == total)) {
-      std::printf("step %5lld val loss %.4f\n", static_cast<long long>(s),
-                  engine->evaluate(val_sampler, cfg.training.eval_iters));
+      const float val = engine->evaluate(val_sampler, cfg.training.eval_iters);
+      std::printf("step %5lld val loss %.4f\n", static_cast<long long>(s), val);
+      if (report) report->add_val(s, val);
       t_log = std::chrono::steady_clock::now();  // evaluation time is not training throughput
     }
     std::fflush(stdout);
@@ -101,6 +121,11 @@ void train(const std::string& config_path, std::string data_path, std::int64_t s
     zero::save_checkpoint(out, *engine, ds.tokenizer());
     std::printf("saved %s\n", out.c_str());
   }
+  if (report) {
+    listening.reset();
+    report->write(report_path);  // collective: every rank sends its part to rank 0
+    if (world.rank() == 0) std::printf("wrote %s\n", report_path.c_str());
+  }
 }
 }  // namespace
 
@@ -109,7 +134,7 @@ int main(int argc, char** argv) {
   if (world.rank() != 0 && !std::freopen("/dev/null", "w", stdout))  // rank 0 speaks for the job
     dist::abort_job("cannot silence stdout");
   CLI::App app{"minitorch-train: train a GPT from a DeepSpeed-style config"};
-  std::string config, data, resume;
+  std::string config, data, resume, report;
   std::optional<std::string> out;
   std::int64_t steps = -1, seed = -1;
   app.add_option("--config", config, "DeepSpeed-style JSON config (configs/*.json)")->required();
@@ -117,10 +142,11 @@ int main(int argc, char** argv) {
   app.add_option("--steps", steps, "optimizer steps (overrides training.steps)")->check(CLI::NonNegativeNumber);
   app.add_option("--seed", seed, "seed for init and batches (overrides training.seed)")->check(CLI::NonNegativeNumber);
   app.add_option("--resume", resume, "checkpoint to continue from (its .optim file holds the optimizer state)");
+  app.add_option("--report", report, "write the run report (JSON, docs/report.md) to this path at the end");
   app.add_option("--out", out, "where to save the checkpoint (overrides training.checkpoint; \"\" = don't save)");
   return tools::run_tool(app, argc, argv, [&] {
     try {
-      train(config, data, steps, seed, resume, out);
+      train(config, data, steps, seed, resume, out, report);
     } catch (const std::exception& e) {
       if (world.size() > 1) dist::abort_job(e.what());  // the other ranks would wait for us forever
       throw;

@@ -1,0 +1,111 @@
+// The run report on N ranks (DESIGN §10): its DDP numbers equal the formulas to the byte — model
+// states (P+G+K)Ψ from the allocator, 2(N−1)/N·Ψ elements all-reduced in the last step — in fp32 and
+// bf16, and rank 0 writes one file with every rank's part.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "dist/process_group.h"
+#include "test_util.h"
+#include "train_util.h"
+#include "zero/report.h"
+#include "zero/stage0.h"
+
+using namespace minitorch;
+
+namespace {
+// Every parameter size is a multiple of C = 32, so Ψ and every bucket divide by N = 2 and 4.
+std::string config_json(bool bf16) {
+  return std::string(R"({"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 2,
+    "optimizer": {"type": "AdamW", "params": {"lr": 1e-3}},
+    "zero_optimization": {"stage": 0, "reduce_bucket_size": 3000},
+    "bf16": {"enabled": )") + (bf16 ? "true" : "false") + R"(},
+    "model": {"name": "baby", "n_layer": 2, "n_head": 2, "n_embd": 32, "block_size": 16},
+    "training": {"steps": 3, "seed": 5}})";
+}
+
+/// Trains 3 steps with a report attached; rank 0 returns the parsed file.
+nlohmann::json run_and_report(bool bf16, std::int64_t* psi, std::size_t* buckets) {
+  auto& world = dist::world();
+  reset_peak_memory();
+  mt_test::TrainRun run(config_json(bf16), &world);
+  *psi = run.psi();
+  *buckets = run.engine->strategy_as<zero::Stage0>()->ddp()->buckets().size();
+  zero::RunReport report(*run.engine, &world);
+  {
+    events::Attach listen(report);
+    for (std::int64_t s = 1; s <= 3; ++s) {
+      float loss = run.engine->train_batch(*run.sampler);
+      report.add_step(s, loss, run.engine->lr(), run.engine->last_grad_norm(), 1.0);
+    }
+    report.add_val(3, 2.5f);
+  }
+  // One file name for the job: rank 0's pid.
+  Tensor pid = Tensor::from_ints({static_cast<std::int32_t>(::getpid())}, {1});
+  world.broadcast(pid, 0);
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("minitorch_report_" + std::to_string(pid.to_int_vector()[0]) + ".json")).string();
+  const std::int64_t bytes_before = world.stats().bytes;
+  report.write(path);
+  EXPECT_EQ(world.stats().bytes, bytes_before) << "gathering the report is bookkeeping, not step traffic";
+  nlohmann::json j;
+  if (world.rank() == 0) {
+    j = nlohmann::json::parse(std::ifstream(path));
+    std::filesystem::remove(path);
+  }
+  world.barrier();
+  return j;
+}
+
+void expect_formulas(bool bf16) {
+  auto& world = dist::world();
+  std::int64_t psi = 0;
+  std::size_t buckets = 0;
+  nlohmann::json j = run_and_report(bf16, &psi, &buckets);
+  if (world.rank() != 0) return;
+  const std::int64_t N = world.size(), P = bf16 ? 2 : 4, G = P, K = bf16 ? 12 : 8;
+  ASSERT_EQ(psi % N, 0);
+  EXPECT_EQ(j["format"], "minitorch-report-1");
+  EXPECT_EQ(j["world_size"], N);
+  EXPECT_EQ(j["data_parallel_size"], N);
+  EXPECT_EQ(j["zero_stage"], 0);
+  EXPECT_EQ(j["dtype"], bf16 ? "bf16" : "f32");
+  EXPECT_EQ(j["num_parameters"], psi);
+  EXPECT_EQ(j["steps"].size(), 3u);
+  EXPECT_EQ(j["val"][0]["step"], 3);
+  EXPECT_EQ(j["activation_checkpointing"], false);
+  EXPECT_EQ(j["offload"]["optimizer"], "none");
+  const auto& f = j["formulas"];
+  EXPECT_EQ(f["model_states"]["param"].get<double>(), static_cast<double>(P * psi));
+  EXPECT_EQ(f["model_states"]["optim"].get<double>(), static_cast<double>(K * psi));
+  EXPECT_EQ(f["comm_elements_per_step"].get<double>(), static_cast<double>(2 * (N - 1) * psi / N));
+  ASSERT_EQ(j["ranks"].size(), static_cast<std::size_t>(N));
+  for (std::int64_t r = 0; r < N; ++r) {
+    const auto& rk = j["ranks"][static_cast<std::size_t>(r)];
+    EXPECT_EQ(rk["rank"], r);
+    // Measured by the allocator at the last step: exactly (P + G + K)Ψ, as the formula says.
+    EXPECT_EQ(rk["model_states"]["param"], P * psi) << "rank " << r;
+    EXPECT_EQ(rk["model_states"]["grad"], G * psi) << "rank " << r;
+    EXPECT_EQ(rk["model_states"]["optim"], K * psi) << "rank " << r;
+    EXPECT_EQ(rk["model_states"]["param"].get<double>() + rk["model_states"]["grad"].get<double>() +
+                  rk["model_states"]["optim"].get<double>(),
+              f["model_states"]["total"].get<double>());
+    // DDP's only other memory: its f32 buckets (no padding here: every bucket divides by N).
+    EXPECT_EQ(rk["memory"]["comm"]["current"], 4 * psi) << "rank " << r;
+    const auto& ar = rk["comm_last_step"]["all_reduce"];
+    EXPECT_EQ(ar["elements"].get<double>(), f["comm_elements_per_step"].get<double>()) << "rank " << r;
+    EXPECT_EQ(ar["bytes"].get<double>(), f["comm_bytes_per_step"].get<double>()) << "rank " << r;
+    EXPECT_EQ(ar["calls"], buckets) << "one all-reduce per bucket, at the boundary micro-step only";
+    EXPECT_EQ(rk["comm_last_step"]["reduce_scatter"]["calls"], 0);
+    EXPECT_EQ(rk["comm_last_step"]["broadcast"]["calls"], 0) << "the initial broadcast is not step traffic";
+  }
+}
+}  // namespace
+
+TEST(L05_RunReport, DdpNumbersEqualTheFormulasInFp32) { expect_formulas(false); }
+
+TEST(L05_RunReport, DdpNumbersEqualTheFormulasInBf16) { expect_formulas(true); }

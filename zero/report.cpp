@@ -1,0 +1,132 @@
+#include "zero/report.h"
+
+#include <cstring>
+#include <filesystem>
+
+#include "minitorch/allocator.h"
+#include "minitorch/atomic_file.h"
+#include "zero/formulas.h"
+
+namespace minitorch::zero {
+
+using ordered_json = nlohmann::ordered_json;
+
+RunReport::RunReport(const Engine& engine, dist::ProcessGroup* group) : engine_(engine), group_(group) {}
+
+void RunReport::on_event(const events::Event& e) {
+  if (e.category == events::Category::phase && e.name == "step_begin") {
+    std::lock_guard<std::mutex> lock(mutex_);
+    this_step_ = {};
+    return;
+  }
+  if (e.category != events::Category::comm || e.kind != events::Kind::instant) return;
+  for (std::size_t i = 0; i < kOps.size(); ++i)
+    if (e.name == kOps[i]) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      this_step_[i].calls += 1;
+      this_step_[i].elements += e.elements;
+      this_step_[i].bytes += e.bytes;
+    }
+}
+
+void RunReport::add_step(std::int64_t step, float loss, float lr, double grad_norm, double ms) {
+  steps_.push_back({{"step", step}, {"loss", loss}, {"lr", lr}, {"grad_norm", grad_norm}, {"ms", ms}});
+}
+
+void RunReport::add_val(std::int64_t step, float loss) { val_.push_back({{"step", step}, {"loss", loss}}); }
+
+namespace {
+ordered_json memory_json(const MemoryStats& m) {
+  ordered_json j;
+  for (int t = 0; t < kNumMemTags; ++t)
+    j[tag_name(static_cast<MemTag>(t))] = {{"current", m.current_bytes[static_cast<std::size_t>(t)]},
+                                           {"peak", m.peak_bytes[static_cast<std::size_t>(t)]}};
+  j["total"] = {{"current", m.current_total}, {"peak", m.peak_total}};
+  return j;
+}
+}  // namespace
+
+ordered_json RunReport::rank_json() const {
+  ordered_json r;
+  r["rank"] = engine_.dp_rank();
+  r["device"] = "cpu";
+  const ModelStateBytes& ms = engine_.measured_model_states();
+  r["model_states"] = {{"param", ms.param}, {"grad", ms.grad}, {"optim", ms.optim}};
+  r["memory"] = memory_json(memory_stats(Device::cpu()));
+  ordered_json comm;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (std::size_t i = 0; i < kOps.size(); ++i)
+      comm[kOps[i]] = {{"calls", this_step_[i].calls}, {"elements", this_step_[i].elements}, {"bytes", this_step_[i].bytes}};
+  }
+  r["comm_last_step"] = comm;
+  // Nothing moves between host and device or to disk on a CPU rank without offload: zeros, measured
+  // by the same fields that offload will fill.
+  r["transfers_last_step"] = {{"h2d", 0}, {"d2h", 0}, {"disk_read", 0}, {"disk_write", 0}};
+  return r;
+}
+
+ordered_json RunReport::to_json(const std::vector<ordered_json>& ranks) const {
+  const Config& c = engine_.config();
+  const std::int64_t psi = engine_.model().num_parameters();
+  const int n = engine_.dp_size();
+  const int stage = engine_.strategy().stage();
+  const int G = static_cast<int>(c.gradient_accumulation_steps);
+  ordered_json j;
+  j["format"] = "minitorch-report-1";
+  j["world_size"] = c.world_size;
+  j["data_parallel_size"] = n;
+  j["pipeline_stages"] = c.pipeline.stages;
+  j["zero_stage"] = stage;
+  j["strategy"] = engine_.strategy().name();
+  j["dtype"] = c.bf16 ? "bf16" : "f32";
+  j["num_parameters"] = psi;
+  j["gradient_accumulation_steps"] = G;
+  j["train_batch_size"] = c.train_batch_size;
+  j["activation_checkpointing"] = c.activation_checkpointing.enabled;
+  j["offload"] = {{"optimizer", c.zero.offload_optimizer.device}, {"param", c.zero.offload_param.device}};
+  j["steps"] = steps_;
+  j["val"] = val_;
+  j["ranks"] = ranks;
+  const BytesPerParameter b = bytes_per_parameter(c.bf16);
+  const ModelStateEstimate est = model_state_bytes(stage, static_cast<double>(psi), n, b);
+  const double elements = n > 1 ? comm_elements_per_step(stage, static_cast<double>(psi), n, G) : 0.0;
+  const int comm_bytes = 4;  // DDP reduces in f32 buckets (dist/ddp.h)
+  j["formulas"] = {
+      {"bytes_per_parameter", {{"P", b.P}, {"G", b.G}, {"K", b.K}}},
+      {"model_states", {{"param", est.param}, {"grad", est.grad}, {"optim", est.optim}, {"total", est.total()}}},
+      {"model_states_text", stage == 0 ? "(P+G+K)Ψ" : stage == 1 ? "(P+G)Ψ + KΨ/N" : stage == 2 ? "PΨ + (G+K)Ψ/N" : "(P+G+K)Ψ/N"},
+      {"comm_elements_per_step", elements},
+      {"comm_bytes_per_step", elements * comm_bytes},
+      {"comm_dtype", "f32"},
+      {"comm_text", stage <= 1 ? "2(N−1)/N·Ψ" : stage == 2 ? "(G+1)(N−1)/N·Ψ" : "3G(N−1)/N·Ψ"}};
+  return j;
+}
+
+void RunReport::write(const std::string& path) const {
+  const std::string mine = rank_json().dump();
+  std::vector<ordered_json> ranks;
+  if (!group_ || group_->size() == 1) {
+    ranks.push_back(ordered_json::parse(mine));
+  } else {
+    // Gather the ranks' JSON texts: lengths first, then the texts padded to the longest, as i32 words.
+    dist::NoRecordScope not_counted(*group_);
+    const int n = group_->size();
+    Tensor len = Tensor::from_ints({static_cast<std::int32_t>(mine.size())}, {1});
+    std::vector<std::int32_t> lens = group_->all_gather(len, n).to_int_vector();
+    std::size_t longest = 0;
+    for (std::int32_t l : lens) longest = std::max(longest, static_cast<std::size_t>(l));
+    const std::int64_t words = static_cast<std::int64_t>((longest + 3) / 4);
+    std::vector<std::int32_t> packed(static_cast<std::size_t>(words), 0);
+    std::memcpy(packed.data(), mine.data(), mine.size());
+    Tensor all = group_->all_gather(Tensor::from_ints(packed, {words}), words * n);
+    const char* bytes = reinterpret_cast<const char*>(all.data<std::int32_t>());
+    for (int r = 0; r < n; ++r)
+      ranks.push_back(ordered_json::parse(std::string(bytes + r * words * 4, static_cast<std::size_t>(lens[static_cast<std::size_t>(r)]))));
+  }
+  if (group_ && group_->rank() != 0) return;
+  const std::string text = to_json(ranks).dump(2) + "\n";
+  write_file_atomic(path, {{text.data(), text.size()}}, "run report");
+}
+
+}  // namespace minitorch::zero
