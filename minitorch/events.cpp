@@ -55,23 +55,22 @@ Attach::Attach(Sink& sink) {
 }
 Attach::~Attach() { detail::g_sink.store(nullptr, std::memory_order_release); }
 
-Span::Span(Category category, std::string name, std::string scope, std::int64_t micro_step) {
+Span::Span(Category category, const char* name, std::string_view scope, std::int64_t micro_step) {
   if (!enabled()) return;
-  active_ = true;
   Event b;
   b.category = category;
   b.kind = Kind::begin;
-  b.name = std::move(name);
-  b.scope = std::move(scope);
+  b.name = name;
+  b.scope = std::string(scope);
   b.micro_step = micro_step;
   b.id = g_next_id.fetch_add(1, std::memory_order_relaxed);
   end_ = b;
-  end_.kind = Kind::end;
+  end_->kind = Kind::end;
   emit(std::move(b));
 }
 
 Span::~Span() {
-  if (active_) emit(std::move(end_));
+  if (end_) emit(std::move(*end_));
 }
 
 void Recorder::on_event(const Event& e) {

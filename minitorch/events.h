@@ -23,7 +23,9 @@
 #include <atomic>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "minitorch/allocator.h"
@@ -98,14 +100,14 @@ class Attach {
 /// true at construction).
 class Span {
  public:
-  Span(Category category, std::string name, std::string scope = {}, std::int64_t micro_step = -1);
+  /// Nothing is copied or allocated unless a sink is attached.
+  Span(Category category, const char* name, std::string_view scope = {}, std::int64_t micro_step = -1);
   ~Span();
   Span(const Span&) = delete;
   Span& operator=(const Span&) = delete;
 
  private:
-  bool active_ = false;
-  Event end_;
+  std::optional<Event> end_;  // engaged only while a sink listens: nothing to build otherwise
 };
 
 /// A sink that keeps every event (tests, and the trace writer of a short run).
