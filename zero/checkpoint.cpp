@@ -61,10 +61,10 @@ void save_model(const std::string& path, const nn::GPT& model, const data::Token
 }
 
 void save_checkpoint(const std::string& path, const Engine& engine, const data::Tokenizer& tokenizer) {
-  const auto& opt = engine.optimizer();
-  if (opt.step_count() > 0)
-    save_safetensors(path + ".optim", opt.state_tensors(),
-                     {{"format", kFormat}, {"optimizer_steps", std::to_string(opt.step_count())}});
+  const GradientStrategy& s = engine.strategy();
+  if (s.optimizer_steps() > 0)
+    save_safetensors(path + ".optim", s.optimizer_state(),
+                     {{"format", kFormat}, {"optimizer_steps", std::to_string(s.optimizer_steps())}});
   save_model(path, engine.model(), tokenizer, engine.global_steps());
 }
 
@@ -102,7 +102,7 @@ void resume_from(const std::string& path, Engine& engine) {
     throw std::runtime_error("optimizer state '" + opt_path + "' has no valid optimizer_steps metadata");
   }
   TagScope scope(MemTag::optim);
-  engine.optimizer().load_state(o.tensors, steps);
+  engine.strategy().load_optimizer_state(o.tensors, steps);
 }
 
 }  // namespace minitorch::zero

@@ -63,6 +63,15 @@ class GradientStrategy {
   /// The optimizer (over this rank's parameters, or over its shard).
   virtual optim::AdamW& optimizer() = 0;
   virtual const optim::AdamW& optimizer() const = 0;
+
+  /// The optimizer state a checkpoint saves (exp_avg.<name>, exp_avg_sq.<name>, master.<name>): the
+  /// whole model's at stage 0, this rank's shard at stages 1–3; and its step count.
+  virtual nn::NamedTensors optimizer_state() const { return optimizer().state_tensors(); }
+  virtual std::int64_t optimizer_steps() const { return optimizer().step_count(); }
+  /// Restores what optimizer_state() saved (tensors allocated under the caller's TagScope).
+  virtual void load_optimizer_state(const nn::NamedTensors& state, std::int64_t steps) {
+    optimizer().load_state(state, steps);
+  }
 };
 
 /// The strategy for `config.zero.stage` on `group` (nullptr: one rank). Stage 0 = DDP; stages 1–3
