@@ -1,5 +1,5 @@
 #pragma once
-// What the command-line tools share: one clear error line and a non-zero exit for any failure.
+// What the command-line tools share: one clear error line and an exit status that says what failed.
 #include <unistd.h>
 
 #include <cstdio>
@@ -12,22 +12,33 @@
 
 #include <CLI/CLI.hpp>
 
+#include "zero/config.h"
+
 namespace minitorch::tools {
 
-/// Parses the command line and runs `body`; a usage error prints CLI11's message (exit 2 for bad
-/// arguments), any other failure prints "error: <what>" and exits 1.
+/// Exit statuses (README "The tools"): a usage or configuration error is the caller's input to fix.
+constexpr int kExitFailure = 1, kExitUsage = 2;
+
+/// kExitUsage for a zero::ConfigError, kExitFailure for anything else.
+inline int exit_status_of(const std::exception& e) {
+  return dynamic_cast<const zero::ConfigError*>(&e) ? kExitUsage : kExitFailure;
+}
+
+/// Parses the command line and runs `body`; a usage error prints CLI11's message and exits 2
+/// (CLI11's own codes, 105-111, would say nothing to a shell), --help exits 0; any failure in `body`
+/// prints "error: <what>" and exits 2 for a configuration error, 1 for anything else.
 inline int run_tool(CLI::App& app, int argc, char** argv, const std::function<void()>& body) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    return app.exit(e) == 0 ? 0 : kExitUsage;
   }
   try {
     body();
   } catch (const std::exception& e) {
     std::cout.flush();
     std::cerr << "error: " << e.what() << "\n";
-    return 1;
+    return exit_status_of(e);
   }
   return 0;
 }

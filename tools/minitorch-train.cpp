@@ -6,6 +6,7 @@
 // micro-batches (DDP), rank 0 prints and saves, the others are silent. An error on any rank ends the
 // whole job with that rank's message. Without mpirun it is one rank (MPI singleton).
 // --report writes the run report (docs/report.md): losses, memory and traffic per rank, the formulas.
+// Exit status: 0 done, 2 usage or configuration error, 1 any other error.
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -148,7 +149,8 @@ int main(int argc, char** argv) {
     try {
       train(config, data, steps, seed, resume, out, report);
     } catch (const std::exception& e) {
-      if (world.size() > 1) dist::abort_job(e.what());  // the other ranks would wait for us forever
+      // The other ranks would wait for us forever; the job exits with our status.
+      if (world.size() > 1) dist::abort_job(e.what(), tools::exit_status_of(e));
       throw;
     }
   });

@@ -4,23 +4,29 @@
 /// DeepSpeed's *code* (deepspeed/runtime/config.py, zero/config.py, lr_schedules.py), so a DeepSpeed
 /// config file runs here unchanged as far as minitorch implements it, and a wrong one fails the same way.
 ///
-/// Stricter than DeepSpeed, on purpose:
+/// Nothing is accepted silently: every key is in the table of zero/config_keys.h (documented in
+/// docs/config.md) with its status. Stricter than DeepSpeed, on purpose:
 /// - an unknown key inside a section is an error naming the nearest valid key
 ///   ("unknown key 'reduce_bucket_sz' in zero_optimization; did you mean 'reduce_bucket_size'?");
-/// - an unknown top-level key is a warning in `Config::warnings` (DeepSpeed silently ignores it);
-/// - a DeepSpeed key minitorch accepts but does not implement (e.g. stage3_max_live_parameters) is a
-///   warning saying it has no effect;
+/// - an unknown top-level key is a warning in `Config::warnings` (DeepSpeed silently ignores it),
+///   with "did you mean" when it is close to a real one;
+/// - a DeepSpeed key that only tunes performance, or only another ZeRO stage (e.g. sub_group_size
+///   below stage 3), is a warning saying it has no effect here;
+/// - a feature not implemented yet is an error "... is not implemented yet" saying what to do
+///   instead: ZeRO stages 1-3 (stage 0, DDP, runs on any number of ranks), offload_optimizer /
+///   offload_param to "cpu", activation_checkpointing.enabled, pipeline.stages > 1, fp16.enabled,
+///   amp, model.dropout > 0. Their off values ("none", false, 1, 0) are silent;
 /// - wrong JSON types, malformed JSON and duplicate keys are errors naming the file and the key.
 ///
 /// minitorch's additions (not DeepSpeed keys) live in their own sections:
 /// - `model`: {"name": "baby"|"small"|"gpt2", overrides n_layer, n_head, n_embd, block_size,
 ///   vocab_size (0 = from the tokenizer), dropout (only 0), bias};
 /// - `training`: {steps, eval_interval, eval_iters, log_interval, checkpoint, seed, tokenizer, data};
-/// - `pipeline`: {stages, schedule "gpipe"|"1f1b"} (DeepSpeed's pipeline keys are accepted, no effect);
-/// - `activation_checkpointing`: {"enabled": bool} (DeepSpeed's keys accepted, no effect).
+/// - `pipeline`: {stages, schedule "gpipe"|"1f1b"} (stages 1 only, for now);
+/// - `activation_checkpointing`: {"enabled": bool} (false only, for now).
 ///
 /// \code
-///   auto cfg = minitorch::zero::Config::from_file("configs/zero2.json", /*world_size=*/4);
+///   auto cfg = minitorch::zero::Config::from_file("configs/ddp.json", /*world_size=*/4);
 ///   for (const auto& w : cfg.warnings) std::cerr << "warning: " << w << "\n";
 ///   int stage = cfg.zero.stage;
 ///   auto sched = minitorch::optim::make_lr_schedule(cfg.scheduler, cfg.optimizer.lr);
@@ -148,11 +154,12 @@ struct Config {
   PipelineConfig pipeline;
   ActivationCheckpointingConfig activation_checkpointing;
 
-  std::vector<std::string> warnings;  ///< unknown top-level keys, accepted-but-ignored keys
+  std::vector<std::string> warnings;  ///< unknown top-level keys, keys accepted without effect
   std::string source = "<string>";    ///< file name, for messages
 
   /// Parses a config file for `world_size` ranks. Throws ConfigError (file not found, malformed JSON
-  /// with nlohmann's position, unknown section key, wrong type, inconsistent batch sizes, ...).
+  /// with nlohmann's position, unknown section key, wrong type, inconsistent batch sizes, a feature
+  /// not implemented yet, ...).
   static Config from_file(const std::string& path, int world_size = 1);
   /// Same from JSON text; `source` names it in messages.
   static Config from_json(const std::string& text, int world_size = 1, const std::string& source = "<string>");

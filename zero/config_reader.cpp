@@ -6,6 +6,7 @@
 #include <set>
 
 #include "zero/config.h"
+#include "zero/config_keys.h"
 
 namespace minitorch::zero {
 
@@ -67,7 +68,11 @@ void SectionReader::type_error(const char* key, const char* expected, const json
 
 bool SectionReader::has(const char* key) const { return obj_.contains(key); }
 
+void SectionReader::known(const char* key) { find(key); }
+
 const json* SectionReader::find(const char* key) {
+  if (!find_config_key(path(key)))
+    throw std::logic_error("config key '" + path(key) + "' is read but missing from the table in zero/config_keys.cpp");
   known_.emplace_back(key);
   auto it = obj_.find(key);
   return it == obj_.end() ? nullptr : &*it;
@@ -155,17 +160,44 @@ const json* SectionReader::object(const char* key) {
   return v;
 }
 
-void SectionReader::ignored(const std::vector<std::string>& keys, std::vector<std::string>& warnings) {
-  for (const std::string& k : keys) {
-    known_.push_back(k);
-    if (has(k.c_str())) warnings.push_back(path(k) + " is a DeepSpeed setting minitorch accepts but does not implement; ignored");
-  }
-}
-
-void SectionReader::finish() const {
+void SectionReader::finish(std::vector<std::string>& warnings, int zero_stage) const {
+  // Keys the table lists but the parser does not read (no effect, or not implemented) are valid too.
+  auto accepted = [&](const std::string& key) {
+    if (std::find(known_.begin(), known_.end(), key) != known_.end()) return true;
+    const ConfigKey* k = find_config_key(path(key));
+    return k && k->status != KeyStatus::implemented;
+  };
+  // Suggestions: what was read, plus the table's keys of this section that need no reading (at the
+  // top level, every top-level key).
+  auto nearest = [&](const std::string& key) {
+    std::vector<std::string> valid = known_;
+    const std::string prefix = name_.empty() ? "" : name_ + ".";
+    for (const ConfigKey& k : config_keys()) {
+      if (!k.path.starts_with(prefix)) continue;
+      const std::string_view leaf = k.path.substr(prefix.size());
+      if (leaf.find('.') == std::string_view::npos && (name_.empty() || k.status != KeyStatus::implemented))
+        valid.emplace_back(leaf);
+    }
+    return nearest_key(key, valid);
+  };
+  std::vector<std::pair<const ConfigKey*, const json*>> present;
   for (auto it = obj_.begin(); it != obj_.end(); ++it) {
-    if (std::find(known_.begin(), known_.end(), it.key()) != known_.end()) continue;
-    fail("unknown key '" + it.key() + "' in " + name_ + "; did you mean '" + nearest_key(it.key(), known_) + "'?");
+    const std::string& key = it.key();
+    if (!accepted(key)) {
+      const std::string near = nearest(key);
+      if (!name_.empty()) fail("unknown key '" + key + "' in " + name_ + "; did you mean '" + near + "'?");
+      // A typo of a real section drops the whole section, so suggest when the name is close.
+      const bool close = edit_distance(key, near) <= std::max<std::size_t>(2, key.size() / 3);
+      warnings.push_back("unknown top-level key '" + key + "' ignored: minitorch does not know it (DeepSpeed would "
+                         "silently ignore it)" + (close ? "; did you mean '" + near + "'?" : std::string()));
+      continue;
+    }
+    present.emplace_back(find_config_key(path(key)), &it.value());
+  }
+  for (const auto& [k, value] : present) {
+    KeyVerdict v = judge_config_key(*k, *value, zero_stage);
+    if (v.status == KeyStatus::error) fail(v.message);
+    if (!v.message.empty()) warnings.push_back(std::move(v.message));
   }
 }
 

@@ -1,9 +1,10 @@
 #pragma once
 /// \file config_reader.h
 /// Strict reading of one JSON object (a config section): typed getters that name the key and the
-/// expected type on a mismatch, and a final check that every key present was one we know, with the
-/// nearest valid key as a suggestion. Used by zero/config.cpp; separate so the config itself reads
-/// as a list of DeepSpeed's keys and defaults.
+/// expected type on a mismatch, and a final check of every key present against the key table
+/// (zero/config_keys.h): unknown keys fail with the nearest valid key as a suggestion, known ones get
+/// the table's verdict (nothing, a warning, or "not implemented yet"). Used by zero/config.cpp;
+/// separate so the config itself reads as a list of DeepSpeed's keys and defaults.
 #include <cstdint>
 #include <initializer_list>
 #include <nlohmann/json.hpp>
@@ -41,12 +42,14 @@ class SectionReader {
   void get(const char* key, std::string& out, std::initializer_list<const char*> allowed = {});
   /// A nested object (nullptr if absent); an error if present but not an object.
   const nlohmann::json* object(const char* key);
-  /// A key we know but do not read here (its owner reads it).
-  void known(const char* key) { known_.emplace_back(key); }
-  /// DeepSpeed keys minitorch accepts without effect: each one present adds a warning.
-  void ignored(const std::vector<std::string>& keys, std::vector<std::string>& warnings);
-  /// Throws ConfigError for the first key present that was never asked for.
-  void finish() const;
+  /// A key read here without a getter (the caller reads its value).
+  void known(const char* key);
+  /// Checks every key present, in two passes. First, a key that was never read and that the table
+  /// does not list as warning or error is unknown: a ConfigError naming the nearest valid key inside
+  /// a section, a warning at the top level (DeepSpeed ignores unknown top-level keys silently).
+  /// Then each key gets the table's verdict for ZeRO stage `zero_stage`: warnings are appended to
+  /// `warnings`, a not-implemented feature throws ConfigError.
+  void finish(std::vector<std::string>& warnings, int zero_stage = 0) const;
 
   /// "zero_optimization.reduce_bucket_size" style path of a key.
   std::string path(const std::string& key) const { return name_.empty() ? key : name_ + "." + key; }
@@ -54,6 +57,7 @@ class SectionReader {
   [[noreturn]] void fail(const std::string& message) const;
 
  private:
+  /// Registers `key` as read; a key missing from the table is a bug in the parser (std::logic_error).
   const nlohmann::json* find(const char* key);
   [[noreturn]] void type_error(const char* key, const char* expected, const nlohmann::json& v) const;
 

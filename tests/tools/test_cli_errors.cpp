@@ -77,9 +77,31 @@ TEST(L03_TrainCli, BatchMismatchGivesDeepSpeedsMessage) {
                       "gradient_acc_step * world_size 6 != 4 * 1 * 1");
 }
 
+TEST(L03_TrainCli, NotImplementedFeatureIsAConfigErrorWithStatus2) {
+  // offload_optimizer must never look as if it ran: one error line, exit 2, no training step.
+  mt_test::TempDir dir;
+  std::string text = kTinyConfig;
+  text.insert(text.rfind('}'), R"(, "zero_optimization": {"stage": 0, "offload_optimizer": {"device": "cpu"}})");
+  auto r = run_command(train_cmd(dir.write("c.json", text), corpus(dir)));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_EQ(mt_test::error_lines(r.output), 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("zero_optimization.offload_optimizer is not implemented yet"));
+  EXPECT_THAT(r.output, testing::Not(HasSubstr("step ")));
+}
+
+TEST(L03_TrainCli, KeyWithoutEffectIsAWarningAndTrainingRuns) {
+  mt_test::TempDir dir;
+  std::string text = kTinyConfig;
+  text.insert(text.rfind('}'), R"(, "zero_optimization": {"stage": 0, "sub_group_size": 1000})");
+  auto r = run_command(train_cmd(dir.write("c.json", text), corpus(dir)));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("warning: zero_optimization.sub_group_size only affects ZeRO stage 3"));
+  EXPECT_EQ(mt_test::error_lines(r.output), 0) << r.output;
+}
+
 TEST(L03_TrainCli, MissingRequiredFlagIsAUsageError) {
   auto r = run_command(bin("minitorch-train"));
-  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_THAT(r.output, HasSubstr("--config is required"));
 }
 
