@@ -3,15 +3,24 @@
 /// The Open MPI backend of ProcessGroup (CPU tensors). One MpiGroup per communicator; the world group
 /// wraps MPI_COMM_WORLD, split() makes new communicators with MPI_Comm_split. Each group also keeps a
 /// duplicate communicator for the hand-written ring, so its messages never meet the user's send/recv.
+///
+/// The code is in three files: mpi_group.cpp (life of a group, all-reduce, broadcast, barrier, split),
+/// mpi_collectives.cpp (reduce-scatter and all-gather), mpi_p2p.cpp (send / recv, buffered sends).
 #include <mpi.h>
 
+#include <memory>
+#include <vector>
+
+#include "dist/mpi_work.h"
 #include "dist/process_group.h"
+#include "dist/ring.h"
 
 namespace minitorch::dist {
 
 class MpiGroup : public ProcessGroup {
  public:
-  /// Wraps `comm`; frees it on destruction when `owned` (never MPI_COMM_WORLD).
+  /// Wraps `comm`; frees it on destruction when `owned` (never MPI_COMM_WORLD). Destruction first
+  /// waits for this group's buffered sends.
   MpiGroup(MPI_Comm comm, bool owned);
   ~MpiGroup() override;
   MpiGroup(const MpiGroup&) = delete;
@@ -19,25 +28,51 @@ class MpiGroup : public ProcessGroup {
 
   void all_reduce(Tensor& t, ReduceOp op = ReduceOp::sum) override;
   std::unique_ptr<Work> all_reduce_async(Tensor& t, ReduceOp op = ReduceOp::sum) override;
-  Tensor reduce_scatter(const Tensor& input, ReduceOp op = ReduceOp::sum) override;
-  Tensor all_gather(const Tensor& chunk, std::int64_t numel) override;
   void broadcast(Tensor& t, int root) override;
+  std::unique_ptr<Work> isend(const Tensor& t, int dst, int tag = 0) override;
+  std::unique_ptr<Work> irecv(Tensor& t, int src, int tag = 0) override;
   void send(const Tensor& t, int dst, int tag = 0) override;
   void recv(Tensor& t, int src, int tag = 0) override;
   void barrier() override;
   std::shared_ptr<ProcessGroup> split(int color, int key) override;
 
   MPI_Comm comm() const { return comm_; }
+  /// Buffered sends of this group still in flight (their staging buffers are alive).
+  std::size_t pending_sends() const { return pending_sends_.size(); }
+  /// Waits for the buffered sends of every live MpiGroup: finalize() calls it, since MPI_Finalize
+  /// needs every request complete.
+  static void complete_all_sends();
+
+ protected:
+  std::unique_ptr<Work> start_reduce_scatter(Tensor& output, const Tensor& input, ReduceOp op) override;
+  std::unique_ptr<Work> start_all_gather(Tensor& output, const Tensor& shard) override;
 
  private:
+  /// The one place every operation starts: frees the buffered sends that have finished, then records
+  /// the operation (ProcessGroup::record). An event sink's "begin" goes here, its "end" in
+  /// detail::op_end.
+  void begin_op(const char* op, std::int64_t elements, DType dtype);
   /// The ring's one primitive on this group: MPI_Sendrecv to the right, from the left.
   void ring_shift(const float* send, std::int64_t send_n, float* recv, std::int64_t recv_n);
-  /// Sum (then avg) of the f32 buffer `data` over the group, by the selected algorithm.
-  void all_reduce_f32(float* data, std::int64_t numel, ReduceOp op);
+  /// ring_shift as the ring::Shift the functions of dist/ring.h take.
+  ring::Shift shift() {
+    return [this](const float* s, std::int64_t sn, float* r, std::int64_t rn) { ring_shift(s, sn, r, rn); };
+  }
+  /// Starts MPI_Isend of `t` (checked; `name` is the caller's, for errors) and records a "send".
+  std::unique_ptr<detail::MpiWork> start_send(const Tensor& t, int dst, int tag, const char* name);
+  /// Starts MPI_Irecv into `t` (checked) and records a "recv" of 0 elements.
+  std::unique_ptr<detail::MpiWork> start_recv(Tensor& t, int src, int tag, const char* name);
+  /// MPI_Test on each buffered send; drops the finished ones (and their staging buffers).
+  void progress_sends();
+  /// Waits for every buffered send of this group.
+  void complete_sends();
+  /// Every MpiGroup alive in this process (complete_all_sends walks it).
+  static std::vector<MpiGroup*>& live_groups();
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   MPI_Comm ring_comm_ = MPI_COMM_NULL;
   bool owned_ = false;
+  std::vector<std::unique_ptr<detail::MpiWork>> pending_sends_;  // buffered sends, oldest first
 };
 
 }  // namespace minitorch::dist

@@ -140,7 +140,9 @@ ProcessGroup& world() {
 bool initialized() { return world_slot() != nullptr; }
 
 void finalize() {
-  if (mpi_live()) MPI_Finalize();
+  if (!mpi_live()) return;
+  MpiGroup::complete_all_sends();  // MPI_Finalize needs every buffered send complete
+  MPI_Finalize();
 }
 
 void abort_job(const std::string& what, int code) {

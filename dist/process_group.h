@@ -17,13 +17,20 @@
 ///                   (a pipelined ring broadcast: N−1 sends of numel in all)
 ///   send            numel;   recv 0 (recorded, with 0 elements: the stats count what a rank sends)
 ///   barrier         not recorded.
+/// Every form counts the same: reduce_scatter / _async / _into / _into_async all record one
+/// "reduce_scatter", all_gather's forms one "all_gather", send and isend one "send", recv and irecv
+/// one "recv"; an asynchronous operation records when it starts.
 /// bytes = elements × dtype_size(t.dtype()): a bf16 all-reduce records 2 bytes per element.
 /// The *_volume functions below compute these numbers.
 ///
 /// Two implementations of all_reduce / reduce_scatter / all_gather, chosen per group (`set_algorithm`):
-/// - Algorithm::mpi  — the MPI library's own MPI_Allreduce / MPI_Reduce_scatter / MPI_Allgatherv;
+/// - Algorithm::mpi  — the MPI library's own MPI_Allreduce / MPI_Ireduce_scatter / MPI_Iallgatherv
+///   (reduce-scatter and all-gather always start the non-blocking call; the blocking forms wait on it);
 /// - Algorithm::ring — the hand-written ring over MPI_Sendrecv in dist/ring.h (the lesson; i32
 ///   all-gathers still go through MPI_Allgatherv). broadcast, send/recv and barrier are MPI's always.
+/// The asynchronous forms overlap only under Algorithm::mpi (MPI_Iallreduce, MPI_Ireduce_scatter,
+/// MPI_Iallgatherv); under Algorithm::ring the ring runs eagerly inside the call and the returned
+/// Work is already finished — the teaching ring has no overlap.
 ///
 /// \code
 ///   auto& world = minitorch::dist::init(&argc, &argv);   // MPI_Init once; the world group
@@ -32,6 +39,7 @@
 ///   auto work = world.all_reduce_async(g);              // starts it; backward keeps running
 ///   work->wait();
 ///   std::int64_t sent = world.stats().bytes;             // ring-volume bytes this rank sent
+///   world.all_gather_into(full, shard);                  // into a buffer the caller owns (ZeRO-3)
 /// \endcode
 #include <cstdint>
 #include <functional>
@@ -75,6 +83,18 @@ class Work {
   virtual bool test() = 0;
 };
 
+/// A tensor a started collective is filling: read `tensor` only after `work` has finished.
+/// Returned by the allocating async forms (reduce_scatter_async, all_gather_async).
+struct AsyncTensor {
+  Tensor tensor;
+  std::unique_ptr<Work> work;
+  /// Waits for the collective and returns the filled tensor.
+  Tensor wait() {
+    work->wait();
+    return tensor;
+  }
+};
+
 /// Elements of chunk `r` when `numel` elements are split over `world` ranks as evenly as possible:
 /// the first numel % world ranks get one more. Reduce-scatter and all-gather use this split.
 std::int64_t chunk_size(std::int64_t numel, int world, int r);
@@ -95,8 +115,9 @@ class ProcessGroup {
 
   // Tensors: contiguous CPU tensors (any shape; numel is what counts). The reductions take f32 or bf16
   // (bf16 is summed in f32 and rounded once at the end); all_gather, broadcast, send/recv take any
-  // dtype. Anything else — a view that is not contiguous, a CUDA tensor, an i32 reduction, a chunk of
-  // the wrong size, a rank out of range — throws one std::invalid_argument naming the collective.
+  // dtype. Anything else — a view that is not contiguous, a CUDA tensor, an i32 reduction, a chunk or
+  // output of the wrong size or dtype, a rank out of range — throws one std::invalid_argument naming
+  // the collective, before any communication (so every rank throws alike).
   // Every rank of the group must call the same collectives in the same order.
 
   /// In place: every rank ends with the sum (or mean) of all ranks' `t`. t: contiguous f32 (any size).
@@ -105,16 +126,68 @@ class ProcessGroup {
   /// then to let MPI progress it). With Algorithm::ring the ring runs eagerly, inside this call, and
   /// the returned Work is already finished: the teaching ring has no overlap.
   virtual std::unique_ptr<Work> all_reduce_async(Tensor& t, ReduceOp op = ReduceOp::sum) = 0;
-  /// input: (numel) on every rank; returns this rank's chunk (chunk_size(numel, N, rank)) of the
-  /// reduction. Sizes not divisible by N are fine.
-  virtual Tensor reduce_scatter(const Tensor& input, ReduceOp op = ReduceOp::sum) = 0;
-  /// chunk: this rank's chunk_size(numel, N, rank) elements; returns the (numel) concatenation.
-  virtual Tensor all_gather(const Tensor& chunk, std::int64_t numel) = 0;
+
+  // ---- reduce-scatter and all-gather: the ZeRO collectives, in four forms each ----
+  //   x(...)              blocking, allocates the result
+  //   x_async(...)        starts it, allocates the result (AsyncTensor)
+  //   x_into(out, ...)    blocking, writes into a buffer the caller owns
+  //   x_into_async(...)   starts it, writes into the caller's buffer (ZeRO-3's prefetch)
+  // All four check their arguments and call one backend primitive (start_reduce_scatter /
+  // start_all_gather); the blocking forms are that followed by wait(), so sync and async give the same
+  // bits. While an async form is in flight its input and output must not be touched (the Work holds
+  // references, so they stay alive); call test() now and then to let MPI progress it.
+  // Chunks follow chunk_size / chunk_offset: the first numel % N ranks get one element more.
+
+  /// input: (numel) f32 or bf16 on every rank; returns this rank's chunk (chunk_size(numel, N, rank)
+  /// elements, input's dtype) of the reduction. Sizes not divisible by N are fine.
+  Tensor reduce_scatter(const Tensor& input, ReduceOp op = ReduceOp::sum);
+  /// Starts reduce_scatter; the chunk is in the result's `tensor` once its `work` has finished.
+  AsyncTensor reduce_scatter_async(const Tensor& input, ReduceOp op = ReduceOp::sum);
+  /// input: (numel) f32 or bf16; output_shard: chunk_size(numel, N, rank) elements of input's dtype,
+  /// written in place (its data pointer does not change). output_shard may be part of input (e.g. its
+  /// own chunk): the input is then copied to a staging buffer first.
+  void reduce_scatter_into(Tensor& output_shard, const Tensor& input, ReduceOp op = ReduceOp::sum);
+  /// Starts reduce_scatter_into.
+  std::unique_ptr<Work> reduce_scatter_into_async(Tensor& output_shard, const Tensor& input,
+                                                  ReduceOp op = ReduceOp::sum);
+
+  /// chunk: this rank's chunk_size(numel, N, rank) elements (any dtype); returns the (numel)
+  /// concatenation of every rank's chunk.
+  Tensor all_gather(const Tensor& chunk, std::int64_t numel);
+  /// Starts all_gather; the whole is in the result's `tensor` once its `work` has finished.
+  AsyncTensor all_gather_async(const Tensor& chunk, std::int64_t numel);
+  /// output: (numel) elements of any dtype, written in place; shard: this rank's
+  /// chunk_size(numel, N, rank) elements, same dtype. shard may be output's own chunk
+  /// (output.narrow(0, chunk_offset(numel, N, rank), chunk_size(...)) of a 1-D output): the in-place
+  /// gather ZeRO-3 runs on its flat parameter buffer, with no copy; any other shard is first copied to
+  /// that chunk of the output (every rank gathers in place).
+  void all_gather_into(Tensor& output, const Tensor& shard);
+  /// Starts all_gather_into.
+  std::unique_ptr<Work> all_gather_into_async(Tensor& output, const Tensor& shard);
+
   /// In place: every rank gets root's `t` (MPI_Bcast for both algorithms).
   virtual void broadcast(Tensor& t, int root) = 0;
-  /// Point to point (blocking). t: contiguous.
+
+  // ---- point to point: t contiguous CPU, any dtype; tag in [0, 32767]; messages from one rank to
+  // another with the same tag arrive in the order they were sent (whichever of send / isend sent them).
+
+  /// Starts sending `t` to `dst` (MPI_Isend) and returns at once. `t` is sent from where it is, so
+  /// it must not change until the Work has finished (the Work keeps it alive).
+  virtual std::unique_ptr<Work> isend(const Tensor& t, int dst, int tag = 0) = 0;
+  /// Starts receiving `t.numel()` elements from `src` into `t`. wait() throws std::runtime_error when
+  /// the message had fewer elements.
+  virtual std::unique_ptr<Work> irecv(Tensor& t, int src, int tag = 0) = 0;
+  /// Buffered send — MPI_Bsend's semantics without a user-attached buffer: copies `t` into a staging
+  /// buffer (MemTag::comm), starts sending that and returns without waiting for the receiver. `t` can
+  /// be reused at once, and a pairwise exchange or a ring where every rank sends before it receives
+  /// cannot deadlock. The group keeps the staging buffer and request: any later call on the group frees
+  /// the finished ones, destroying the group and finalize() wait for the rest (so every send still
+  /// needs its matching recv somewhere).
   virtual void send(const Tensor& t, int dst, int tag = 0) = 0;
+  /// Blocking receive of `t.numel()` elements into `t`; throws std::runtime_error when the message had
+  /// fewer.
   virtual void recv(Tensor& t, int src, int tag = 0) = 0;
+  /// Waits until every rank of the group has called it. Buffered sends may still be in flight.
   virtual void barrier() = 0;
   /// A group of the ranks whose `color` matches this rank's, ordered by `key` (MPI_Comm_split).
   /// Collective over this group. A negative color joins no group and returns nullptr. The new group
@@ -133,6 +206,13 @@ class ProcessGroup {
  protected:
   /// Adds one collective to the stats (called by implementations); nothing while recording() is off.
   void record(const std::string& op, std::int64_t elements, DType dtype);
+  /// The backend's one reduce-scatter: arguments already checked by the public forms (input (numel)
+  /// f32/bf16; output chunk_size(numel, N, rank) elements of the same dtype; both contiguous CPU).
+  /// Returns the started collective (finished already where the backend ran it eagerly).
+  virtual std::unique_ptr<Work> start_reduce_scatter(Tensor& output, const Tensor& input, ReduceOp op) = 0;
+  /// The backend's one all-gather: output (numel) and shard chunk_size(numel, N, rank) elements, same
+  /// dtype, checked by the public forms; shard may be output's own chunk.
+  virtual std::unique_ptr<Work> start_all_gather(Tensor& output, const Tensor& shard) = 0;
   int rank_ = 0, size_ = 1;
   Algorithm algorithm_ = Algorithm::mpi;
   bool recording_ = true;

@@ -35,22 +35,40 @@ int reduce_scatter_recv_chunk(int rank, int world, int step) { return mod(rank -
 int all_gather_send_chunk(int rank, int world, int step) { return mod(rank - step, world); }
 int all_gather_recv_chunk(int rank, int world, int step) { return mod(rank - 1 - step, world); }
 
-void reduce_scatter(float* data, std::int64_t numel, int rank, int world, const Shift& shift) {
-  // Shapes: data (numel); chunk i = data[chunk_offset(i) .. + chunk_size(i)]; incoming (largest chunk).
-  if (world == 1) return;  // one rank: its data is already the sum
-  std::vector<float> incoming(static_cast<std::size_t>(chunk_size(numel, world, 0)));  // chunk 0 is the largest
+void reduce_scatter(const float* input, float* output, std::int64_t numel, int rank, int world, const Shift& shift) {
+  // Shapes: input (numel), chunk i = input[chunk_offset(i) .. + chunk_size(i)]; output (chunk_size(rank));
+  // incoming and partial: the largest chunk (chunk 0).
+  const std::int64_t own_n = chunk_size(numel, world, rank);
+  const float* own_in = input + chunk_offset(numel, world, rank);
+  if (world == 1) {  // one rank: its data is already the sum
+    if (output != own_in) std::copy(own_in, own_in + own_n, output);
+    return;
+  }
+  const std::size_t largest = static_cast<std::size_t>(chunk_size(numel, world, 0));
+  std::vector<float> incoming(largest), partial(largest);
+  // Step 0 sends this rank's own term of a chunk, straight from the input; later steps send the
+  // partial sum made at the step before (the chunk received then is the one sent now).
+  const float* outgoing = input + chunk_offset(numel, world, reduce_scatter_send_chunk(rank, world, 0));
   for (int step = 0; step < world - 1; ++step) {
     const int send_c = reduce_scatter_send_chunk(rank, world, step);
     const int recv_c = reduce_scatter_recv_chunk(rank, world, step);
     const std::int64_t recv_n = chunk_size(numel, world, recv_c);
 
     // communication: my partial sum of chunk send_c goes right; the left neighbour's of recv_c comes in.
-    shift(data + chunk_offset(numel, world, send_c), chunk_size(numel, world, send_c), incoming.data(), recv_n);
+    shift(outgoing, chunk_size(numel, world, send_c), incoming.data(), recv_n);
 
     // computation: add my own contribution to what arrived (received + own, always in this order).
-    float* mine = data + chunk_offset(numel, world, recv_c);
-    for (std::int64_t i = 0; i < recv_n; ++i) mine[i] = incoming[static_cast<std::size_t>(i)] + mine[i];
+    // The last step completes chunk `rank`: that sum goes to the output.
+    float* sum = step == world - 2 ? output : partial.data();
+    const float* own = input + chunk_offset(numel, world, recv_c);
+    for (std::int64_t i = 0; i < recv_n; ++i) sum[i] = incoming[static_cast<std::size_t>(i)] + own[i];
+    outgoing = partial.data();
   }
+}
+
+void reduce_scatter(float* data, std::int64_t numel, int rank, int world, const Shift& shift) {
+  // The sum of chunk `rank` is written over this rank's own term of it, read for the last time there.
+  reduce_scatter(data, data + chunk_offset(numel, world, rank), numel, rank, world, shift);
 }
 
 void all_gather(float* data, std::int64_t numel, int rank, int world, const Shift& shift) {

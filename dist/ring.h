@@ -35,10 +35,15 @@ int reduce_scatter_recv_chunk(int rank, int world, int step);
 int all_gather_send_chunk(int rank, int world, int step);
 int all_gather_recv_chunk(int rank, int world, int step);
 
-/// data: (numel) floats, this rank's contribution; overwritten. Afterwards data's chunk `rank`
-/// (chunk_offset(numel, world, rank), chunk_size(...) elements) holds the sum over all ranks; the
-/// other chunks hold partial sums (scratch). Each chunk is summed in a fixed order — starting at its
-/// owner's right neighbour and going round the ring — so results are the same run after run.
+/// input: (numel) floats, this rank's contribution, read only. output: chunk_size(numel, world, rank)
+/// floats; afterwards the sum over all ranks of chunk `rank`. Each chunk is summed in a fixed order —
+/// starting at its owner's right neighbour and going round the ring — so results are the same run
+/// after run. output may be input's own chunk (input + chunk_offset(numel, world, rank): the in-place
+/// form below) but no other part of input. Scratch: two chunks (what arrives, what goes out next).
+void reduce_scatter(const float* input, float* output, std::int64_t numel, int rank, int world, const Shift& shift);
+
+/// In place: data (numel); afterwards data's chunk `rank` (chunk_offset(numel, world, rank),
+/// chunk_size(...) elements) holds the sum over all ranks; the other chunks are left as they were.
 void reduce_scatter(float* data, std::int64_t numel, int rank, int world, const Shift& shift);
 
 /// data: (numel) floats whose chunk `rank` is this rank's; afterwards data holds every rank's chunk.

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 
+#include "dist/grid.h"
 #include "dist/process_group.h"
 #include "test_util.h"
 
@@ -50,4 +51,34 @@ TEST(L05_CollectivesOneRank, EveryCollectiveIsTheIdentity) {
   EXPECT_EQ(self->size(), 1);
   EXPECT_EQ(w.split(-1, 0), nullptr);
   EXPECT_TRUE(mt_test::contains(mt_test::error_of([&] { w.send(Tensor::zeros({1}), 0); }), "cannot send to itself"));
+}
+
+TEST(L05_CollectivesOneRank, IntoAsyncAndGridFormsWork) {
+  auto& w = one_rank_world();
+  for (auto a : {dist::Algorithm::mpi, dist::Algorithm::ring}) {
+    w.set_algorithm(a);
+    w.stats().reset();
+    Tensor t = Tensor::from_vector({1.f, 2.f, 3.f}, {3});
+    Tensor out = Tensor::zeros({3});
+    w.reduce_scatter_into(out, t, dist::ReduceOp::avg);
+    EXPECT_EQ(out.to_vector(), t.to_vector());
+    Tensor gathered = Tensor::zeros({3}, DType::bf16);
+    w.all_gather_into_async(gathered, t.to(DType::bf16))->wait();
+    EXPECT_EQ(gathered.to_vector(), t.to_vector());
+    EXPECT_EQ(w.reduce_scatter_async(t).wait().to_vector(), t.to_vector());
+    EXPECT_EQ(w.all_gather_async(t, 3).wait().to_vector(), t.to_vector());
+    EXPECT_EQ(w.stats().calls, 4);
+    EXPECT_EQ(w.stats().bytes, 0);
+  }
+  w.set_algorithm(dist::Algorithm::mpi);
+  // One rank, one stage: both sub-groups are the rank itself; two stages do not fit.
+  dist::Grid g = dist::make_grid(w, 1);
+  ASSERT_NE(g.data, nullptr);
+  ASSERT_NE(g.pipe, nullptr);
+  EXPECT_EQ(g.data->size(), 1);
+  EXPECT_EQ(g.pipe->size(), 1);
+  EXPECT_EQ(g.stage, 0);
+  EXPECT_EQ(g.dp_rank, 0);
+  EXPECT_TRUE(mt_test::contains(mt_test::error_of([&] { dist::make_grid(w, 2); }), "cannot be split into 2 pipeline stages"));
+  EXPECT_TRUE(mt_test::contains(mt_test::error_of([&] { w.isend(Tensor::zeros({1}), 0); }), "isend: rank 0 cannot send to itself"));
 }

@@ -17,7 +17,10 @@ struct Timed {
 };
 
 Timed run_two_ranks(const std::string& mode) {
-  const std::string cmd = std::string("env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 MINITORCH_NUM_THREADS=1 ") +
+  // A clean environment: once this process has initialised MPI itself (the one-rank tests run in the
+  // same binary), it carries a singleton's OMPI_* / PMIX_* variables, which would derail mpirun.
+  const std::string cmd = std::string("env -i PATH=\"$PATH\" HOME=\"$HOME\" LD_LIBRARY_PATH=\"$LD_LIBRARY_PATH\" ") +
+                          "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 MINITORCH_NUM_THREADS=1 " +
                           "timeout 120 " + MT_MPIEXEC + " -np 2 --oversubscribe --bind-to none " +
                           mt_test::bin("mt-rank-throws") + " " + mode;
   const auto t0 = std::chrono::steady_clock::now();

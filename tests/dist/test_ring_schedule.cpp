@@ -201,3 +201,46 @@ TEST(L05_RingSchedule, EveryChunkVisitsEveryRankOnce) {
     }
   }
 }
+
+TEST(L05_RingSchedule, ReduceScatterIntoAChunkLeavesTheInputAlone) {
+  // The out-of-place ring (what reduce_scatter_into runs): the input is read only, the output is one
+  // chunk, and the sums are bit for bit those of the in-place ring (same order: received + own).
+  for (int n : {1, 2, 3, 4, 5})
+    for (std::int64_t numel : {std::int64_t{0}, std::int64_t{1}, std::int64_t{n + 1}, std::int64_t{97}}) {
+      auto noisy = [](int r, std::int64_t i) { return std::sin(static_cast<float>(r * 131 + i)) * 1e3f; };
+      std::vector<std::vector<float>> input(static_cast<std::size_t>(n)), in_place(static_cast<std::size_t>(n)),
+          output(static_cast<std::size_t>(n));
+      for (int r = 0; r < n; ++r) {
+        for (std::int64_t i = 0; i < numel; ++i) input[static_cast<std::size_t>(r)].push_back(noisy(r, i));
+        in_place[static_cast<std::size_t>(r)] = input[static_cast<std::size_t>(r)];
+        output[static_cast<std::size_t>(r)].assign(static_cast<std::size_t>(dist::chunk_size(numel, n, r)), NAN);
+      }
+      const auto original = input;
+      ThreadRing out_net(n), in_net(n);
+      out_net.run([&](int r, const ring::Shift& shift) {
+        ring::reduce_scatter(input[static_cast<std::size_t>(r)].data(), output[static_cast<std::size_t>(r)].data(), numel, r, n, shift);
+      });
+      in_net.run([&](int r, const ring::Shift& shift) {
+        ring::reduce_scatter(in_place[static_cast<std::size_t>(r)].data(), numel, r, n, shift);
+      });
+      for (int r = 0; r < n; ++r) {
+        const auto R = static_cast<std::size_t>(r);
+        const std::int64_t off = dist::chunk_offset(numel, n, r), m = dist::chunk_size(numel, n, r);
+        EXPECT_EQ(input[R], original[R]) << "input changed: rank " << r << " of " << n;
+        EXPECT_EQ(0, std::memcmp(output[R].data(), in_place[R].data() + off, static_cast<std::size_t>(m) * sizeof(float)))
+            << "rank " << r << " of " << n << ", numel " << numel;
+        // In place, only the rank's own chunk changes.
+        int changed = 0;
+        for (std::int64_t i = 0; i < numel; ++i)
+          changed += (i < off || i >= off + m) && in_place[R][static_cast<std::size_t>(i)] != original[R][static_cast<std::size_t>(i)];
+        EXPECT_EQ(changed, 0) << "rank " << r << " of " << n;
+        EXPECT_EQ(out_net.sent[R], dist::reduce_scatter_volume(numel, n, r));
+        // And the sum itself, in ring order: starting at the owner's right neighbour.
+        for (std::int64_t i = off; i < off + m; ++i) {
+          float acc = noisy((r + 1) % n, i);
+          for (int k = 2; k <= n; ++k) acc = acc + noisy((r + k) % n, i);
+          EXPECT_EQ(output[R][static_cast<std::size_t>(i - off)], acc) << "rank " << r << " of " << n << " element " << i;
+        }
+      }
+    }
+}

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "dist/process_group.h"
+#include "dist_mpi/collective_util.h"
 #include "test_util.h"
 
 namespace dist = minitorch::dist;
@@ -25,69 +26,12 @@ using minitorch::Tensor;
 
 namespace {
 
-const Algorithm kAlgorithms[] = {Algorithm::mpi, Algorithm::ring};
-
-/// Small integers, exact in f32 (and bf16) and in any summation order.
-float int_pattern(int rank, std::int64_t i) { return static_cast<float>((rank * 7 + i * 3) % 17 - 8); }
-
-/// Pseudo-random floats in [-1, 1): sums of these depend on the summation order.
-float float_pattern(int rank, std::int64_t i) {
-  std::uint64_t h = static_cast<std::uint64_t>(i) * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(rank + 1) * 0xBF58476D1CE4E5B9ull;
-  h ^= h >> 31;
-  h *= 0x94D049BB133111EBull;
-  h ^= h >> 29;
-  return static_cast<float>(h >> 40) / static_cast<float>(1 << 24) * 2.f - 1.f;
-}
-
-using Pattern = float (*)(int, std::int64_t);
-
-Tensor filled(Pattern p, int rank, std::int64_t numel, std::int64_t first = 0) {
-  std::vector<float> v(static_cast<std::size_t>(numel));
-  for (std::int64_t i = 0; i < numel; ++i) v[static_cast<std::size_t>(i)] = p(rank, first + i);
-  return Tensor::from_vector(v, {numel});
-}
-
-/// The element-wise sum over ranks 0..N−1, in rank order.
-std::vector<float> direct_sum(Pattern p, int world, std::int64_t numel) {
-  std::vector<float> s(static_cast<std::size_t>(numel), 0.f);
-  for (int r = 0; r < world; ++r)
-    for (std::int64_t i = 0; i < numel; ++i) s[static_cast<std::size_t>(i)] += p(r, i);
-  return s;
-}
-
-/// Chunk arithmetic written out again here, independently of dist::chunk_size.
-std::int64_t my_chunk(std::int64_t numel, int n, int r) { return numel / n + (r < numel % n ? 1 : 0); }
-std::int64_t my_offset(std::int64_t numel, int n, int r) {
-  std::int64_t off = 0;
-  for (int q = 0; q < r; ++q) off += my_chunk(numel, n, q);
-  return off;
-}
-
-/// Sets the world's algorithm for one test and resets its stats; restores mpi afterwards.
-struct UseAlgorithm {
-  ProcessGroup& g;
-  UseAlgorithm(ProcessGroup& group, Algorithm a) : g(group) {
-    g.set_algorithm(a);
-    g.stats().reset();
-  }
-  ~UseAlgorithm() {
-    g.set_algorithm(Algorithm::mpi);
-    g.stats().reset();
-  }
-};
+using namespace mt_mpi;
 
 std::vector<std::int64_t> sizes(int n) {
   std::vector<std::int64_t> s = {1, 7, 1000003};
   if (n - 1 != 1) s.insert(s.begin() + 1, n - 1);
   return s;
-}
-
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
-
-std::string tag(Algorithm a, std::int64_t numel) {
-  return std::string(dist::algorithm_name(a)) + " numel " + std::to_string(numel);
 }
 
 }  // namespace
