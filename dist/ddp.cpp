@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "minitorch/allocator.h"
+#include "minitorch/events.h"
 
 namespace minitorch::dist {
 
@@ -48,6 +49,7 @@ DistributedDataParallel::DistributedDataParallel(const nn::NamedTensors& params,
     }
     // The flat buffers are DDP's only extra memory: Ψ f32 elements plus < N padding per bucket.
     b.buffer = FlatBuffer(shapes, DType::f32, group.size(), MemTag::comm);
+    b.first = buckets_.empty() ? 0 : buckets_.back().first + buckets_.back().buffer.numel();
     b.pending = static_cast<int>(b.params.size());
     buckets_.push_back(std::move(b));
   }
@@ -113,6 +115,7 @@ void DistributedDataParallel::launch(Bucket& b, bool in_backward) {
       slot.zero_();  // a parameter this backward did not reach contributes zeros
   }
   Tensor flat = b.buffer.flat();
+  events::FlatRange what("ddp bucket", b.first, b.first + b.buffer.numel());  // for the traces
   b.work = group_.all_reduce_async(flat, ReduceOp::avg);
   b.launched_ms = now_ms();
   b.launched_in_backward = in_backward;

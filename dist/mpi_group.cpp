@@ -3,6 +3,8 @@
 // send / recv in mpi_p2p.cpp. bf16 reductions are widened to f32, reduced, and rounded back once.
 #include "dist/mpi_group.h"
 
+#include "minitorch/events.h"
+
 #include <algorithm>
 #include <functional>
 
@@ -50,9 +52,22 @@ std::vector<MpiGroup*>& MpiGroup::live_groups() {
   return *groups;
 }
 
-void MpiGroup::begin_op(const char* op, std::int64_t elements, DType dtype) {
+std::uint64_t MpiGroup::begin_op(const char* op, std::int64_t elements, DType dtype, int peer) {
   progress_sends();
   record(op, elements, dtype);
+  if (!recording() || !events::enabled()) return 0;  // bookkeeping traffic is not step traffic
+  events::Event e;
+  e.category = events::Category::comm;
+  e.kind = events::Kind::begin;
+  e.name = op;
+  e.elements = elements;
+  e.bytes = elements * static_cast<std::int64_t>(dtype_size(dtype));
+  e.peer = peer;
+  e.id = events::next_id();
+  events::FlatRange::annotate(e);
+  const std::uint64_t id = e.id;
+  events::emit(std::move(e));
+  return id;
 }
 
 void MpiGroup::ring_shift(const float* send, std::int64_t send_n, float* recv, std::int64_t recv_n) {
@@ -64,7 +79,7 @@ void MpiGroup::ring_shift(const float* send, std::int64_t send_n, float* recv, s
 void MpiGroup::all_reduce(Tensor& t, ReduceOp op) {
   detail::check_tensor(t, "all_reduce", /*reduction=*/true);
   const std::int64_t numel = t.numel();
-  begin_op("all_reduce", all_reduce_volume(numel, size_, rank_), t.dtype());
+  const std::uint64_t event = begin_op("all_reduce", all_reduce_volume(numel, size_, rank_), t.dtype());
   Tensor buf = t.dtype() == DType::f32 ? t : detail::comm_f32_copy(t);
   float* data = buf.data<float>();
   if (algorithm_ == Algorithm::ring) {
@@ -74,21 +89,23 @@ void MpiGroup::all_reduce(Tensor& t, ReduceOp op) {
     if (op == ReduceOp::avg) detail::divide(data, numel, size_);
   }
   if (!buf.same(t)) t.copy_(buf);  // round the f32 sum back to bf16 once
-  detail::op_end("all_reduce");
+  detail::op_end("all_reduce", event);
 }
 
 std::unique_ptr<Work> MpiGroup::all_reduce_async(Tensor& t, ReduceOp op) {
   detail::check_tensor(t, "all_reduce_async", /*reduction=*/true);
   const std::int64_t numel = t.numel();
-  begin_op("all_reduce", all_reduce_volume(numel, size_, rank_), t.dtype());
+  const std::uint64_t event = begin_op("all_reduce", all_reduce_volume(numel, size_, rank_), t.dtype());
   Tensor buf = t.dtype() == DType::f32 ? t : detail::comm_f32_copy(t);  // bf16: summed in f32
   if (algorithm_ == Algorithm::ring) {  // the teaching ring runs here and now (see the header)
     ring_all_reduce(buf.data<float>(), numel, rank_, size_, shift(), op);
     auto work = std::make_unique<CollectiveWork>("all_reduce", t, buf, /*divide_by=*/0);
+    work->event_id = event;
     work->wait();  // no request: finishes at once (copies a bf16 result back)
     return work;
   }
   auto work = std::make_unique<CollectiveWork>("all_reduce", t, buf, op == ReduceOp::avg ? size_ : 0);
+  work->event_id = event;
   MPI_Iallreduce(MPI_IN_PLACE, buf.data<float>(), detail::mpi_count(numel, "all_reduce_async"), MPI_FLOAT, MPI_SUM,
                  comm_, work->request());
   return work;
@@ -97,9 +114,9 @@ std::unique_ptr<Work> MpiGroup::all_reduce_async(Tensor& t, ReduceOp op) {
 void MpiGroup::broadcast(Tensor& t, int root) {
   detail::check_tensor(t, "broadcast", /*reduction=*/false);
   detail::check_peer(root, size_, "broadcast", "root");
-  begin_op("broadcast", broadcast_volume(t.numel(), size_, rank_, root), t.dtype());
+  const std::uint64_t event = begin_op("broadcast", broadcast_volume(t.numel(), size_, rank_, root), t.dtype());
   MPI_Bcast(t.raw_data(), detail::mpi_count(t.numel(), "broadcast"), detail::mpi_type(t.dtype()), root, comm_);
-  detail::op_end("broadcast");
+  detail::op_end("broadcast", event);
 }
 
 void MpiGroup::barrier() {

@@ -48,10 +48,11 @@ class MpiGroup : public ProcessGroup {
   std::unique_ptr<Work> start_all_gather(Tensor& output, const Tensor& shard) override;
 
  private:
-  /// The one place every operation starts: frees the buffered sends that have finished, then records
-  /// the operation (ProcessGroup::record). An event sink's "begin" goes here, its "end" in
-  /// detail::op_end.
-  void begin_op(const char* op, std::int64_t elements, DType dtype);
+  /// The one place every operation starts: frees the buffered sends that have finished, records the
+  /// operation (ProcessGroup::record) and, if it was recorded and a sink listens, emits its comm
+  /// "begin" event (op, elements, bytes, peer, the thread's events::FlatRange). Returns the event id
+  /// that detail::op_end closes (0: no event).
+  std::uint64_t begin_op(const char* op, std::int64_t elements, DType dtype, int peer = -1);
   /// The ring's one primitive on this group: MPI_Sendrecv to the right, from the left.
   void ring_shift(const float* send, std::int64_t send_n, float* recv, std::int64_t recv_n);
   /// ring_shift as the ring::Shift the functions of dist/ring.h take.

@@ -2,6 +2,8 @@
 // operation in flight is waited for, tested and finished.
 #include "dist/mpi_work.h"
 
+#include "minitorch/events.h"
+
 #include <climits>
 #include <exception>
 #include <stdexcept>
@@ -10,6 +12,16 @@
 #include "minitorch/allocator.h"
 
 namespace minitorch::dist::detail {
+
+void op_end(const char* op, std::uint64_t event_id) {
+  if (event_id == 0 || !events::enabled()) return;
+  events::Event e;
+  e.category = events::Category::comm;
+  e.kind = events::Kind::end;
+  e.name = op;
+  e.id = event_id;
+  events::emit(std::move(e));
+}
 
 int mpi_count(std::int64_t n, const char* op) {
   if (n > INT_MAX)
@@ -77,7 +89,7 @@ void MpiWork::complete(const MPI_Status& status) {
   } catch (...) {
     error = std::current_exception();
   }
-  op_end(op_);
+  op_end(op_, event_id);
   if (error) std::rethrow_exception(error);
 }
 

@@ -12,9 +12,9 @@
 namespace minitorch::dist::detail {
 
 /// The one place every operation of an MpiGroup ends: a blocking call just before it returns, an
-/// asynchronous one when its Work completes. Does nothing yet — an event sink's "end" goes here (its
-/// "begin" goes in MpiGroup::begin_op, the one place every operation starts).
-inline void op_end(const char* /*op*/) {}
+/// asynchronous one when its Work completes. Emits the comm "end" event paired with the "begin" of
+/// MpiGroup::begin_op (`event_id`; 0 = none was emitted).
+void op_end(const char* op, std::uint64_t event_id);
 
 /// n as an MPI count; std::invalid_argument naming `op` beyond INT_MAX elements.
 int mpi_count(std::int64_t n, const char* op);
@@ -42,6 +42,8 @@ class MpiWork : public Work {
   bool test() override;
   /// The request the operation's MPI_I* call fills in.
   MPI_Request* request() { return &request_; }
+  /// The id of the operation's "begin" event (MpiGroup::begin_op), closed when it completes.
+  std::uint64_t event_id = 0;
 
  protected:
   /// After MPI has finished the request: the operation's last step on this rank (divide for avg, copy

@@ -2,7 +2,6 @@
 // life of MPI in this process (init once, the world group, failure handling, finalize).
 #include "dist/process_group.h"
 
-#include "minitorch/events.h"
 
 #include <mpi.h>
 
@@ -67,15 +66,6 @@ void ProcessGroup::record(const std::string& op, std::int64_t elements, DType dt
   stats_.bytes += bytes;
   stats_.calls += 1;
   stats_.log.push_back(CommRecord{op, elements, bytes});
-  if (events::enabled()) {  // the run report and the traces see the same numbers as stats()
-    events::Event e;
-    e.category = events::Category::comm;
-    e.kind = events::Kind::instant;
-    e.name = op;
-    e.elements = elements;
-    e.bytes = bytes;
-    events::emit(std::move(e));
-  }
 }
 
 // ---------------- MPI in this process ----------------

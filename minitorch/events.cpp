@@ -37,6 +37,23 @@ const char* kind_name(Kind k) {
   return "?";
 }
 
+std::uint64_t next_id() { return g_next_id.fetch_add(1, std::memory_order_relaxed); }
+
+namespace {
+thread_local const FlatRange* t_flat_range = nullptr;
+}
+FlatRange::FlatRange(std::string_view scope, std::int64_t begin, std::int64_t end)
+    : scope_(scope), begin_(begin), end_(end), previous_(t_flat_range) {
+  t_flat_range = this;
+}
+FlatRange::~FlatRange() { t_flat_range = previous_; }
+void FlatRange::annotate(Event& e) {
+  if (!t_flat_range) return;
+  e.scope = std::string(t_flat_range->scope_);
+  e.range_begin = t_flat_range->begin_;
+  e.range_end = t_flat_range->end_;
+}
+
 double now_us() {
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - kStart).count();
 }
@@ -63,7 +80,7 @@ Span::Span(Category category, const char* name, std::string_view scope, std::int
   b.name = name;
   b.scope = std::string(scope);
   b.micro_step = micro_step;
-  b.id = g_next_id.fetch_add(1, std::memory_order_relaxed);
+  b.id = next_id();
   end_ = b;
   end_->kind = Kind::end;
   emit(std::move(b));

@@ -85,6 +85,29 @@ inline bool enabled() { return detail::g_sink.load(std::memory_order_relaxed) !=
 void emit(Event e);
 /// Microseconds since the process started (the clock of time_us).
 double now_us();
+/// A fresh id to pair a begin with its end.
+std::uint64_t next_id();
+
+/// Names, on this thread while it lives, the flat range the next collectives move ("bucket 3",
+/// elements [begin, end) of the flat gradient space): the collectives copy it into their events.
+/// \code
+///   events::FlatRange what("bucket 3", 4096, 8192);
+///   work = group.all_reduce_async(bucket_buffer);   // its comm events carry the range
+/// \endcode
+class FlatRange {
+ public:
+  FlatRange(std::string_view scope, std::int64_t begin, std::int64_t end);
+  ~FlatRange();
+  FlatRange(const FlatRange&) = delete;
+  FlatRange& operator=(const FlatRange&) = delete;
+  /// Copies the innermost live FlatRange of this thread into e.scope / range_begin / range_end.
+  static void annotate(Event& e);
+
+ private:
+  std::string_view scope_;
+  std::int64_t begin_, end_;
+  const FlatRange* previous_;
+};
 
 /// Attaches `sink` while it lives (one sink at a time per process = per rank; a second Attach
 /// throws std::logic_error). Detaches on destruction.

@@ -19,7 +19,7 @@ void RunReport::on_event(const events::Event& e) {
     this_step_ = {};
     return;
   }
-  if (e.category != events::Category::comm || e.kind != events::Kind::instant) return;
+  if (e.category != events::Category::comm || e.kind != events::Kind::begin) return;
   for (std::size_t i = 0; i < kOps.size(); ++i)
     if (e.name == kOps[i]) {
       std::lock_guard<std::mutex> lock(mutex_);
