@@ -1,14 +1,18 @@
 #include "autograd/engine.h"
 
+#include <atomic>
 #include <stdexcept>
 #include <unordered_map>
 
+#include "autograd/engine_detail.h"
 #include "minitorch/ops.h"
 
 namespace minitorch::autograd {
 
 namespace {
 thread_local bool t_grad_enabled = true;
+thread_local detail::GraphTask* t_task = nullptr;  // the innermost backward / grad on this thread
+std::atomic<std::uint64_t> g_last_task_id{0};
 
 /// Adds `g` into the leaf's .grad. A fresh gradient we own outright is adopted (re-tagged as
 /// `grad`) instead of copied: for GPT-2 that saves a 0.5 GB copy per step.
@@ -64,6 +68,78 @@ Tensor record(Tensor output, std::shared_ptr<Node> node, std::vector<Tensor> inp
   return output;
 }
 
+// ---------------- what backward() and grad() share ----------------
+namespace detail {
+
+GraphTask::GraphTask(bool hooks) : id(++g_last_task_id), fire_hooks(hooks), outer_(t_task) { t_task = this; }
+GraphTask::~GraphTask() { t_task = outer_; }
+GraphTask* GraphTask::current() { return t_task; }
+
+void GraphTask::finish() {
+  for (std::size_t i = 0; i < callbacks.size(); ++i) {  // by index: a callback may queue another
+    auto fn = std::move(callbacks[i]);
+    fn();
+  }
+  callbacks.clear();
+}
+
+std::vector<std::shared_ptr<Node>> reachable_nodes(const std::vector<std::shared_ptr<Node>>& roots,
+                                                   const std::unordered_set<const Node*>* released_ok) {
+  // Iterative DFS; a node is appended once all its producers are (post-order).
+  std::vector<std::shared_ptr<Node>> order;  // owning: freeing edges later must not free pending nodes
+  std::unordered_map<Node*, bool> visited;
+  std::vector<std::pair<std::shared_ptr<Node>, std::size_t>> stack;
+  for (const auto& root : roots) {
+    if (visited[root.get()]) continue;
+    visited[root.get()] = true;
+    stack.push_back({root, 0});
+    while (!stack.empty()) {
+      auto& [node, next] = stack.back();
+      if (node->released && !(released_ok && released_ok->count(node.get())))
+        throw std::runtime_error(std::string("backward: the graph through ") + node->name() +
+                                 " was already freed by an earlier backward");
+      if (next < node->next_edges.size()) {
+        const Edge& e = node->next_edges[next++];
+        if (e.producer && !visited[e.producer.get()]) {
+          visited[e.producer.get()] = true;
+          stack.push_back({e.producer, 0});
+        }
+        continue;
+      }
+      order.push_back(node);
+      stack.pop_back();
+    }
+  }
+  return order;
+}
+
+void add_grad(std::unordered_map<Node*, Tensor>& grad_of, Node* node, const Tensor& g) {
+  auto slot = grad_of.find(node);
+  if (slot == grad_of.end())
+    grad_of.emplace(node, g);
+  else if (slot->second.impl_ptr().use_count() == 1 && slot->second.storage().use_count() == 1 &&
+           slot->second.is_contiguous())  // ours alone (not also another node's or a leaf's): add in place
+    ops::add_(slot->second, g);
+  else
+    slot->second = ops::add(slot->second, g);
+}
+
+void release(Node& node) {
+  node.release_saved();
+  node.next_edges.clear();
+  node.released = true;
+}
+
+}  // namespace detail
+
+void queue_callback(std::function<void()> fn) {
+  if (!t_task) throw std::logic_error("queue_callback: no backward is running on this thread");
+  t_task->callbacks.push_back(std::move(fn));
+}
+std::uint64_t current_backward_id() { return t_task ? t_task->id : 0; }
+bool hooks_enabled() { return !t_task || t_task->fire_hooks; }
+
+// ---------------- backward ----------------
 void backward(const Tensor& root, const Tensor& grad_root) {
   if (!needs_grad(root)) throw std::invalid_argument("backward: the tensor does not require grad (no graph to walk)");
   Tensor g0 = grad_root;
@@ -76,37 +152,22 @@ void backward(const Tensor& root, const Tensor& grad_root) {
     throw std::invalid_argument("backward: grad_root " + g0.describe() + " does not match the root " +
                                 root.describe());
   }
+  detail::GraphTask task(/*fire_hooks=*/true);
   if (root.is_leaf()) {  // d root / d root
-    accumulate_into_leaf(root.impl(), g0);
-    for (auto& hook : root.impl().grad_hooks) hook(const_cast<Tensor&>(root));
+    Tensor leaf = root;
+    accumulate_into_leaf(leaf.impl(), g0);
+    leaf.impl().grad_hooks.call(leaf);
+    task.finish();
     return;
   }
 
-  // 1. Reverse post-order of an iterative DFS = topological order from the root (every node comes
-  //    after all nodes that consume its output). Count the edges into each leaf on the way.
-  std::vector<std::shared_ptr<Node>> order;  // owning: freeing edges below must not free pending nodes
-  std::unordered_map<Node*, bool> visited;
+  // 1. Topological order from the root (every node after all nodes that consume its output), and
+  //    the number of edges into each leaf: its gradient is final when the last one has run.
+  std::vector<std::shared_ptr<Node>> order = detail::reachable_nodes({root.grad_fn()});
   std::unordered_map<TensorImpl*, int> leaf_pending;
-  std::vector<std::pair<std::shared_ptr<Node>, std::size_t>> stack{{root.grad_fn(), 0}};
-  visited[root.grad_fn().get()] = true;
-  while (!stack.empty()) {
-    auto& [node, next] = stack.back();
-    if (node->released)
-      throw std::runtime_error(std::string("backward: the graph through ") + node->name() +
-                               " was already freed by an earlier backward");
-    if (next < node->next_edges.size()) {
-      const Edge& e = node->next_edges[next++];
-      if (e.leaf) {
-        ++leaf_pending[e.leaf.get()];
-      } else if (e.producer && !visited[e.producer.get()]) {
-        visited[e.producer.get()] = true;
-        stack.push_back({e.producer, 0});
-      }
-      continue;
-    }
-    order.push_back(node);
-    stack.pop_back();
-  }
+  for (const auto& node : order)
+    for (const Edge& e : node->next_edges)
+      if (e.leaf) ++leaf_pending[e.leaf.get()];
 
   // 2. Walk in topological order, pushing dL/d(output) through each node.
   std::unordered_map<Node*, Tensor> grad_of;
@@ -133,25 +194,16 @@ void backward(const Tensor& root, const Tensor& grad_root) {
         if (grads[i].defined()) accumulate_into_leaf(leaf, grads[i]);
         if (--leaf_pending[&leaf] == 0 && leaf.grad) {  // final for this backward: fire the hooks now
           Tensor param(e.leaf);
-          for (auto& hook : leaf.grad_hooks) hook(param);
+          leaf.grad_hooks.call(param);
         }
       } else if (e.producer && grads[i].defined()) {
-        Node* producer = e.producer.get();
-        auto slot = grad_of.find(producer);
-        if (slot == grad_of.end())
-          grad_of.emplace(producer, grads[i]);
-        else if (slot->second.impl_ptr().use_count() == 1 && slot->second.storage().use_count() == 1 &&
-                 slot->second.is_contiguous())  // ours alone (not also another node's or a leaf's): add in place
-          ops::add_(slot->second, grads[i]);
-        else
-          slot->second = ops::add(slot->second, grads[i]);
+        detail::add_grad(grad_of, e.producer.get(), grads[i]);
       }
     }
     // 3. Free what this node saved, and its edges: activation memory goes as backward proceeds.
-    node->release_saved();
-    node->next_edges.clear();
-    node->released = true;
+    detail::release(*node);
   }
+  task.finish();
 }
 
 }  // namespace minitorch::autograd

@@ -25,35 +25,37 @@ struct AddBackward : Node {
 };
 
 struct MulBackward : Node {
-  Tensor a, b;  // saved inputs (detached: no graph cycles)
+  SavedTensor a, b;  // saved inputs (detached activations or parameters: no graph cycles)
   const char* name() const override { return "MulBackward"; }
   // out = a * b   =>   da = dout * b, db = dout * a
   std::vector<Tensor> backward(const Tensor& g) override {
     Tensor ga, gb;
-    if (next_edges[0].defined()) ga = reduce_to(ops::mul(g, b), next_edges[0]);
-    if (next_edges[1].defined()) gb = reduce_to(ops::mul(g, a), next_edges[1]);
+    if (next_edges[0].defined()) ga = reduce_to(ops::mul(g, b.get()), next_edges[0]);
+    if (next_edges[1].defined()) gb = reduce_to(ops::mul(g, a.get()), next_edges[1]);
     return {ga, gb};
   }
-  void release_saved() override { a = b = Tensor(); }
+  void release_saved() override { a.reset(), b.reset(); }
 };
 
 struct DivBackward : Node {
-  Tensor a, b;
+  SavedTensor a, b;
   const char* name() const override { return "DivBackward"; }
   // out = a / b   =>   da = dout / b, db = -dout * a / b²
   std::vector<Tensor> backward(const Tensor& g) override {
+    const Tensor &av = a.get(), &bv = b.get();
     Tensor ga, gb;
-    if (next_edges[0].defined()) ga = reduce_to(ops::div(g, b), next_edges[0]);
-    if (next_edges[1].defined()) gb = reduce_to(ops::neg(ops::div(ops::mul(g, a), ops::mul(b, b))), next_edges[1]);
+    if (next_edges[0].defined()) ga = reduce_to(ops::div(g, bv), next_edges[0]);
+    if (next_edges[1].defined()) gb = reduce_to(ops::neg(ops::div(ops::mul(g, av), ops::mul(bv, bv))), next_edges[1]);
     return {ga, gb};
   }
-  void release_saved() override { a = b = Tensor(); }
+  void release_saved() override { a.reset(), b.reset(); }
 };
 
 /// Unary op whose derivative is a function of the saved input x and/or output y.
 struct UnaryBackward : Node {
   enum Kind { Affine, Exp, Log, Tanh, Pow } kind;
-  Tensor x, y;
+  SavedTensor x;  // the input (Log, Pow)
+  Tensor y;       // the output (Exp, Tanh)
   float s = 1.f, p = 1.f;
   explicit UnaryBackward(Kind k) : kind(k) {}
   const char* name() const override {
@@ -64,13 +66,13 @@ struct UnaryBackward : Node {
     switch (kind) {
       case Affine: return {ops::affine(g, s)};                                 // y = s x + t
       case Exp: return {ops::mul(g, y)};                                       // y = e^x
-      case Log: return {ops::div(g, x)};                                       // y = log x
+      case Log: return {ops::div(g, x.get())};                                 // y = log x
       case Tanh: return {ops::mul(g, ops::affine(ops::mul(y, y), -1.f, 1.f))};  // y = tanh x: 1 - y²
-      case Pow: return {ops::mul(g, ops::affine(ops::pow(x, p - 1.f), p))};    // y = x^p: p x^(p-1)
+      case Pow: return {ops::mul(g, ops::affine(ops::pow(x.get(), p - 1.f), p))};  // y = x^p: p x^(p-1)
     }
     return {Tensor()};
   }
-  void release_saved() override { x = y = Tensor(); }
+  void release_saved() override { x.reset(), y = Tensor(); }
 };
 
 Tensor unary(UnaryBackward::Kind kind, const Tensor& a, Tensor out, float s = 1.f, float p = 1.f) {
@@ -78,7 +80,7 @@ Tensor unary(UnaryBackward::Kind kind, const Tensor& a, Tensor out, float s = 1.
   auto node = std::make_shared<UnaryBackward>(kind);
   node->s = s;
   node->p = p;
-  if (kind == UnaryBackward::Log || kind == UnaryBackward::Pow) node->x = a.detach();
+  if (kind == UnaryBackward::Log || kind == UnaryBackward::Pow) node->x = a;
   if (kind == UnaryBackward::Exp || kind == UnaryBackward::Tanh) node->y = out.detach();
   return record(out, node, {a});
 }
@@ -136,14 +138,14 @@ Tensor sub(const Tensor& a, const Tensor& b) { return record(ops::sub(a, b), std
 Tensor mul(const Tensor& a, const Tensor& b) {
   auto node = std::make_shared<MulBackward>();
   Tensor out = ops::mul(a, b);
-  if (grad_enabled() && (needs_grad(a) || needs_grad(b))) node->a = a.detach(), node->b = b.detach();
+  if (grad_enabled() && (needs_grad(a) || needs_grad(b))) node->a = a, node->b = b;
   return record(out, node, {a, b});
 }
 
 Tensor div(const Tensor& a, const Tensor& b) {
   auto node = std::make_shared<DivBackward>();
   Tensor out = ops::div(a, b);
-  if (grad_enabled() && (needs_grad(a) || needs_grad(b))) node->a = a.detach(), node->b = b.detach();
+  if (grad_enabled() && (needs_grad(a) || needs_grad(b))) node->a = a, node->b = b;
   return record(out, node, {a, b});
 }
 

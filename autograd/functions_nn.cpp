@@ -13,7 +13,7 @@ Tensor sum_batches(const Tensor& g, const Tensor& like) {
 }
 
 struct MatmulBackward : Node {
-  Tensor a, b;
+  SavedTensor a_saved, b_saved;
   bool ta, tb;
   const char* name() const override { return "MatmulBackward"; }
   // out = op(a) @ op(b), op = transpose if flagged:
@@ -22,6 +22,7 @@ struct MatmulBackward : Node {
   //   C = A B^T    =>  dA = dC B,      dB = dC^T A
   //   C = A^T B^T  =>  dA = B^T dC^T,  dB = dC^T A^T
   std::vector<Tensor> backward(const Tensor& g) override {
+    const Tensor &a = a_saved.get(), &b = b_saved.get();
     Tensor ga, gb;
     if (next_edges[0].defined()) {
       if (!ta) ga = ops::matmul(g, b, false, !tb);
@@ -36,26 +37,30 @@ struct MatmulBackward : Node {
     }
     return {ga, gb};
   }
-  void release_saved() override { a = b = Tensor(); }
+  void release_saved() override { a_saved.reset(), b_saved.reset(); }
 };
 
 struct LinearBackward : Node {
-  Tensor x2, w;  // x flattened to (N, in), W (out, in)
+  SavedTensor x, w;  // x: (N, in) flattened, or the (..., in) parameter itself; W (out, in)
   bool has_bias;
   const char* name() const override { return "LinearBackward"; }
   // y = x W^T + b   =>   dx = dy W,  dW = dy^T x,  db = sum_rows(dy)
   std::vector<Tensor> backward(const Tensor& g) override {
-    Tensor dy = g.reshape({-1, w.size(0)});
+    const Tensor& wv = w.get();
+    Tensor dy = g.reshape({-1, wv.size(0)});
     Tensor dx, dw, db;
     if (next_edges[0].defined()) {
       Shape xs = next_edges[0].shape;
-      dx = ops::matmul(dy, w).view(xs);
+      dx = ops::matmul(dy, wv).view(xs);
     }
-    if (next_edges[1].defined()) dw = ops::matmul(dy, x2, true, false);
+    if (next_edges[1].defined()) {
+      const Tensor& xv = x.get();
+      dw = ops::matmul(dy, xv.dim() == 2 ? xv : xv.reshape({-1, xv.size(-1)}), true, false);
+    }
     if (has_bias && next_edges[2].defined()) db = ops::sum(dy, {0});
     return {dx, dw, db};
   }
-  void release_saved() override { x2 = w = Tensor(); }
+  void release_saved() override { x.reset(), w.reset(); }
 };
 
 struct SoftmaxBackward : Node {
@@ -71,21 +76,22 @@ struct SoftmaxBackward : Node {
 };
 
 struct LayerNormBackward : Node {
-  Tensor x, weight, mean, rstd;
+  SavedTensor x, weight;
+  Tensor mean, rstd;
   const char* name() const override { return "LayerNormBackward"; }
   // y = (x - mean) * rstd * w + b   (per row)
   std::vector<Tensor> backward(const Tensor& g) override {
-    auto r = ops::layernorm_backward(g, x, weight, mean, rstd);
+    auto r = ops::layernorm_backward(g, x.get(), weight.get(), mean, rstd);
     return {r.dx, r.dweight, r.dbias};
   }
-  void release_saved() override { x = weight = mean = rstd = Tensor(); }
+  void release_saved() override { x.reset(), weight.reset(), mean = rstd = Tensor(); }
 };
 
 struct GeluBackward : Node {
-  Tensor x;
+  SavedTensor x;
   const char* name() const override { return "GeluBackward"; }
-  std::vector<Tensor> backward(const Tensor& g) override { return {ops::gelu_backward(x, g)}; }
-  void release_saved() override { x = Tensor(); }
+  std::vector<Tensor> backward(const Tensor& g) override { return {ops::gelu_backward(x.get(), g)}; }
+  void release_saved() override { x.reset(); }
 };
 
 struct EmbeddingBackward : Node {
@@ -116,8 +122,8 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
   Tensor out = ops::matmul(a, b, trans_a, trans_b);
   if (!grad_enabled() || !(needs_grad(a) || needs_grad(b))) return out;
   auto node = std::make_shared<MatmulBackward>();
-  node->a = a.detach();
-  node->b = b.detach();
+  node->a_saved = a;
+  node->b_saved = b;
   node->ta = trans_a;
   node->tb = trans_b;
   return record(out, node, {a, b});
@@ -135,8 +141,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   y = y.view(ys);
   if (!grad_enabled() || !(needs_grad(x) || needs_grad(weight) || needs_grad(bias))) return y;
   auto node = std::make_shared<LinearBackward>();
-  node->x2 = x2.detach();
-  node->w = weight.detach();
+  node->x = x.is_leaf() && x.requires_grad() ? x : x2;  // a parameter by reference, an activation as (N, in)
+  node->w = weight;
   node->has_bias = bias.defined();
   return record(y, node, {x, weight, bias});
 }
@@ -165,8 +171,8 @@ Tensor layernorm(const Tensor& x, const Tensor& weight, const Tensor& bias, floa
   auto r = ops::layernorm(x, weight, bias, eps);
   if (!grad_enabled() || !(needs_grad(x) || needs_grad(weight) || needs_grad(bias))) return r.y;
   auto node = std::make_shared<LayerNormBackward>();
-  node->x = x.detach();
-  node->weight = weight.detach();
+  node->x = x;
+  node->weight = weight;
   node->mean = r.mean;
   node->rstd = r.rstd;
   return record(r.y, node, {x, weight, bias});
@@ -176,7 +182,7 @@ Tensor gelu(const Tensor& x) {
   Tensor y = ops::gelu(x);
   if (!grad_enabled() || !needs_grad(x)) return y;
   auto node = std::make_shared<GeluBackward>();
-  node->x = x.detach();
+  node->x = x;
   return record(y, node, {x});
 }
 

@@ -4,7 +4,7 @@
 ///
 /// The scalar compared is L(x) = Σ f(x) ⊙ r for a fixed random r (so every output element counts),
 /// summed in double. Each input element is nudged by ±eps and the slope (L⁺ - L⁻) / 2eps, computed
-/// in double, is compared with the analytic dL/dx from autograd::backward.
+/// in double, is compared with the analytic dL/dx from autograd::backward (or autograd::grad).
 ///
 /// \code
 ///   auto f = [](const std::vector<Tensor>& in) { return autograd::gelu(in[0]); };
@@ -24,6 +24,7 @@ struct GradcheckOptions {
   double atol = 1e-3;
   double rtol = 1e-2;
   std::uint64_t seed = 12345;  // for the projection r
+  bool via_grad = false;       // analytic gradients from autograd::grad instead of backward (no .grad written)
 };
 
 struct GradcheckResult {

@@ -9,7 +9,8 @@
 /// dL/d(input) for every input (the chain rule).
 ///
 /// An edge does not hold the input's data: a node keeps alive only what its backward saved, so
-/// activation memory is exactly the saved tensors (as in PyTorch).
+/// activation memory is exactly the saved tensors (as in PyTorch). A saved parameter is the
+/// exception that proves the rule: the node refers to the parameter, not to its bytes (SavedTensor).
 #include <memory>
 #include <vector>
 
@@ -26,6 +27,25 @@ struct Edge {
   Shape shape;                        ///< the input's shape (its gradient has this shape)
   /// False for inputs that need no gradient.
   bool defined() const { return producer || leaf; }
+};
+
+/// A tensor a backward reads. An activation is kept as a detached view: its bytes stay alive until
+/// the node is released. A leaf that requires grad (a parameter) is kept as the parameter itself
+/// (its TensorImpl), and get() reads whatever storage it has when backward runs: ZeRO-3 releases a
+/// parameter after forward and gathers it again before backward, so the graph must neither pin the
+/// old bytes nor read them (a parameter still released at backward time fails in the op that reads it).
+class SavedTensor {
+ public:
+  SavedTensor() = default;
+  /// Saves `t` (may be undefined).
+  SavedTensor(const Tensor& t)  // NOLINT: implicit, so `node->w = weight;` reads like before
+      : t_(!t.defined() || (t.is_leaf() && t.requires_grad()) ? t : t.detach()) {}
+  /// The tensor to compute with.
+  const Tensor& get() const { return t_; }
+  void reset() { t_ = Tensor(); }
+
+ private:
+  Tensor t_;
 };
 
 struct Node {

@@ -57,9 +57,9 @@ DistributedDataParallel::DistributedDataParallel(const nn::NamedTensors& params,
   for (std::size_t bi = 0; bi < buckets_.size(); ++bi)
     for (Tensor& p : buckets_[bi].params) {
       std::weak_ptr<Hooked> weak = hooked_;
-      p.register_grad_hook([weak, bi](Tensor&) {
+      hooks_.push_back(p.register_grad_hook([weak, bi](Tensor&) {
         if (auto h = weak.lock()) h->ddp->on_grad_ready(bi);
-      });
+      }));
     }
 }
 

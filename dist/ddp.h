@@ -99,6 +99,7 @@ class DistributedDataParallel {
   ProcessGroup& group_;
   std::vector<Bucket> buckets_;
   std::shared_ptr<Hooked> hooked_;
+  std::vector<HookHandle> hooks_;               // one gradient hook per parameter, removed with the DDP
   bool sync_ = true, in_backward_ = false;
   int launched_ = 0;
   double t0_ = 0;

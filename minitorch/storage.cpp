@@ -8,9 +8,13 @@ std::shared_ptr<Storage> Storage::allocate(std::size_t nbytes, Device device, Me
   return std::shared_ptr<Storage>(new Storage(data, nbytes, device, tag));
 }
 
+std::shared_ptr<Storage> Storage::empty(Device device, MemTag tag) {
+  return std::shared_ptr<Storage>(new Storage(nullptr, 0, device, tag));
+}
+
 Storage::~Storage() {
   account_free(device_, tag_, static_cast<std::int64_t>(nbytes_));
-  device_allocator(device_.type).deallocate(data_, nbytes_, device_.index);
+  if (data_) device_allocator(device_.type).deallocate(data_, nbytes_, device_.index);
 }
 
 void Storage::retag(MemTag tag) {

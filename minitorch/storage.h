@@ -13,6 +13,8 @@ class Storage {
  public:
   /// Allocates `nbytes` on `device`, accounted under `tag` (default: the thread's current tag).
   static std::shared_ptr<Storage> allocate(std::size_t nbytes, Device device, MemTag tag = current_tag());
+  /// No bytes on `device`: what a released tensor points to (Tensor::release_data()).
+  static std::shared_ptr<Storage> empty(Device device, MemTag tag);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;

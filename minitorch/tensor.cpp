@@ -137,7 +137,11 @@ std::string Tensor::describe() const {
 
 void* Tensor::raw_data() const {
   const auto& im = impl();
-  if (!im.storage->data()) return nullptr;
+  if (!im.storage->data()) {  // no bytes: an empty tensor, or a released one
+    if (shape_numel(im.shape) == 0) return nullptr;
+    throw std::runtime_error(im.name.empty() ? "tensor " + describe() + " is released; gather it before use"
+                                             : "parameter '" + im.name + "' is released; gather it before use");
+  }
   return static_cast<char*>(im.storage->data()) + im.offset * static_cast<std::int64_t>(dtype_size(im.dtype));
 }
 
@@ -321,10 +325,14 @@ Tensor Tensor::detach() const {
   return make_view(*this, shape(), strides(), offset());
 }
 
-void Tensor::register_grad_hook(GradHook hook) {
+HookHandle Tensor::register_grad_hook(GradHook hook) {
   if (!requires_grad() || !is_leaf())
     throw std::invalid_argument("register_grad_hook: only leaves that require grad have hooks");
-  impl().grad_hooks.push_back(std::move(hook));
+  std::uint64_t id = impl().grad_hooks.add(std::move(hook));
+  std::weak_ptr<TensorImpl> weak = impl_;  // the handle must not keep the tensor alive
+  return HookHandle([weak, id] {
+    if (auto im = weak.lock()) im->grad_hooks.remove(id);
+  });
 }
 
 }  // namespace minitorch

@@ -27,6 +27,7 @@
 
 #include "minitorch/device.h"
 #include "minitorch/dtype.h"
+#include "minitorch/hooks.h"
 #include "minitorch/storage.h"
 
 namespace minitorch {
@@ -48,6 +49,8 @@ class Tensor;
 
 /// Called with the leaf tensor when its gradient is final for this backward pass.
 using GradHook = std::function<void(Tensor&)>;
+/// A leaf's gradient hooks, in registration order.
+using GradHookList = HookList<void(Tensor&)>;
 
 /// Everything a Tensor handle points to. Users go through Tensor.
 struct TensorImpl {
@@ -60,7 +63,7 @@ struct TensorImpl {
   bool requires_grad = false;
   std::shared_ptr<TensorImpl> grad;            // accumulated gradient of a leaf
   std::shared_ptr<autograd::Node> grad_fn;     // the op that produced this tensor (null for leaves)
-  std::vector<GradHook> grad_hooks;            // fired when the leaf's gradient is final
+  GradHookList grad_hooks;                     // fired when the leaf's gradient is final
   std::string name;                            // parameter name, for traces and errors
 };
 
@@ -157,10 +160,26 @@ class Tensor {
   bool is_leaf() const { return impl().grad_fn == nullptr; }
   /// Same storage and view, cut from the graph (no grad_fn, requires_grad false).
   Tensor detach() const;
-  /// Registers a hook called when this leaf's gradient is final for the current backward.
-  void register_grad_hook(GradHook hook);
+  /// Registers a hook called when this leaf's gradient is final for the current backward (not by
+  /// autograd::grad, which accumulates nothing). Hooks run in registration order. The hook stays
+  /// while the returned handle lives; removing it, even from a running hook, is safe.
+  [[nodiscard]] HookHandle register_grad_hook(GradHook hook);
   const std::string& name() const { return impl().name; }
   void set_name(const std::string& n) { impl().name = n; }
+
+  // ---- releasable data (ZeRO-3 parameters; PyTorch's `param.data = ...`) ----
+  /// Drops this tensor's bytes: the storage becomes an empty one on the same device, while shape,
+  /// dtype, name, grad and hooks stay. The memory goes back to the allocator when no other view
+  /// holds it (graph nodes refer to a parameter, not to its bytes: autograd/node.h SavedTensor).
+  /// Reading the data afterwards throws "parameter '<name>' is released; gather it before use".
+  void release_data();
+  /// True after release_data(), until set_data() gives the tensor data again.
+  bool is_released() const;
+  /// Makes this tensor use `src`'s storage, offset and strides; the shapes and dtypes must match.
+  /// The TensorImpl stays the same, so the optimizer, hooks and graph nodes holding this tensor see
+  /// the new bytes. ZeRO-3 points a parameter into a gathered flat buffer this way.
+  ///   src: same shape and dtype as this tensor, any strides, offset and device
+  void set_data(const Tensor& src);
 
   TensorImpl& impl() const;
   const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }

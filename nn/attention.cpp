@@ -21,7 +21,10 @@ CausalSelfAttention::CausalSelfAttention(const GPTConfig& config, Generator& gen
 }
 
 // x: (B, T, C) -> (B, T, C)
-Tensor CausalSelfAttention::forward(const Tensor& x) const {
+Tensor CausalSelfAttention::forward(const Tensor& x) const { return call({x}, [&] { return attend(x); }); }
+
+// x: (B, T, C) -> (B, T, C)
+Tensor CausalSelfAttention::attend(const Tensor& x) const {
   if (x.dim() != 3 || x.size(2) != n_embd_)
     throw std::invalid_argument("CausalSelfAttention: expected x of shape (B, T, " + std::to_string(n_embd_) +
                                 "), got " + shape_str(x.shape()));

@@ -35,6 +35,8 @@ class CausalSelfAttention : public Module {
   std::shared_ptr<Linear> c_proj;  // (C, C): heads -> output
 
  private:
+  Tensor attend(const Tensor& x) const;  // the body of forward()
+
   std::int64_t n_head_;
   std::int64_t n_embd_;
 };

@@ -16,7 +16,9 @@ MLP::MLP(const GPTConfig& config, Generator& gen) {
 }
 
 // x: (B, T, C) -> (B, T, 4C) -> gelu -> (B, T, C)
-Tensor MLP::forward(const Tensor& x) const { return c_proj->forward(ag::gelu(c_fc->forward(x))); }
+Tensor MLP::forward(const Tensor& x) const {
+  return call({x}, [&] { return c_proj->forward(ag::gelu(c_fc->forward(x))); });
+}
 
 Block::Block(const GPTConfig& config, Generator& gen) {
   ln_1 = register_module("ln_1", std::make_shared<LayerNorm>(config.n_embd, config.bias));
@@ -27,8 +29,10 @@ Block::Block(const GPTConfig& config, Generator& gen) {
 
 // x: (B, T, C) -> (B, T, C)
 Tensor Block::forward(const Tensor& x) const {
-  Tensor h = ag::add(x, attn->forward(ln_1->forward(x)));  // (B, T, C)
-  return ag::add(h, mlp->forward(ln_2->forward(h)));       // (B, T, C)
+  return call({x}, [&] {
+    Tensor h = ag::add(x, attn->forward(ln_1->forward(x)));  // (B, T, C)
+    return ag::add(h, mlp->forward(ln_2->forward(h)));       // (B, T, C)
+  });
 }
 
 }  // namespace minitorch::nn

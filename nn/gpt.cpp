@@ -43,9 +43,11 @@ GPT::GPT(const GPTConfig& config, Generator& gen) : config_(config) {
 Tensor GPT::embed(const Tensor& idx) const {
   check_tokens(idx, "idx", config_.block_size);
   const std::int64_t T = idx.size(1);
-  Tensor tok = wte->forward(idx);                 // (B, T, C)
-  Tensor pos = ag::narrow(wpe->weight, 0, 0, T);  // (T, C): rows 0..T-1 of wpe
-  return ag::add(tok, pos);                       // (B, T, C), pos broadcast over B
+  // Positions by lookup, not as a view of wpe.weight, so wpe's forward runs with its hooks (ZeRO-3
+  // gathers the table there) and no view of the parameter outlives the forward.
+  Tensor tok = wte->forward(idx);                                 // (B, T, C)
+  Tensor pos = wpe->forward(Tensor::arange(T).to(idx.device()));  // (T, C): rows 0..T-1 of wpe
+  return ag::add(tok, pos);                                       // (B, T, C), pos broadcast over B
 }
 
 // x: (B, T, C) -> logits: (B, T, V)
@@ -53,9 +55,11 @@ Tensor GPT::head(const Tensor& x) const { return lm_head->forward(ln_f->forward(
 
 // idx: (B, T) i32 -> logits: (B, T, V)
 Tensor GPT::forward(const Tensor& idx) const {
-  Tensor x = embed(idx);
-  for (const auto& block : blocks) x = block->forward(x);
-  return head(x);
+  return call({idx}, [&] {
+    Tensor x = embed(idx);
+    for (const auto& block : blocks) x = block->forward(x);
+    return head(x);
+  });
 }
 
 // logits: (B, T, V), targets: (B, T) -> scalar

@@ -34,7 +34,9 @@ Linear::Linear(Tensor w, Tensor b) {
 }
 
 // x: (..., in) -> (..., out)
-Tensor Linear::forward(const Tensor& x) const { return autograd::linear(x, weight, bias); }
+Tensor Linear::forward(const Tensor& x) const {
+  return call({x}, [&] { return autograd::linear(x, weight, bias); });
+}
 
 // ---------------- Embedding ----------------
 Embedding::Embedding(std::int64_t num_embeddings, std::int64_t embedding_dim, Generator& gen, float init_std) {
@@ -45,7 +47,9 @@ Embedding::Embedding(std::int64_t num_embeddings, std::int64_t embedding_dim, Ge
 }
 
 // idx: (...) i32 -> (..., C)
-Tensor Embedding::forward(const Tensor& idx) const { return autograd::embedding(weight, idx); }
+Tensor Embedding::forward(const Tensor& idx) const {
+  return call({idx}, [&] { return autograd::embedding(weight, idx); });
+}
 
 // ---------------- LayerNorm ----------------
 LayerNorm::LayerNorm(std::int64_t dim, bool has_bias, float eps_) : eps(eps_) {
@@ -57,11 +61,13 @@ LayerNorm::LayerNorm(std::int64_t dim, bool has_bias, float eps_) : eps(eps_) {
 
 // x: (..., C) -> (..., C), normalised over C, then * weight + bias
 Tensor LayerNorm::forward(const Tensor& x) const {
-  if (bias.defined()) return autograd::layernorm(x, weight, bias, eps);
-  // Without bias: ops::layernorm requires a bias tensor, so pass zeros that are not a parameter
-  // (C elements per call, freed on return; no gradient is asked for them).
-  Tensor zero_bias = Tensor::zeros(weight.shape(), weight.dtype(), weight.device());
-  return autograd::layernorm(x, weight, zero_bias, eps);
+  return call({x}, [&] {
+    if (bias.defined()) return autograd::layernorm(x, weight, bias, eps);
+    // Without bias: ops::layernorm requires a bias tensor, so pass zeros that are not a parameter
+    // (C elements per call, freed on return; no gradient is asked for them).
+    Tensor zero_bias = Tensor::zeros(weight.shape(), weight.dtype(), weight.device());
+    return autograd::layernorm(x, weight, zero_bias, eps);
+  });
 }
 
 }  // namespace minitorch::nn

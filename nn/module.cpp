@@ -47,6 +47,12 @@ Module::~Module() {
   for (auto& [n, child] : children_) child->parent_ = nullptr;  // a child that outlives us becomes a root
 }
 
+std::string Module::path() const {
+  std::string p = path_prefix();
+  if (!p.empty()) p.pop_back();  // the trailing dot
+  return p;
+}
+
 std::string Module::path_prefix() const {
   std::string p;
   for (const Module* m = this; m->parent_; m = m->parent_) p = m->name_in_parent_ + "." + p;

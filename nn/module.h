@@ -32,13 +32,18 @@
 /// `TagScope(MemTag::param)`, and register_parameter() re-tags a tensor created elsewhere.
 /// Each parameter tensor also carries its full dotted name (`Tensor::name()`), for traces and errors.
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
+#include <span>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "minitorch/dtype.h"
+#include "minitorch/hooks.h"
 #include "minitorch/tensor.h"
+#include "nn/hooks.h"
 
 namespace minitorch::nn {
 
@@ -102,8 +107,53 @@ class Module {
   void train(bool on = true);
   void eval() { train(false); }
   bool is_training() const { return training_; }
+  /// This module's dotted path from the root of its tree ("transformer.h.0"; "" for the root).
+  std::string path() const;
+
+  // ---- hooks (nn/hooks.h): each kind runs in registration order while its handle lives ----
+  /// Runs before the forward body, with the inputs.
+  /// \code
+  ///   HookHandle h = block->register_pre_forward_hook([](nn::Module& m, std::span<const Tensor> in) {
+  ///     std::printf("%s <- %s\n", m.path().c_str(), shape_str(in[0].shape()).c_str());
+  ///   });
+  ///   h.remove();  // or let it go out of scope
+  /// \endcode
+  [[nodiscard]] HookHandle register_pre_forward_hook(PreForwardHook hook);
+  /// Runs after the forward body, with the inputs and the output.
+  [[nodiscard]] HookHandle register_post_forward_hook(PostForwardHook hook);
+  /// Runs when the gradient of the module's output first arrives in a backward (before any of the
+  /// module's own backward), with that gradient. Only outputs of forwards run while a backward hook
+  /// is registered carry it.
+  [[nodiscard]] HookHandle register_pre_backward_hook(PreBackwardHook hook);
+  /// Runs once per backward when every parameter of this module's subtree has its final gradient
+  /// (tied and unreached parameters: see nn/hooks.h).
+  [[nodiscard]] HookHandle register_post_backward_hook(PostBackwardHook hook);
+
+ protected:
+  /// The one path every forward goes through: pre-forward hooks, `body` (the forward itself, a
+  /// callable returning the output), the backward-hook node on the output, post-forward hooks.
+  /// `inputs` are the tensors the forward takes, for the hooks (several: `call({idx, targets}, ...)`);
+  /// other arguments are simply captured by `body`. A module that never had a hook returns body().
+  /// \code
+  ///   Tensor Linear::forward(const Tensor& x) const {
+  ///     return call({x}, [&] { return autograd::linear(x, weight, bias); });  // x: (..., in) -> (..., out)
+  ///   }
+  /// \endcode
+  template <typename Body>
+  Tensor call(std::initializer_list<Tensor> inputs, Body&& body) const {
+    // Every module's forward passes here: the one place for per-module forward/backward events.
+    if (!hooks_) return body();
+    using B = std::remove_reference_t<Body>;
+    return call_with_hooks(std::span<const Tensor>(inputs.begin(), inputs.size()),
+                           [](void* b) -> Tensor { return (*static_cast<B*>(b))(); },
+                           const_cast<void*>(static_cast<const void*>(&body)));
+  }
 
  private:
+  friend struct ModuleHooks;
+  /// call() when the module has hooks (nn/hooks.cpp). `run(body)` runs the forward.
+  Tensor call_with_hooks(std::span<const Tensor> inputs, Tensor (*run)(void*), void* body) const;
+  ModuleHooks& hooks();  // created on first use
   void add_child(const std::string& name, std::shared_ptr<Module> child);
   void collect(const std::string& prefix, NamedTensors& out) const;  // all names, with duplicates
   void check_local_name(const std::string& name, const char* what) const;
@@ -115,6 +165,7 @@ class Module {
   bool training_ = true;
   const Module* parent_ = nullptr;  // set when registered; the parent owns this module
   std::string name_in_parent_;
+  std::shared_ptr<ModuleHooks> hooks_;  // null until a hook is registered (the fast path of call())
 };
 
 }  // namespace minitorch::nn

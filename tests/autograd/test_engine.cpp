@@ -106,9 +106,9 @@ TEST(L02_AutogradGraph, MarkingANonLeafOrHookingItThrows) {
   Tensor w = leaf({1}, {1});
   Tensor y = ag::exp(w);
   EXPECT_THROW(y.set_requires_grad(), std::invalid_argument);
-  EXPECT_THROW(y.register_grad_hook([](Tensor&) {}), std::invalid_argument);
+  EXPECT_THROW((void)y.register_grad_hook([](Tensor&) {}), std::invalid_argument);
   Tensor plain = Tensor::ones({1});
-  EXPECT_THROW(plain.register_grad_hook([](Tensor&) {}), std::invalid_argument);
+  EXPECT_THROW((void)plain.register_grad_hook([](Tensor&) {}), std::invalid_argument);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -233,7 +233,7 @@ TEST(L02_AutogradBackward, SecondBackwardThroughAFreedGraphThrows) {
 TEST(L02_AutogradBackward, LeafAsRoot) {
   Tensor w = leaf({7}, {1});
   int calls = 0;
-  w.register_grad_hook([&](Tensor&) { ++calls; });
+  HookHandle hook = w.register_grad_hook([&](Tensor&) { ++calls; });
   ag::backward(w);
   expect_vec_near(w.grad().to_vector(), {1});
   EXPECT_EQ(calls, 1);
@@ -242,7 +242,7 @@ TEST(L02_AutogradBackward, LeafAsRoot) {
 TEST(L02_AutogradBackward, UnusedLeafGetsNoGradient) {
   Tensor used = leaf({1}, {1}), unused = leaf({2}, {1});
   int calls = 0;
-  unused.register_grad_hook([&](Tensor&) { ++calls; });
+  HookHandle hook = unused.register_grad_hook([&](Tensor&) { ++calls; });
   ag::backward(ag::sum(ag::exp(used)));
   EXPECT_TRUE(used.grad().defined());
   EXPECT_FALSE(unused.grad().defined());
@@ -284,7 +284,7 @@ Tensor block(const Tensor& x) { return ag::record(x.clone(), std::make_shared<Bl
 TEST(L02_AutogradBackward, NodeReachedByNoGradientIsSkipped) {
   Tensor w = leaf({0.5f, 1.5f}, {2});
   int calls = 0;
-  w.register_grad_hook([&](Tensor&) { ++calls; });
+  HookHandle hook = w.register_grad_hook([&](Tensor&) { ++calls; });
   // exp's node is in the graph but no gradient reaches it; w still gets add's gradient and its hook
   Tensor loss = ag::sum(ag::add(block(ag::exp(w)), w));
   ag::backward(loss);
@@ -343,7 +343,7 @@ TEST(L02_AutogradHooks, FireOncePerLeafPerBackwardWithTheFullGradient) {
   Tensor a = Tensor::from_vector({3, 4}, {2}), b = Tensor::from_vector({10, 20}, {2});
   int calls = 0;
   std::vector<float> seen;
-  w.register_grad_hook([&](Tensor& t) {
+  HookHandle hook = w.register_grad_hook([&](Tensor& t) {
     ++calls;
     EXPECT_TRUE(t.same(w));
     seen = t.grad().to_vector();
@@ -363,7 +363,7 @@ TEST(L02_AutogradHooks, SameTensorTwiceInOneOpFiresOnce) {
   Tensor w = leaf({3}, {1});
   int calls = 0;
   float seen = 0;
-  w.register_grad_hook([&](Tensor& t) {
+  HookHandle hook = w.register_grad_hook([&](Tensor& t) {
     ++calls;
     seen = t.grad().item();
   });
@@ -375,8 +375,8 @@ TEST(L02_AutogradHooks, SameTensorTwiceInOneOpFiresOnce) {
 TEST(L02_AutogradHooks, SeveralHooksOnOneLeafRunInRegistrationOrder) {
   Tensor w = leaf({1}, {1});
   std::string log;
-  w.register_grad_hook([&](Tensor&) { log += "a"; });
-  w.register_grad_hook([&](Tensor&) { log += "b"; });
+  HookHandle hook_a = w.register_grad_hook([&](Tensor&) { log += "a"; });
+  HookHandle hook_b = w.register_grad_hook([&](Tensor&) { log += "b"; });
   ag::backward(ag::sum(ag::exp(w)));
   EXPECT_EQ(log, "ab");
 }
@@ -389,17 +389,18 @@ TEST(L02_AutogradHooks, FireInReverseOrderOfUseForAChainOfLayers) {
   std::vector<Tensor> ws, bs;
   std::vector<std::string> order;
   std::map<std::string, bool> earlier_pending;  // at hook time, was layer 0's weight still ungraded?
+  std::vector<HookHandle> hooks;
   for (int l = 0; l < L; ++l) {
     ws.push_back(Tensor::randn({C, C}, gen, 0.f, 0.3f).set_requires_grad());
     bs.push_back(Tensor::zeros({C}).set_requires_grad());
   }
   for (int l = 0; l < L; ++l) {
     std::string wn = "w" + std::to_string(l), bn = "b" + std::to_string(l);
-    ws[l].register_grad_hook([&, wn](Tensor&) {
+    hooks.push_back(ws[l].register_grad_hook([&, wn](Tensor&) {
       order.push_back(wn);
       earlier_pending[wn] = !ws[0].grad().defined();
-    });
-    bs[l].register_grad_hook([&, bn](Tensor&) { order.push_back(bn); });
+    }));
+    hooks.push_back(bs[l].register_grad_hook([&, bn](Tensor&) { order.push_back(bn); }));
   }
   Tensor h = Tensor::randn({5, C}, gen);
   for (int l = 0; l < L; ++l) h = ag::tanh(ag::linear(h, ws[l], bs[l]));
@@ -422,13 +423,13 @@ TEST(L02_AutogradHooks, TiedWeightFiresOnlyAfterItsLastUse) {
   Tensor mid = Tensor::randn({4, 4}, gen, 0.f, 0.5f).set_requires_grad();
   std::vector<std::string> order;
   float seen_norm = -1;
-  wte.register_grad_hook([&](Tensor& t) {
+  HookHandle wte_hook = wte.register_grad_hook([&](Tensor& t) {
     order.push_back("wte");
     double s = 0;
     for (float v : t.grad().to_vector()) s += v * v;
     seen_norm = static_cast<float>(s);
   });
-  mid.register_grad_hook([&](Tensor&) { order.push_back("mid"); });
+  HookHandle mid_hook = mid.register_grad_hook([&](Tensor&) { order.push_back("mid"); });
   Tensor idx = Tensor::from_ints({1, 3, 3}, {3});
   Tensor h = ag::embedding(wte, idx);                 // (3, 4)
   h = ag::tanh(ag::linear(h, mid, Tensor()));         // (3, 4)
