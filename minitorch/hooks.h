@@ -14,6 +14,7 @@
 ///   }                                         // h destroyed: the hook is gone
 ///   autograd::backward(autograd::sum(w));     // no hook runs
 /// \endcode
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -91,7 +92,9 @@ class HookList<void(Args...)> {
     struct Done {  // compacts even if a callback throws
       HookList* list;
       ~Done() {
-        if (--list->calling_ == 0) std::erase_if(list->entries_, [](const Entry& e) { return !e.fn; });
+        if (--list->calling_ != 0) return;  // (erase-remove, not std::erase_if: nvcc compiles this as C++17)
+        auto& v = list->entries_;
+        v.erase(std::remove_if(v.begin(), v.end(), [](const Entry& e) { return !e.fn; }), v.end());
       }
     } done{this};
     for (std::size_t i = 0, n = entries_.size(); i < n; ++i)

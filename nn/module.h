@@ -34,6 +34,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -41,6 +42,7 @@
 #include <vector>
 
 #include "minitorch/dtype.h"
+#include "minitorch/events.h"
 #include "minitorch/hooks.h"
 #include "minitorch/tensor.h"
 #include "nn/hooks.h"
@@ -141,7 +143,11 @@ class Module {
   /// \endcode
   template <typename Body>
   Tensor call(std::initializer_list<Tensor> inputs, Body&& body) const {
-    // Every module's forward passes here: the one place for per-module forward/backward events.
+    // Every module's forward passes here: the one place for per-module forward events (the
+    // backward ones come from nn::ModulePhaseEvents' hooks). No sink, no hooks: just body().
+    if (!hooks_ && !events::enabled()) return body();
+    std::optional<events::Span> span;
+    if (events::enabled()) span.emplace(events::Category::compute, "forward", path());
     if (!hooks_) return body();
     using B = std::remove_reference_t<Body>;
     return call_with_hooks(std::span<const Tensor>(inputs.begin(), inputs.size()),
