@@ -37,7 +37,7 @@ Tensor flat_chunk(const Tensor& t, std::int64_t offset, std::int64_t count) {
 // input (numel) f32/bf16; output chunk_size(numel, N, rank) of the same dtype (collectives.cpp checked).
 std::unique_ptr<Work> MpiGroup::start_reduce_scatter(Tensor& output, const Tensor& input, ReduceOp op) {
   const std::int64_t numel = input.numel();
-  const std::uint64_t event = begin_op("reduce_scatter", reduce_scatter_volume(numel, size_, rank_), input.dtype());
+  const std::uint64_t event = begin_op("reduce_scatter", numel, reduce_scatter_volume(numel, size_, rank_), input.dtype());
   // What MPI / the ring reads: the input itself when it is f32 and apart from the output, else an f32
   // copy (bf16 is summed in f32; an output inside the input would be overwritten while still read).
   const bool own_input = input.dtype() == DType::f32 && !detail::overlaps(input, output);
@@ -47,6 +47,7 @@ std::unique_ptr<Work> MpiGroup::start_reduce_scatter(Tensor& output, const Tenso
   const int divide_by = op == ReduceOp::avg ? size_ : 0;
   auto work = std::make_unique<CollectiveWork>("reduce_scatter", output, result, divide_by);
   work->event_id = event;
+  work->wait_ctx = wait_context();
   work->keep.push_back(send);
 
   if (algorithm_ == Algorithm::ring) {
@@ -65,7 +66,7 @@ std::unique_ptr<Work> MpiGroup::start_all_gather(Tensor& output, const Tensor& s
   const std::int64_t numel = output.numel();
   const std::int64_t mine = chunk_size(numel, size_, rank_), offset = chunk_offset(numel, size_, rank_);
   const DType dtype = output.dtype();
-  const std::uint64_t event = begin_op("all_gather", all_gather_volume(numel, size_, rank_), dtype);
+  const std::uint64_t event = begin_op("all_gather", numel, all_gather_volume(numel, size_, rank_), dtype);
   const bool ring_floats = algorithm_ == Algorithm::ring && dtype != DType::i32;
   // Where the gather happens: the caller's output, or for bf16 under the ring (which moves floats) an
   // f32 staging buffer — bf16 widens to f32 and back losslessly.
@@ -88,6 +89,7 @@ std::unique_ptr<Work> MpiGroup::start_all_gather(Tensor& output, const Tensor& s
 
   auto work = std::make_unique<CollectiveWork>("all_gather", output, full, /*divide_by=*/0);
   work->event_id = event;
+  work->wait_ctx = wait_context();
   if (ring_floats) {
     ring::all_gather(full.data<float>(), numel, rank_, size_, shift());
     work->wait();  // the ring ran eagerly: finish now (bf16: copy back)

@@ -52,8 +52,10 @@ std::vector<MpiGroup*>& MpiGroup::live_groups() {
   return *groups;
 }
 
-std::uint64_t MpiGroup::begin_op(const char* op, std::int64_t elements, DType dtype, int peer) {
+std::uint64_t MpiGroup::begin_op(const char* op, std::int64_t numel, std::int64_t elements, DType dtype, int peer) {
   progress_sends();
+  last_op_ = std::string(op) + " of " + std::to_string(numel) + " elements";
+  if (peer >= 0) last_op_ += (std::string(op) == "recv" ? " from rank " : " to rank ") + std::to_string(peer);
   record(op, elements, dtype);
   if (!recording() || !events::enabled()) return 0;  // bookkeeping traffic is not step traffic
   events::Event e;
@@ -70,22 +72,37 @@ std::uint64_t MpiGroup::begin_op(const char* op, std::int64_t elements, DType dt
   return id;
 }
 
+detail::WaitContext MpiGroup::wait_context(int peer) const {
+  return detail::WaitContext{last_op_, peer, size_, timeout_s_, current_step_};
+}
+
+void MpiGroup::wait(MPI_Request* requests, int n, std::string what, int peer) const {
+  detail::WaitContext ctx = wait_context(peer);
+  ctx.what = std::move(what);
+  detail::wait_all(requests, n, MPI_STATUSES_IGNORE, ctx);
+}
+
 void MpiGroup::ring_shift(const float* send, std::int64_t send_n, float* recv, std::int64_t recv_n) {
+  // MPI_Sendrecv's exchange as two non-blocking calls and one wait, so a step has the deadline too.
   const int right = (rank_ + 1) % size_, left = (rank_ - 1 + size_) % size_;
-  MPI_Sendrecv(send, detail::mpi_count(send_n, "ring"), MPI_FLOAT, right, kRingTag, recv,
-               detail::mpi_count(recv_n, "ring"), MPI_FLOAT, left, kRingTag, ring_comm_, MPI_STATUS_IGNORE);
+  MPI_Request requests[2];
+  MPI_Irecv(recv, detail::mpi_count(recv_n, "ring"), MPI_FLOAT, left, kRingTag, ring_comm_, &requests[0]);
+  MPI_Isend(send, detail::mpi_count(send_n, "ring"), MPI_FLOAT, right, kRingTag, ring_comm_, &requests[1]);
+  wait(requests, 2, last_op_ + " (ring step: to rank " + std::to_string(right) + ", from rank " + std::to_string(left) + ")");
 }
 
 void MpiGroup::all_reduce(Tensor& t, ReduceOp op) {
   detail::check_tensor(t, "all_reduce", /*reduction=*/true);
   const std::int64_t numel = t.numel();
-  const std::uint64_t event = begin_op("all_reduce", all_reduce_volume(numel, size_, rank_), t.dtype());
+  const std::uint64_t event = begin_op("all_reduce", numel, all_reduce_volume(numel, size_, rank_), t.dtype());
   Tensor buf = t.dtype() == DType::f32 ? t : detail::comm_f32_copy(t);
   float* data = buf.data<float>();
   if (algorithm_ == Algorithm::ring) {
     ring_all_reduce(data, numel, rank_, size_, shift(), op);
   } else {
-    MPI_Allreduce(MPI_IN_PLACE, data, detail::mpi_count(numel, "all_reduce"), MPI_FLOAT, MPI_SUM, comm_);
+    MPI_Request request = MPI_REQUEST_NULL;  // non-blocking + our wait: the deadline, no spinning
+    MPI_Iallreduce(MPI_IN_PLACE, data, detail::mpi_count(numel, "all_reduce"), MPI_FLOAT, MPI_SUM, comm_, &request);
+    wait(&request, 1, last_op_);
     if (op == ReduceOp::avg) detail::divide(data, numel, size_);
   }
   if (!buf.same(t)) t.copy_(buf);  // round the f32 sum back to bf16 once
@@ -95,7 +112,7 @@ void MpiGroup::all_reduce(Tensor& t, ReduceOp op) {
 std::unique_ptr<Work> MpiGroup::all_reduce_async(Tensor& t, ReduceOp op) {
   detail::check_tensor(t, "all_reduce_async", /*reduction=*/true);
   const std::int64_t numel = t.numel();
-  const std::uint64_t event = begin_op("all_reduce", all_reduce_volume(numel, size_, rank_), t.dtype());
+  const std::uint64_t event = begin_op("all_reduce", numel, all_reduce_volume(numel, size_, rank_), t.dtype());
   Tensor buf = t.dtype() == DType::f32 ? t : detail::comm_f32_copy(t);  // bf16: summed in f32
   if (algorithm_ == Algorithm::ring) {  // the teaching ring runs here and now (see the header)
     ring_all_reduce(buf.data<float>(), numel, rank_, size_, shift(), op);
@@ -106,6 +123,7 @@ std::unique_ptr<Work> MpiGroup::all_reduce_async(Tensor& t, ReduceOp op) {
   }
   auto work = std::make_unique<CollectiveWork>("all_reduce", t, buf, op == ReduceOp::avg ? size_ : 0);
   work->event_id = event;
+  work->wait_ctx = wait_context();
   MPI_Iallreduce(MPI_IN_PLACE, buf.data<float>(), detail::mpi_count(numel, "all_reduce_async"), MPI_FLOAT, MPI_SUM,
                  comm_, work->request());
   return work;
@@ -114,15 +132,20 @@ std::unique_ptr<Work> MpiGroup::all_reduce_async(Tensor& t, ReduceOp op) {
 void MpiGroup::broadcast(Tensor& t, int root) {
   detail::check_tensor(t, "broadcast", /*reduction=*/false);
   detail::check_peer(root, size_, "broadcast", "root");
-  const std::uint64_t event = begin_op("broadcast", broadcast_volume(t.numel(), size_, rank_, root), t.dtype());
-  MPI_Bcast(t.raw_data(), detail::mpi_count(t.numel(), "broadcast"), detail::mpi_type(t.dtype()), root, comm_);
+  const std::uint64_t event =
+      begin_op("broadcast", t.numel(), broadcast_volume(t.numel(), size_, rank_, root), t.dtype());
+  MPI_Request request = MPI_REQUEST_NULL;
+  MPI_Ibcast(t.raw_data(), detail::mpi_count(t.numel(), "broadcast"), detail::mpi_type(t.dtype()), root, comm_, &request);
+  wait(&request, 1, last_op_ + " from rank " + std::to_string(root));
   detail::op_end("broadcast", event);
 }
 
 void MpiGroup::barrier() {
   // Not recorded, and it does not wait for buffered sends: a peer may receive them after the barrier.
   progress_sends();
-  MPI_Barrier(comm_);
+  MPI_Request request = MPI_REQUEST_NULL;
+  MPI_Ibarrier(comm_, &request);
+  wait(&request, 1, "barrier");
 }
 
 std::shared_ptr<ProcessGroup> MpiGroup::split(int color, int key) {
@@ -132,6 +155,8 @@ std::shared_ptr<ProcessGroup> MpiGroup::split(int color, int key) {
   if (sub == MPI_COMM_NULL) return nullptr;
   auto g = std::make_shared<MpiGroup>(sub, /*owned=*/true);
   g->set_algorithm(algorithm_);
+  g->set_timeout(timeout_s_);
+  g->set_current_step(current_step_);
   return g;
 }
 

@@ -9,6 +9,7 @@
 #include <mpi.h>
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "dist/mpi_work.h"
@@ -52,8 +53,13 @@ class MpiGroup : public ProcessGroup {
   /// operation (ProcessGroup::record) and, if it was recorded and a sink listens, emits its comm
   /// "begin" event (op, elements, bytes, peer, the thread's events::FlatRange). Returns the event id
   /// that detail::op_end closes (0: no event).
-  std::uint64_t begin_op(const char* op, std::int64_t elements, DType dtype, int peer = -1);
-  /// The ring's one primitive on this group: MPI_Sendrecv to the right, from the left.
+  /// `numel` (the tensor's elements) and `peer` also describe the operation for a timeout message.
+  std::uint64_t begin_op(const char* op, std::int64_t numel, std::int64_t elements, DType dtype, int peer = -1);
+  /// What a wait of the operation begun last needs: its description, this group's timeout and step.
+  detail::WaitContext wait_context(int peer = -1) const;
+  /// Waits for `n` requests with this group's deadline (comm_wait.h); `what` names the operation.
+  void wait(MPI_Request* requests, int n, std::string what, int peer = -1) const;
+  /// The ring's one primitive on this group: MPI_Isend to the right, MPI_Irecv from the left, one wait.
   void ring_shift(const float* send, std::int64_t send_n, float* recv, std::int64_t recv_n);
   /// ring_shift as the ring::Shift the functions of dist/ring.h take.
   ring::Shift shift() {
@@ -73,6 +79,7 @@ class MpiGroup : public ProcessGroup {
   MPI_Comm comm_ = MPI_COMM_NULL;
   MPI_Comm ring_comm_ = MPI_COMM_NULL;
   bool owned_ = false;
+  std::string last_op_ = "operation";  // "all_reduce of 809600 elements": the one begin_op started last
   std::vector<std::unique_ptr<detail::MpiWork>> pending_sends_;  // buffered sends, oldest first
 };
 

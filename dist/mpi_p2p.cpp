@@ -49,9 +49,10 @@ class RecvWork : public detail::MpiWork {
 std::unique_ptr<detail::MpiWork> MpiGroup::start_send(const Tensor& t, int dst, int tag, const char* name) {
   detail::check_tensor(t, name, /*reduction=*/false);
   detail::check_p2p(dst, tag, rank_, size_, name, "destination");
-  const std::uint64_t event = begin_op("send", t.numel(), t.dtype(), dst);
+  const std::uint64_t event = begin_op("send", t.numel(), t.numel(), t.dtype(), dst);
   auto work = std::make_unique<SendWork>(t);
   work->event_id = event;
+  work->wait_ctx = wait_context(dst);
   MPI_Isend(t.raw_data(), detail::mpi_count(t.numel(), name), detail::mpi_type(t.dtype()), dst, tag, comm_,
             work->request());
   return work;
@@ -60,9 +61,10 @@ std::unique_ptr<detail::MpiWork> MpiGroup::start_send(const Tensor& t, int dst, 
 std::unique_ptr<detail::MpiWork> MpiGroup::start_recv(Tensor& t, int src, int tag, const char* name) {
   detail::check_tensor(t, name, /*reduction=*/false);
   detail::check_p2p(src, tag, rank_, size_, name, "source");
-  const std::uint64_t event = begin_op("recv", 0, t.dtype(), src);  // the stats count what a rank sends
+  const std::uint64_t event = begin_op("recv", t.numel(), 0, t.dtype(), src);  // the stats count what a rank sends
   auto work = std::make_unique<RecvWork>(t, src, name);
   work->event_id = event;
+  work->wait_ctx = wait_context(src);
   MPI_Irecv(t.raw_data(), detail::mpi_count(t.numel(), name), detail::mpi_type(t.dtype()), src, tag, comm_,
             work->request());
   return work;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "dist/comm_wait.h"
 #include "dist/process_group.h"
 
 namespace minitorch::dist::detail {
@@ -28,7 +29,8 @@ Tensor comm_f32_copy(const Tensor& t);
 Tensor comm_empty(const Shape& shape, DType dtype);
 
 /// One operation on an MpiGroup, with at most one MPI request (MPI_REQUEST_NULL for work that already
-/// ran, e.g. the eager ring: then the first wait() or test() completes it). Completing runs
+/// ran, e.g. the eager ring: then the first wait() or test() completes it). wait() backs off between
+/// tests and ends the job after wait_ctx.timeout_s (comm_wait.h); test() is one MPI_Test. Completing runs
 /// on_complete() once, then op_end(). Destroying an unfinished MpiWork waits for it; an error at
 /// that point takes the job down (abort_job), since a destructor cannot throw.
 class MpiWork : public Work {
@@ -44,6 +46,8 @@ class MpiWork : public Work {
   MPI_Request* request() { return &request_; }
   /// The id of the operation's "begin" event (MpiGroup::begin_op), closed when it completes.
   std::uint64_t event_id = 0;
+  /// What wait() waits for and how long (MpiGroup::wait_context): past the deadline it ends the job.
+  WaitContext wait_ctx;
 
  protected:
   /// After MPI has finished the request: the operation's last step on this rank (divide for avg, copy

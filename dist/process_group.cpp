@@ -5,6 +5,7 @@
 
 #include <mpi.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -57,6 +58,12 @@ std::int64_t broadcast_volume(std::int64_t numel, int world, int rank, int root)
   check_split(numel, world, root, "broadcast_volume");
   const bool last_in_chain = (rank - root + world) % world == world - 1;
   return last_in_chain ? 0 : numel;
+}
+
+void ProcessGroup::set_timeout(double seconds) {
+  if (!(seconds > 0) || !std::isfinite(seconds))
+    throw std::invalid_argument("ProcessGroup::set_timeout: need a number of seconds > 0, got " + std::to_string(seconds));
+  timeout_s_ = seconds;
 }
 
 void ProcessGroup::record(const std::string& op, std::int64_t elements, DType dtype) {

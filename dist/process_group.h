@@ -24,10 +24,13 @@
 /// The *_volume functions below compute these numbers.
 ///
 /// Two implementations of all_reduce / reduce_scatter / all_gather, chosen per group (`set_algorithm`):
-/// - Algorithm::mpi  — the MPI library's own MPI_Allreduce / MPI_Ireduce_scatter / MPI_Iallgatherv
-///   (reduce-scatter and all-gather always start the non-blocking call; the blocking forms wait on it);
-/// - Algorithm::ring — the hand-written ring over MPI_Sendrecv in dist/ring.h (the lesson; i32
-///   all-gathers still go through MPI_Allgatherv). broadcast, send/recv and barrier are MPI's always.
+/// - Algorithm::mpi  — the MPI library's own MPI_Iallreduce / MPI_Ireduce_scatter / MPI_Iallgatherv
+///   (every collective starts the non-blocking call; the blocking forms wait on it);
+/// - Algorithm::ring — the hand-written ring over MPI_Isend / MPI_Irecv in dist/ring.h (the lesson;
+///   i32 all-gathers still go through MPI_Iallgatherv). broadcast, send/recv and barrier are MPI's always.
+/// Every wait has a deadline (set_timeout, default 300 s): a rank that waits longer — for a rank that
+/// stopped, deadlocked or was lost — prints what it waited for and ends the job (abort_job). Waiting
+/// ranks sleep between tests instead of spinning; Work::test() never sleeps.
 /// The asynchronous forms overlap only under Algorithm::mpi (MPI_Iallreduce, MPI_Ireduce_scatter,
 /// MPI_Iallgatherv); under Algorithm::ring the ring runs eagerly inside the call and the returned
 /// Work is already finished — the teaching ring has no overlap.
@@ -106,6 +109,9 @@ std::int64_t reduce_scatter_volume(std::int64_t numel, int world, int rank);
 std::int64_t all_gather_volume(std::int64_t numel, int world, int rank);
 std::int64_t all_reduce_volume(std::int64_t numel, int world, int rank);
 std::int64_t broadcast_volume(std::int64_t numel, int world, int rank, int root);
+
+/// How long a rank waits in one operation before it ends the job, unless set_timeout says otherwise.
+inline constexpr double kDefaultTimeoutSeconds = 300;
 
 class ProcessGroup {
  public:
@@ -194,6 +200,17 @@ class ProcessGroup {
   /// starts with this group's algorithm and empty stats.
   virtual std::shared_ptr<ProcessGroup> split(int color, int key) = 0;
 
+  /// Seconds a rank waits in one operation (a collective, a receive, a send to finish) before it gives
+  /// up: it prints "rank R: error: <operation> timed out after S s at step N: <who did not arrive>"
+  /// and ends the job (abort_job). Must be > 0 (else std::invalid_argument); default
+  /// kDefaultTimeoutSeconds (config `comm.timeout_s`, `--comm-timeout`). split() passes it on.
+  void set_timeout(double seconds);
+  double timeout() const { return timeout_s_; }
+  /// The training step in progress (counted from 1, as the log does), named by timeout messages;
+  /// -1 (the default) = not known. The engine sets it as each step begins; split() passes it on.
+  void set_current_step(std::int64_t step) { current_step_ = step; }
+  std::int64_t current_step() const { return current_step_; }
+
   void set_algorithm(Algorithm a) { algorithm_ = a; }
   Algorithm algorithm() const { return algorithm_; }
   CommStats& stats() { return stats_; }
@@ -217,6 +234,8 @@ class ProcessGroup {
   Algorithm algorithm_ = Algorithm::mpi;
   bool recording_ = true;
   CommStats stats_;
+  double timeout_s_ = kDefaultTimeoutSeconds;
+  std::int64_t current_step_ = -1;
 };
 
 /// Turns a group's recording off while it lives; restores the previous setting.

@@ -1,11 +1,13 @@
 // minitorch-train --config CONFIG.json [--data TEXT] [--steps N] [--seed S] [--resume CKPT] [--out CKPT]
-//                 [--report REPORT.json]
+//                 [--report REPORT.json] [--comm-timeout SECONDS]
 // Trains a GPT as the DeepSpeed-style config says; prints step, loss, lr, tokens/s with a progress bar
 // and the validation loss every eval_interval steps; saves a safetensors checkpoint at the end.
 // Data parallel: `mpirun -np N minitorch-train --config configs/ddp.json` — every rank trains on its own
 // micro-batches (DDP), rank 0 prints and saves, the others are silent. An error on any rank ends the
 // whole job with that rank's message. Without mpirun it is one rank (MPI singleton).
 // --report writes the run report (docs/report.md): losses, memory and traffic per rank, the formulas.
+// --comm-timeout (overrides comm.timeout_s, default 300): a rank that waits longer than this for the
+// others in one collective or receive ends the job, naming the operation — a stopped rank never hangs it.
 // Exit status: 0 done, 2 usage or configuration error, 1 any other error.
 #include <chrono>
 #include <cstdio>
@@ -32,13 +34,15 @@ std::string progress_bar(std::int64_t done, std::int64_t total, int width = 20) 
 
 void train(const std::string& config_path, std::string data_path, std::int64_t steps_override,
            std::int64_t seed_override, const std::string& resume, std::optional<std::string> out_flag,
-           const std::string& report_path) {
+           const std::string& report_path, std::optional<double> comm_timeout) {
   dist::ProcessGroup& world = dist::world();
   zero::Config cfg = zero::Config::from_file(config_path, world.size());
   if (world.rank() == 0)
     for (const auto& w : cfg.warnings) std::cerr << "warning: " << w << "\n";
   if (steps_override >= 0) cfg.training.steps = steps_override;
   if (seed_override >= 0) cfg.training.seed = static_cast<std::uint64_t>(seed_override);
+  if (comm_timeout) cfg.comm.timeout_s = *comm_timeout;
+  world.set_timeout(cfg.comm.timeout_s);  // the engine sets it too; this covers the traffic before it
   if (data_path.empty()) data_path = cfg.training.data.empty() ? "datasets/kjv.txt" : cfg.training.data;
   const std::string out = out_flag ? *out_flag : cfg.training.checkpoint;  // "" = don't save
   if (world.rank() == 0) {  // found now, not after an hour of training
@@ -70,10 +74,11 @@ void train(const std::string& config_path, std::string data_path, std::int64_t s
               mcfg.describe().c_str(), static_cast<double>(model->num_parameters()) / 1e6, data_path.c_str(),
               static_cast<long long>(ds.size(data::Split::train)), static_cast<long long>(ds.size(data::Split::val)),
               static_cast<long long>(ds.tokenizer().vocab_size()));
-  std::printf("batch %lld = micro %lld x accumulation %lld x ranks %d | steps %lld | threads %d%s\n",
+  std::printf("batch %lld = micro %lld x accumulation %lld x ranks %d | steps %lld | threads %d%s | comm timeout %g s\n",
               static_cast<long long>(cfg.train_batch_size), static_cast<long long>(B),
               static_cast<long long>(cfg.gradient_accumulation_steps), cfg.data_parallel_size,
-              static_cast<long long>(cfg.training.steps), num_threads(), cfg.bf16 ? " | bf16" : "");
+              static_cast<long long>(cfg.training.steps), num_threads(), cfg.bf16 ? " | bf16" : "",
+              world.timeout());
   std::fflush(stdout);
 
   std::optional<zero::RunReport> report;
@@ -138,6 +143,7 @@ int main(int argc, char** argv) {
   std::string config, data, resume, report;
   std::optional<std::string> out;
   std::int64_t steps = -1, seed = -1;
+  std::optional<double> comm_timeout;
   app.add_option("--config", config, "DeepSpeed-style JSON config (configs/*.json)")->required();
   app.add_option("--data", data, "UTF-8 text file to train on (default: training.data, else datasets/kjv.txt)");
   app.add_option("--steps", steps, "optimizer steps (overrides training.steps)")->check(CLI::NonNegativeNumber);
@@ -145,9 +151,13 @@ int main(int argc, char** argv) {
   app.add_option("--resume", resume, "checkpoint to continue from (its .optim file holds the optimizer state)");
   app.add_option("--report", report, "write the run report (JSON, docs/report.md) to this path at the end");
   app.add_option("--out", out, "where to save the checkpoint (overrides training.checkpoint; \"\" = don't save)");
+  app.add_option("--comm-timeout", comm_timeout,
+                 "seconds a rank waits for the others in one collective or receive before it ends the job "
+                 "(overrides comm.timeout_s; default 300)")
+      ->check(CLI::PositiveNumber);
   return tools::run_tool(app, argc, argv, [&] {
     try {
-      train(config, data, steps, seed, resume, out, report);
+      train(config, data, steps, seed, resume, out, report, comm_timeout);
     } catch (const std::exception& e) {
       // The other ranks would wait for us forever; the job exits with our status.
       if (world.size() > 1) dist::abort_job(e.what(), tools::exit_status_of(e));

@@ -194,6 +194,14 @@ void parse_small_sections(SectionReader& r, Config& c) {
   }
 }
 
+void parse_comm(const json& j, Config& c) {
+  SectionReader r(j, "comm", c.source);
+  r.get("timeout_s", c.comm.timeout_s);
+  if (!(c.comm.timeout_s > 0))  // 0 would time out every wait at once; there is no "never"
+    r.fail("comm.timeout_s must be greater than 0 seconds, got " + j.at("timeout_s").dump());
+  r.finish(c.warnings);
+}
+
 /// DeepSpeed's _set_batch_related_parameters + _batch_assertion, messages verbatim.
 void resolve_batch(Config& c, bool has_train, bool has_micro, bool has_gas) {
   const std::int64_t W = c.data_parallel_size;
@@ -276,6 +284,7 @@ Config Config::from_json(const std::string& text, int world_size, const std::str
   if (const json* s = r.object("scheduler")) parse_scheduler(*s, c);
   if (const json* m = r.object("model")) parse_model(*m, c);
   if (const json* t = r.object("training")) parse_training(*t, c);
+  if (const json* cm = r.object("comm")) parse_comm(*cm, c);
   r.finish(c.warnings, c.zero.stage);  // unknown top-level keys: warnings
   // pipeline.stages > 1 stops at its section's finish() while pipelines are not implemented.
   if (c.pipeline.stages > world_size || world_size % c.pipeline.stages != 0)

@@ -23,7 +23,9 @@
 ///   vocab_size (0 = from the tokenizer), dropout (only 0), bias};
 /// - `training`: {steps, eval_interval, eval_iters, log_interval, checkpoint, seed, tokenizer, data};
 /// - `pipeline`: {stages, schedule "gpipe"|"1f1b"} (stages 1 only, for now);
-/// - `activation_checkpointing`: {"enabled": bool} (false only, for now).
+/// - `activation_checkpointing`: {"enabled": bool} (false only, for now);
+/// - `comm`: {"timeout_s": seconds > 0} — how long a rank waits in one collective or receive before
+///   it ends the job (dist::ProcessGroup::set_timeout).
 ///
 /// \code
 ///   auto cfg = minitorch::zero::Config::from_file("configs/ddp.json", /*world_size=*/4);
@@ -133,6 +135,11 @@ struct ActivationCheckpointingConfig {
   bool enabled = false;
 };
 
+/// `comm` (ours): communication between ranks.
+struct CommConfig {
+  double timeout_s = 300;  ///< dist::kDefaultTimeoutSeconds; the engine sets it on its group
+};
+
 struct Config {
   // ---- batch (DeepSpeed): train_batch_size = micro × accumulation × data-parallel size ----
   std::int64_t train_batch_size = 0;
@@ -153,6 +160,7 @@ struct Config {
   TrainingConfig training;
   PipelineConfig pipeline;
   ActivationCheckpointingConfig activation_checkpointing;
+  CommConfig comm;
 
   std::vector<std::string> warnings;  ///< unknown top-level keys, keys accepted without effect
   std::string source = "<string>";    ///< file name, for messages

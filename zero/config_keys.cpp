@@ -186,6 +186,9 @@ const ConfigKey kKeys[] = {
     ok("training.seed", "7"),
     ok("training.tokenizer", R"("byte")"),
     ok("training.data", R"("datasets/kjv.txt")"),
+    // ---- comm (minitorch) ----
+    ok("comm", "{}"),
+    ok("comm.timeout_s", "300"),
 };
 
 /// `value` leaves the feature off: equal to `off`, or (object `off`) each member of `off` absent or equal.

@@ -1,7 +1,7 @@
 #pragma once
 /// \file config_keys.h
 /// The one table of configuration keys: every key minitorch reads or recognises (DeepSpeed's and
-/// minitorch's own `model` and `training`), each with what minitorch does with it. The parser
+/// minitorch's own `model`, `training` and `comm`), each with what minitorch does with it. The parser
 /// (zero/config.cpp through SectionReader) consults it for every key present in a config, so nothing
 /// is accepted silently: a key either has its effect, or warns that it has none, or fails with
 /// "... is not implemented yet" and what to do instead. docs/config.md documents the same table.

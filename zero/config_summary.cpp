@@ -58,6 +58,7 @@ std::string Config::summary() const {
      << training.eval_iters << " batches, log every " << training.log_interval << ", seed " << training.seed
      << ", tokenizer " << training.tokenizer << ", data " << (training.data.empty() ? "(default)" : training.data)
      << ", checkpoint " << (training.checkpoint.empty() ? "(none)" : training.checkpoint) << "\n";
+  os << "  comm: timeout " << comm.timeout_s << " s\n";
   os << "  pipeline: " << pipeline.stages << " stage(s), schedule " << pipeline.schedule
      << "; activation checkpointing " << on_off(activation_checkpointing.enabled) << "\n";
   os << "  steps_per_print " << steps_per_print << ", wall_clock_breakdown " << on_off(wall_clock_breakdown) << "\n";

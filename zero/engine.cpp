@@ -50,12 +50,14 @@ Engine::Engine(std::shared_ptr<nn::GPT> model, Config config, dist::ProcessGroup
     throw ConfigError(config_.source + ": optimizer '" + config_.optimizer.type_name +
                       "' is not available in the engine yet; use AdamW");
   if (config_.bf16) model_->to(DType::bf16);  // params 2Ψ, grads 2Ψ; AdamW adds f32 master + m + v = 12Ψ
+  if (group_) group_->set_timeout(config_.comm.timeout_s);  // before the strategy's first broadcast
   strategy_ = make_strategy(model_, config_, group_);
   schedule_ = optim::make_lr_schedule(config_.scheduler, config_.optimizer.lr);
 }
 
 Tensor Engine::forward(const Tensor& idx, const Tensor& targets) {
   auto t0 = Clock::now();
+  if (micro_in_step() == 0 && group_) group_->set_current_step(global_steps_ + 1);  // named by timeouts
   if (micro_in_step() == 0 && events::enabled()) {  // a phase marker: the report counts traffic per step from here
     events::Event e;
     e.category = events::Category::phase;

@@ -1,10 +1,16 @@
 // Lesson 05 — a rank that fails takes the whole job down: mpirun exits non-zero within seconds with
-// that rank's message, instead of the other ranks waiting forever in their next collective.
+// that rank's message, instead of the other ranks waiting forever in their next collective. A rank
+// that stops (SIGSTOP) is found by the communication timeout: the waiting ranks give up, name the
+// operation and end the job — and while they wait they sleep instead of spinning.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
+#include <regex>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "test_util.h"
 
@@ -16,18 +22,46 @@ struct Timed {
   double seconds = 0;
 };
 
-Timed run_two_ranks(const std::string& mode) {
+Timed run_ranks(const std::string& program, int np, const std::string& args) {
   // A clean environment: once this process has initialised MPI itself (the one-rank tests run in the
   // same binary), it carries a singleton's OMPI_* / PMIX_* variables, which would derail mpirun.
   const std::string cmd = std::string("env -i PATH=\"$PATH\" HOME=\"$HOME\" LD_LIBRARY_PATH=\"$LD_LIBRARY_PATH\" ") +
                           "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 MINITORCH_NUM_THREADS=1 " +
-                          "timeout 120 " + MT_MPIEXEC + " -np 2 --oversubscribe --bind-to none " +
-                          mt_test::bin("mt-rank-throws") + " " + mode;
+                          "timeout 120 " + MT_MPIEXEC + " -np " + std::to_string(np) + " --oversubscribe --bind-to none " +
+                          mt_test::bin(program) + " " + args;
   const auto t0 = std::chrono::steady_clock::now();
   Timed t;
   t.result = mt_test::run_command(cmd);
   t.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return t;
+}
+
+Timed run_two_ranks(const std::string& mode) { return run_ranks("mt-rank-throws", 2, mode); }
+
+/// Every "waited W s using C s of CPU" of the output: one per rank that timed out.
+std::vector<std::pair<double, double>> waits(const std::string& output) {
+  static const std::regex re(R"(waited ([0-9.]+) s using ([0-9.]+) s of CPU)");
+  std::vector<std::pair<double, double>> w;
+  for (auto it = std::sregex_iterator(output.begin(), output.end(), re); it != std::sregex_iterator(); ++it)
+    w.emplace_back(std::stod((*it)[1]), std::stod((*it)[2]));
+  return w;
+}
+
+/// A stopped rank, a 5 s timeout: the job ends non-zero well within 15 s, naming `op`, and each rank
+/// that waited used under half a core meanwhile (it sleeps between tests; spinning would be ~100 %).
+void expect_timeout(const std::string& mode, const std::string& op, const std::string& who) {
+  auto t = run_ranks("mt-rank-stalls", 4, mode + " 5");
+  EXPECT_NE(t.result.exit_code, 0) << t.result.output;
+  EXPECT_THAT(t.result.output, HasSubstr(op));
+  EXPECT_THAT(t.result.output, HasSubstr(" timed out after 5 s at step 3: " + who));
+  EXPECT_LT(t.seconds, 15.0) << t.result.output;
+  const auto w = waits(t.result.output);
+  ASSERT_FALSE(w.empty()) << t.result.output;
+  for (auto [wall, cpu] : w) {
+    std::printf("[ figure ] %s: waited %.2f s, %.3f s CPU (%.1f %%)\n", mode.c_str(), wall, cpu, 100 * cpu / wall);
+    EXPECT_GE(wall, 5.0);
+    EXPECT_LT(cpu, 0.5 * wall) << t.result.output;
+  }
 }
 }  // namespace
 
@@ -57,4 +91,35 @@ TEST(L05_CollectivesFailure, CleanRunExitsZero) {
   EXPECT_EQ(t.result.exit_code, 0) << t.result.output;
   EXPECT_THAT(t.result.output, HasSubstr("sum 4"));
   EXPECT_LT(t.seconds, 30.0) << t.result.output;
+}
+
+TEST(L05_CollectivesTimeout, StoppedRankEndsTheJobNamingTheAllReduce) {
+  expect_timeout("stop", "all_reduce of 809600 elements timed out", "one or more ranks of the group (4 ranks) did not arrive");
+}
+
+TEST(L05_CollectivesTimeout, StoppedRankEndsTheRingAllReduce) {
+  expect_timeout("stop_ring", "all_reduce of 809600 elements (ring step: to rank ",
+                 "one or more ranks of the group (4 ranks) did not arrive");
+}
+
+TEST(L05_CollectivesTimeout, StoppedPeerEndsARecvNamingThePeer) {
+  expect_timeout("recv", "recv of 10 elements from rank 3 timed out", "rank 3 (the peer) did not arrive");
+}
+
+TEST(L05_CollectivesTimeout, StoppedRankEndsABarrier) {
+  expect_timeout("barrier", "error: barrier timed out", "one or more ranks of the group (4 ranks) did not arrive");
+}
+
+TEST(L05_CollectivesTimeout, KilledRankEndsTheJobWithinSeconds) {
+  // Open MPI notices a dead rank by itself, long before any timeout (this one is 100 s).
+  auto t = run_ranks("mt-rank-stalls", 4, "kill 100");
+  EXPECT_NE(t.result.exit_code, 0) << t.result.output;
+  std::printf("[ figure ] SIGKILLed rank: the job ended after %.2f s\n", t.seconds);
+  EXPECT_LT(t.seconds, 15.0) << t.result.output;
+}
+
+TEST(L05_CollectivesTimeout, NobodyStopsExitsZero) {
+  auto t = run_ranks("mt-rank-stalls", 4, "ok 5");
+  EXPECT_EQ(t.result.exit_code, 0) << t.result.output;
+  EXPECT_THAT(t.result.output, HasSubstr("sum 16"));
 }

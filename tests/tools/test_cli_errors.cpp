@@ -149,3 +149,33 @@ TEST(L03_EvalCli, TextWithUnknownCharacterIsOneClearError) {
   auto other = dir.write("other.txt", std::string(100, 'Z'));  // 'Z' is not in the corpus
   expect_one_error(run_command(bin("minitorch-eval") + " --checkpoint " + ckpt + " --data " + other), "'Z'");
 }
+
+// The communication timeout: comm.timeout_s sets it, --comm-timeout overrides it, and the run prints
+// the one in force; a value that is not > 0 is one configuration error (exit 2).
+TEST(L05_TrainCli, CommTimeoutComesFromTheConfigAndTheFlag) {
+  mt_test::TempDir dir;
+  std::string text = kTinyConfig;
+  text.insert(1, R"("comm": {"timeout_s": 42.5},)");
+  const std::string cfg = dir.write("c.json", text), data = corpus(dir);
+  auto from_config = run_command(train_cmd(cfg, data));
+  EXPECT_EQ(from_config.exit_code, 0) << from_config.output;
+  EXPECT_THAT(from_config.output, HasSubstr("comm timeout 42.5 s"));
+  auto from_flag = run_command(train_cmd(cfg, data, "--comm-timeout 7"));
+  EXPECT_EQ(from_flag.exit_code, 0) << from_flag.output;
+  EXPECT_THAT(from_flag.output, HasSubstr("comm timeout 7 s"));
+  auto by_default = run_command(train_cmd(dir.write("d.json", kTinyConfig), data));
+  EXPECT_THAT(by_default.output, HasSubstr("comm timeout 300 s"));
+}
+
+TEST(L05_TrainCli, BadCommTimeoutIsOneErrorWithStatus2) {
+  mt_test::TempDir dir;
+  const std::string data = corpus(dir);
+  std::string text = kTinyConfig;
+  text.insert(1, R"("comm": {"timeout_s": 0},)");
+  auto r = run_command(train_cmd(dir.write("c.json", text), data));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  expect_one_error(r, "comm.timeout_s must be greater than 0");
+  auto flag = run_command(train_cmd(dir.write("d.json", kTinyConfig), data, "--comm-timeout -1"));
+  EXPECT_EQ(flag.exit_code, 2) << flag.output;
+  EXPECT_THAT(flag.output, HasSubstr("--comm-timeout"));
+}

@@ -1,0 +1,53 @@
+// Test-only program (tests/dist/test_rank_failure.cpp runs it under mpirun): the last rank stops or
+// dies while the others wait for it. The job must end non-zero — by the communication timeout for a
+// stopped rank, by Open MPI for a killed one — with a message naming the operation, never hang.
+//   mt-rank-stalls stop SECONDS       the last rank SIGSTOPs itself before an all-reduce (MPI's)
+//   mt-rank-stalls stop_ring SECONDS  the same with the hand-written ring (its Isend/Irecv waits)
+//   mt-rank-stalls recv SECONDS       rank 0 waits in recv for the last rank, which SIGSTOPs itself
+//   mt-rank-stalls barrier SECONDS    the last rank SIGSTOPs itself before a barrier
+//   mt-rank-stalls kill SECONDS       the last rank SIGKILLs itself before an all-reduce
+//   mt-rank-stalls ok SECONDS         nobody stops: exit 0
+// The timeout is SECONDS; the step is set to 3, so the message says "at step 3".
+#include <csignal>
+#include <cstdio>
+#include <string>
+
+#include "dist/process_group.h"
+
+namespace dist = minitorch::dist;
+using minitorch::Tensor;
+
+namespace {
+constexpr std::int64_t kElements = 809600;
+
+int body(dist::ProcessGroup& world, const std::string& how, double timeout_s) {
+  world.set_timeout(timeout_s);
+  world.set_current_step(3);
+  if (how == "stop_ring") world.set_algorithm(dist::Algorithm::ring);
+  Tensor t = Tensor::ones({kElements});
+  world.all_reduce(t);  // everyone is up
+  const int last = world.size() - 1;
+  if (world.rank() == last && how != "ok") {
+    std::fprintf(stderr, "rank %d stops on purpose\n", last);
+    std::fflush(stderr);
+    std::raise(how == "kill" ? SIGKILL : SIGSTOP);
+  }
+  if (how == "recv") {
+    Tensor r = Tensor::zeros({10});
+    if (world.rank() == 0) world.recv(r, last);
+    if (world.rank() == last) world.send(r, 0);
+  } else if (how == "barrier") {
+    world.barrier();
+  } else {
+    world.all_reduce(t);
+  }
+  if (world.rank() == 0) std::printf("sum %g\n", static_cast<double>(t.to_vector()[0]));  // 4, then 16
+  return 0;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string how = argc > 1 ? argv[1] : "stop";
+  const double timeout_s = argc > 2 ? std::stod(argv[2]) : 5.0;
+  return dist::run_main(&argc, &argv, [&](dist::ProcessGroup& world) { return body(world, how, timeout_s); });
+}
