@@ -5,6 +5,7 @@
 #include "minitorch/safetensors.h"
 
 #include "minitorch/atomic_file.h"
+#include "minitorch/json_limits.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -44,7 +45,7 @@ bool parse_st_dtype(const std::string& name, DType& out) {
 std::uint64_t json_uint(const nlohmann::json& v, const std::string& path, const std::string& what) {
   if (v.is_number_unsigned()) return v.get<std::uint64_t>();
   if (!v.is_number_integer() || v.get<std::int64_t>() < 0)
-    fail(path, what + " must be a non-negative integer, got " + v.dump());
+    fail(path, what + " must be a non-negative integer, got " + json_excerpt(v));
   return static_cast<std::uint64_t>(v.get<std::int64_t>());
 }
 
@@ -57,8 +58,8 @@ struct Entry {
 
 Entry parse_entry(const std::string& name, const nlohmann::json& info, std::uint64_t data_len,
                   const std::string& path) {
-  const std::string where = "tensor '" + name + "'";
-  if (!info.is_object()) fail(path, where + ": expected an object, got " + info.dump());
+  const std::string where = "tensor '" + truncate_for_message(name) + "'";
+  if (!info.is_object()) fail(path, where + ": expected an object, got " + json_excerpt(info));
   for (auto it = info.begin(); it != info.end(); ++it)
     if (it.key() != "dtype" && it.key() != "shape" && it.key() != "data_offsets")
       fail(path, where + ": unknown field '" + it.key() + "'");
@@ -75,7 +76,7 @@ Entry parse_entry(const std::string& name, const nlohmann::json& info, std::uint
   unsigned __int128 numel = 1;
   for (const auto& d : info["shape"]) {
     std::uint64_t n = json_uint(d, path, where + ": shape entry");
-    if (n > static_cast<std::uint64_t>(INT64_MAX)) fail(path, where + ": shape " + info["shape"].dump() + " is too large");
+    if (n > static_cast<std::uint64_t>(INT64_MAX)) fail(path, where + ": shape " + json_excerpt(info["shape"]) + " is too large");
     numel = std::min(numel * n, cap);
     e.shape.push_back(static_cast<std::int64_t>(n));
   }
@@ -167,9 +168,11 @@ SafetensorsFile load_safetensors(const std::string& path) {
 
   nlohmann::json header;
   try {
-    header = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    fail(path, std::string("malformed header JSON: ") + e.what());
+    header = parse_json_bounded(text, "header");  // a deep value would crash the messages quoting it
+  } catch (const nlohmann::json::exception& e) {  // parse_error, and out_of_range for a number like 1e999
+    fail(path, "malformed header JSON: " + truncate_for_message(e.what(), 300));
+  } catch (const JsonLimitError& e) {
+    fail(path, e.what());
   }
   if (!header.is_object()) fail(path, "header JSON must be an object");
 

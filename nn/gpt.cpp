@@ -80,15 +80,19 @@ Tensor GPT::loss(const Tensor& idx, const Tensor& targets, std::int32_t ignore_i
 
 // idx: (B, T0) -> (B, T0 + max_new_tokens)
 Tensor GPT::generate(const Tensor& idx, std::int64_t max_new_tokens, float temperature, Generator& gen,
-                     std::int64_t top_k) const {
+                     std::int64_t top_k, std::int64_t vocab_limit) const {
   if (!idx.defined() || idx.dtype() != DType::i32 || idx.dim() != 2 || idx.size(1) < 1)
     throw std::invalid_argument("GPT::generate: idx must be a non-empty (B, T) i32 tensor, got " +
                                 (idx.defined() ? idx.describe() : std::string("undefined")));
   if (!(temperature > 0.f)) throw std::invalid_argument("GPT::generate: temperature must be > 0");
-  if (max_new_tokens < 0 || top_k < 0)
-    throw std::invalid_argument("GPT::generate: max_new_tokens and top_k must be >= 0");
+  if (max_new_tokens < 0 || top_k < 0 || vocab_limit < 0)
+    throw std::invalid_argument("GPT::generate: max_new_tokens, top_k and vocab_limit must be >= 0");
+  if (vocab_limit > config_.vocab_size)
+    throw std::invalid_argument("GPT::generate: vocab_limit " + std::to_string(vocab_limit) +
+                                " is larger than the model's vocab_size " + std::to_string(config_.vocab_size));
   ag::NoGradGuard no_grad;
-  const std::int64_t B = idx.size(0), V = config_.vocab_size;
+  // Padded ids (>= vocab_limit) have logits like any other but no token: only the real ones are drawn.
+  const std::int64_t B = idx.size(0), V_all = config_.vocab_size, V = vocab_limit > 0 ? vocab_limit : V_all;
   std::int64_t T = idx.size(1);
   std::vector<std::int32_t> seq = idx.to_int_vector();  // (B, T) row-major; grows by one column per step
   std::vector<double> p(static_cast<std::size_t>(V));
@@ -101,7 +105,7 @@ Tensor GPT::generate(const Tensor& idx, std::int64_t max_new_tokens, float tempe
     std::vector<float> last = logits.narrow(1, Tc - 1, 1).to_vector();   // (B, 1, V)
     std::vector<std::int32_t> next(static_cast<std::size_t>(B));
     for (std::int64_t b = 0; b < B; ++b) {
-      const float* z = last.data() + b * V;
+      const float* z = last.data() + b * V_all;
       double cut = -std::numeric_limits<double>::infinity();  // keep logits >= the k-th largest
       if (top_k > 0 && top_k < V) {
         std::vector<float> sorted(z, z + V);

@@ -78,8 +78,10 @@ class GPT : public Module {
   /// recording a graph. Each step feeds the last block_size tokens, takes the last position's logits,
   /// divides by `temperature` (> 0), keeps the `top_k` largest (0 = all), and draws from the softmax
   /// with `gen` (one uniform per row per step, so the same generator state gives the same text).
+  /// `vocab_limit` > 0: only ids below it are drawn (the tokenizer's vocabulary when vocab_size is
+  /// padded above it; 0 = all vocab_size ids).
   Tensor generate(const Tensor& idx, std::int64_t max_new_tokens, float temperature, Generator& gen,
-                  std::int64_t top_k = 0) const;
+                  std::int64_t top_k = 0, std::int64_t vocab_limit = 0) const;
 
   // ---- the parts (registered as nanoGPT names them) ----
   std::shared_ptr<Module> transformer;            // "transformer": wte, wpe, h, ln_f

@@ -4,6 +4,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "minitorch/json_limits.h"
+
 namespace minitorch::nn {
 
 std::vector<std::string> GPTConfig::names() { return {"baby", "small", "gpt2"}; }
@@ -53,13 +55,13 @@ nlohmann::json GPTConfig::to_json() const {
 }
 
 GPTConfig GPTConfig::from_json(const nlohmann::json& j) {
-  if (!j.is_object()) throw std::invalid_argument("GPTConfig::from_json: expected an object, got " + j.dump());
+  if (!j.is_object()) throw std::invalid_argument("GPTConfig::from_json: expected an object, got " + json_excerpt(j));
   GPTConfig c;
   auto get_int = [&](const char* key, std::int64_t& out) {
     if (!j.contains(key)) throw std::invalid_argument(std::string("GPTConfig::from_json: missing key '") + key + "'");
     if (!j.at(key).is_number_integer())
       throw std::invalid_argument(std::string("GPTConfig::from_json: '") + key + "' must be an integer, got " +
-                                  j.at(key).dump());
+                                  json_excerpt(j.at(key)));
     out = j.at(key).get<std::int64_t>();
   };
   get_int("block_size", c.block_size);
@@ -69,7 +71,7 @@ GPTConfig GPTConfig::from_json(const nlohmann::json& j) {
   get_int("n_embd", c.n_embd);
   if (j.contains("bias")) {
     if (!j.at("bias").is_boolean())
-      throw std::invalid_argument("GPTConfig::from_json: 'bias' must be true or false, got " + j.at("bias").dump());
+      throw std::invalid_argument("GPTConfig::from_json: 'bias' must be true or false, got " + json_excerpt(j.at("bias")));
     c.bias = j.at("bias").get<bool>();
   }
   for (auto it = j.begin(); it != j.end(); ++it) {
@@ -78,7 +80,7 @@ GPTConfig GPTConfig::from_json(const nlohmann::json& j) {
       continue;
     if (k == "dropout") {
       if (!it->is_number() || it->get<double>() != 0.0)
-        throw std::invalid_argument("GPTConfig::from_json: dropout " + it->dump() + " is not supported (only 0)");
+        throw std::invalid_argument("GPTConfig::from_json: dropout " + json_excerpt(*it) + " is not supported (only 0)");
       continue;
     }
     throw std::invalid_argument("GPTConfig::from_json: unknown key '" + k +

@@ -107,6 +107,12 @@ void Module::load_state_dict(const NamedTensors& state, bool strict) {
     if (it == by_name.end())
       throw std::runtime_error("load_state_dict: unexpected key '" + n + "' (the model has no such parameter)");
     if (!t.defined()) throw std::runtime_error("load_state_dict: key '" + n + "' is an undefined tensor");
+    // f32 <-> bf16 converts (a bf16-trained checkpoint evaluates in f32); integers are never weights:
+    // an I32 header over float bytes would load as garbage of magnitude 1e9 and train on.
+    if ((t.dtype() == DType::i32) != (it->second.dtype() == DType::i32))
+      throw std::runtime_error("load_state_dict: dtype mismatch for '" + n + "': checkpoint has " +
+                               dtype_name(t.dtype()) + ", the model has " + dtype_name(it->second.dtype()) +
+                               (it->second.dtype() == DType::i32 ? "" : " (expected f32 or bf16)"));
     if (t.shape() != it->second.shape())
       throw std::runtime_error("load_state_dict: size mismatch for '" + n + "': checkpoint has " +
                                shape_str(t.shape()) + ", the model has " + shape_str(it->second.shape()));

@@ -2,11 +2,14 @@
 // What the command-line tools share: one clear error line and an exit status that says what failed.
 #include <unistd.h>
 
+#include <charconv>
+#include <cstdint>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
 #include <functional>
 #include <iostream>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -22,6 +25,25 @@ constexpr int kExitFailure = 1, kExitUsage = 2;
 /// kExitUsage for a zero::ConfigError, kExitFailure for anything else.
 inline int exit_status_of(const std::exception& e) {
   return dynamic_cast<const zero::ConfigError*>(&e) ? kExitUsage : kExitFailure;
+}
+
+/// A check for an integer option: decimal digits only, within [min, the type's max]. CLI11 2.1 reads
+/// integers with strtoll/strtoull, which saturate (--steps 1e20 digits became INT64_MAX silently),
+/// wrap "-1" for unsigned types and read "010" as octal; a failed check is a usage error (exit 2).
+template <typename Int>
+CLI::Validator decimal(Int min = std::numeric_limits<Int>::min()) {
+  return CLI::Validator(
+      [min](std::string& s) -> std::string {
+        Int v{};
+        const char* end = s.data() + s.size();
+        auto [p, ec] = std::from_chars(s.data(), end, v);
+        if (ec == std::errc::result_out_of_range)
+          return "'" + s + "' is out of range (at most " + std::to_string(std::numeric_limits<Int>::max()) + ")";
+        if (ec != std::errc() || p != end) return "'" + s + "' is not a decimal integer";
+        if (v < min) return "must be at least " + std::to_string(min) + ", got " + s;
+        return "";
+      },
+      "INTEGER >= " + std::to_string(min));
 }
 
 /// Parses the command line and runs `body`; a usage error prints CLI11's message and exits 2

@@ -35,6 +35,6 @@ int main(int argc, char** argv) {
   std::int64_t batch = 32;
   app.add_option("--checkpoint", checkpoint, "safetensors checkpoint written by minitorch-train")->required();
   app.add_option("--data", data, "UTF-8 text file")->required();
-  app.add_option("--batch", batch, "windows per forward pass")->check(CLI::PositiveNumber);
+  app.add_option("--batch", batch, "windows per forward pass")->check(tools::decimal<std::int64_t>(1));
   return tools::run_tool(app, argc, argv, [&] { evaluate(checkpoint, data, batch); });
 }

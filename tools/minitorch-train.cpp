@@ -9,6 +9,7 @@
 // --comm-timeout (overrides comm.timeout_s, default 300): a rank that waits longer than this for the
 // others in one collective or receive ends the job, naming the operation — a stopped rank never hangs it.
 // Exit status: 0 done, 2 usage or configuration error, 1 any other error.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -70,6 +71,16 @@ void train(const std::string& config_path, std::string data_path, std::int64_t s
   const std::int64_t B = cfg.train_micro_batch_size_per_gpu, T = mcfg.block_size;
   data::BatchSampler train_sampler(ds.tokens_ptr(data::Split::train), B, T, cfg.training.seed);
   data::BatchSampler val_sampler(ds.tokens_ptr(data::Split::val), B, T, cfg.training.seed + 1);
+  // More batches than the validation split holds would only re-read it (for minutes): clamp, and say so.
+  const std::int64_t val_windows = ds.size(data::Split::val) / (T + 1);
+  const std::int64_t val_batches = std::max<std::int64_t>(1, val_windows / B);
+  if (cfg.training.eval_interval > 0 && cfg.training.eval_iters > val_batches) {
+    if (world.rank() == 0)
+      std::cerr << "warning: training.eval_iters " << cfg.training.eval_iters << " is more than the "
+                << val_batches << " batches of " << B << " windows of " << T + 1
+                << " tokens the validation split holds; evaluating " << val_batches << "\n";
+    cfg.training.eval_iters = val_batches;
+  }
   std::printf("model %s: %.2fM parameters | data %s: %lld train / %lld val tokens, vocab %lld\n",
               mcfg.describe().c_str(), static_cast<double>(model->num_parameters()) / 1e6, data_path.c_str(),
               static_cast<long long>(ds.size(data::Split::train)), static_cast<long long>(ds.size(data::Split::val)),
@@ -146,8 +157,8 @@ int main(int argc, char** argv) {
   std::optional<double> comm_timeout;
   app.add_option("--config", config, "DeepSpeed-style JSON config (configs/*.json)")->required();
   app.add_option("--data", data, "UTF-8 text file to train on (default: training.data, else datasets/kjv.txt)");
-  app.add_option("--steps", steps, "optimizer steps (overrides training.steps)")->check(CLI::NonNegativeNumber);
-  app.add_option("--seed", seed, "seed for init and batches (overrides training.seed)")->check(CLI::NonNegativeNumber);
+  app.add_option("--steps", steps, "optimizer steps (overrides training.steps)")->check(tools::decimal<std::int64_t>(0));
+  app.add_option("--seed", seed, "seed for init and batches (overrides training.seed)")->check(tools::decimal<std::int64_t>(0));
   app.add_option("--resume", resume, "checkpoint to continue from (its .optim file holds the optimizer state)");
   app.add_option("--report", report, "write the run report (JSON, docs/report.md) to this path at the end");
   app.add_option("--out", out, "where to save the checkpoint (overrides training.checkpoint; \"\" = don't save)");

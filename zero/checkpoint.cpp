@@ -4,7 +4,9 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "minitorch/json_limits.h"
 #include "minitorch/safetensors.h"
+#include "zero/model_budget.h"
 
 namespace minitorch::zero {
 
@@ -28,11 +30,11 @@ CheckpointInfo info_from(const SafetensorsFile& f) {
     return it->second;
   };
   if (need("format") != kFormat)
-    throw std::runtime_error("checkpoint '" + f.path + "' has format '" + need("format") + "', expected '" + kFormat + "'");
+    throw std::runtime_error("checkpoint '" + f.path + "' has format '" + truncate_for_message(need("format")) + "', expected '" + kFormat + "'");
   CheckpointInfo info;
   info.path = f.path;
   try {
-    info.model = nn::GPTConfig::from_json(nlohmann::json::parse(need("model_args")));
+    info.model = nn::GPTConfig::from_json(parse_json_bounded(need("model_args"), "model_args"));
     info.model.validate();
     info.tokenizer = data::tokenizer_from_string(need("tokenizer"), need("vocab"));
     info.step = std::stoll(need("step"));
@@ -45,6 +47,20 @@ CheckpointInfo info_from(const SafetensorsFile& f) {
 }
 
 std::shared_ptr<nn::GPT> model_from(const SafetensorsFile& f, const CheckpointInfo& info) {
+  // model_args are checked against the tensors before the GPT is allocated: a header claiming
+  // n_layer 1000000 must not allocate terabytes first.
+  try {
+    check_model_fits(info.model, 0, 4, "checkpoint '" + f.path + "'");
+  } catch (const ConfigError& e) {
+    throw std::runtime_error(e.what());  // a bad file, not a bad config: exit status 1
+  }
+  double in_file = 0;
+  for (const auto& [name, t] : f.tensors)
+    if (name != "lm_head.weight") in_file += static_cast<double>(t.numel());  // tied to transformer.wte.weight
+  if (in_file != parameter_count(info.model))
+    throw std::runtime_error("checkpoint '" + f.path + "' holds " + std::to_string(static_cast<std::int64_t>(in_file)) +
+                             " parameters but its model_args describe " + info.model.describe() + " with " +
+                             std::to_string(static_cast<std::int64_t>(parameter_count(info.model))));
   Generator gen(0);  // weights are overwritten below
   auto model = std::make_shared<nn::GPT>(info.model, gen);
   try {

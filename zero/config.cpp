@@ -6,10 +6,12 @@
 
 #include <algorithm>
 #include <cctype>
+#include <climits>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "minitorch/json_limits.h"
 #include "nn/gpt_config.h"
 #include "zero/config_reader.h"
 
@@ -18,6 +20,8 @@ namespace minitorch::zero {
 using nlohmann::json;
 
 namespace {
+
+constexpr std::int64_t kMaxDim = INT32_MAX;
 
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -37,7 +41,7 @@ void parse_zero(const json& j, Config& c) {
   SectionReader r(j, "zero_optimization", c.source);
   ZeroConfig& z = c.zero;
   r.get("stage", z.stage, 0, 3);
-  r.get("reduce_bucket_size", z.reduce_bucket_size, 0);
+  r.get("reduce_bucket_size", z.reduce_bucket_size, 1);  // DDP needs buckets of at least one element
   r.get("allgather_bucket_size", z.allgather_bucket_size, 0);
   r.get("stage3_prefetch_bucket_size", z.stage3_prefetch_bucket_size, 0);
   r.get("stage3_param_persistence_threshold", z.stage3_param_persistence_threshold, 0);
@@ -80,9 +84,12 @@ void parse_optimizer(const json& j, Config& c) {
   } else {
     if (const json* b = p->contains("betas") ? &(*p)["betas"] : nullptr) {
       if (!b->is_array() || b->size() != 2 || !(*b)[0].is_number() || !(*b)[1].is_number())
-        pr.fail("optimizer.params.betas must be an array of two numbers, got " + b->dump());
+        pr.fail("optimizer.params.betas must be an array of two numbers, got " + json_excerpt(*b));
       o.beta1 = (*b)[0].get<double>();
       o.beta2 = (*b)[1].get<double>();
+      // torch.optim.AdamW's rule: a beta of 1 never forgets, and its bias correction divides by 0.
+      if (!(o.beta1 >= 0 && o.beta1 < 1) || !(o.beta2 >= 0 && o.beta2 < 1))
+        pr.fail("optimizer.params.betas must both be in [0, 1), got " + json_excerpt(*b));
     }
     pr.known("betas");
     pr.get("eps", o.eps, 0.0);
@@ -113,11 +120,11 @@ void parse_scheduler(const json& j, Config& c) {
   pr.get("warmup_type", wt, {"log", "linear"});
   s.warmup_type = optim::parse_warmup_type(wt);
   if (s.type == optim::LRScheduleType::warmup_cosine_lr) {
-    pr.get("warmup_min_ratio", s.warmup_min_ratio, 0.0);
-    pr.get("cos_min_ratio", s.cos_min_ratio, 0.0);
+    pr.get("warmup_min_ratio", s.warmup_min_ratio, 0.0, 1.0);
+    pr.get("cos_min_ratio", s.cos_min_ratio, 0.0, 1.0);
   } else {
     pr.get("warmup_min_lr", s.warmup_min_lr, 0.0);
-    pr.get("warmup_max_lr", s.warmup_max_lr);
+    pr.get("warmup_max_lr", s.warmup_max_lr, 0.0);
   }
   if (s.type != optim::LRScheduleType::warmup_lr) {
     pr.get("total_num_steps", s.total_num_steps, 1);
@@ -135,12 +142,13 @@ void parse_model(const json& j, Config& c) {
   } catch (const ConfigError& e) {
     r.fail(e.what());
   }
-  r.get("n_layer", c.model.n_layer, 1);
-  r.get("n_head", c.model.n_head, 1);
-  r.get("n_embd", c.model.n_embd, 1);
-  r.get("block_size", c.model.block_size, 1);
-  r.get("vocab_size", c.model.vocab_size, 0);
-  r.get("dropout", c.model.dropout, 0.0);
+  // Token ids and positions are i32; the memory check (model_budget.h) bounds the product.
+  r.get("n_layer", c.model.n_layer, 1, kMaxDim);
+  r.get("n_head", c.model.n_head, 1, kMaxDim);
+  r.get("n_embd", c.model.n_embd, 1, kMaxDim);
+  r.get("block_size", c.model.block_size, 1, kMaxDim);
+  r.get("vocab_size", c.model.vocab_size, 0, kMaxDim);
+  r.get("dropout", c.model.dropout, 0.0, 1.0);
   r.get("bias", c.model.bias);
   r.finish(c.warnings);  // dropout other than 0: not implemented yet
   if (c.model.n_embd % c.model.n_head != 0)
@@ -153,8 +161,8 @@ void parse_training(const json& j, Config& c) {
   TrainingConfig& t = c.training;
   r.get("steps", t.steps, 0);
   r.get("eval_interval", t.eval_interval, 0);
-  r.get("eval_iters", t.eval_iters, 0);
-  r.get("log_interval", t.log_interval, 0);
+  r.get("eval_iters", t.eval_iters, 1);     // 0 batches would average nothing: nan
+  r.get("log_interval", t.log_interval, 1); // a period: 0 would divide by zero
   r.get("checkpoint", t.checkpoint);
   r.get("seed", t.seed);
   r.get("tokenizer", t.tokenizer, {"char", "byte"});
@@ -209,6 +217,14 @@ void resolve_batch(Config& c, bool has_train, bool has_micro, bool has_gas) {
   std::int64_t& micro = c.train_micro_batch_size_per_gpu;
   std::int64_t& gas = c.gradient_accumulation_steps;
   auto s = [](std::int64_t v) { return std::to_string(v); };
+  // Products of user numbers: checked, since a config of 2^62-sized batches would overflow silently.
+  auto product = [&](std::int64_t a, std::int64_t b, std::int64_t d) {
+    std::int64_t ab = 0, abd = 0;
+    if (__builtin_mul_overflow(a, b, &ab) || __builtin_mul_overflow(ab, d, &abd))
+      throw ConfigError(c.source + ": train_micro_batch_size_per_gpu * gradient_accumulation_steps * world_size = " +
+                        s(a) + " * " + s(b) + " * " + s(d) + " overflows a 64-bit integer; use smaller batch sizes");
+    return abd;
+  };
   // Checked before any division (DeepSpeed would raise ZeroDivisionError here).
   if (has_micro && micro <= 0) throw ConfigError("Micro batch size per gpu: " + s(micro) + " has to be greater than 0");
   if (has_gas && gas <= 0) throw ConfigError("Gradient accumulation steps: " + s(gas) + " has to be greater than 0");
@@ -218,12 +234,12 @@ void resolve_batch(Config& c, bool has_train, bool has_micro, bool has_gas) {
   } else if (has_train && has_gas) {
     micro = train / W / gas;
   } else if (has_micro && has_gas) {
-    train = micro * gas * W;
+    train = product(micro, gas, W);
   } else if (has_train) {
     gas = 1;
     micro = train / W;
   } else if (has_micro) {
-    train = micro * W;
+    train = product(micro, 1, W);
     gas = 1;
   } else {
     throw ConfigError("Either train_batch_size or train_micro_batch_size_per_gpu needs to be provided");
@@ -231,7 +247,7 @@ void resolve_batch(Config& c, bool has_train, bool has_micro, bool has_gas) {
   if (train <= 0) throw ConfigError("Train batch size: " + s(train) + " has to be greater than 0");
   if (micro <= 0) throw ConfigError("Micro batch size per gpu: " + s(micro) + " has to be greater than 0");
   if (gas <= 0) throw ConfigError("Gradient accumulation steps: " + s(gas) + " has to be greater than 0");
-  if (train != micro * gas * W)
+  if (train != product(micro, gas, W))
     throw ConfigError(
         "Check batch related parameters. train_batch_size is not equal to micro_batch_per_gpu * gradient_acc_step "
         "* world_size " + s(train) + " != " + s(micro) + " * " + s(gas) + " * " + s(W));
@@ -276,7 +292,7 @@ Config Config::from_json(const std::string& text, int world_size, const std::str
   r.get("train_micro_batch_size_per_gpu", c.train_micro_batch_size_per_gpu);
   r.get("gradient_accumulation_steps", c.gradient_accumulation_steps);
   r.get("gradient_clipping", c.gradient_clipping, 0.0);
-  r.get("steps_per_print", c.steps_per_print, 0);
+  r.get("steps_per_print", c.steps_per_print, 1);  // a period: 0 would divide by zero
   r.get("wall_clock_breakdown", c.wall_clock_breakdown);
   parse_small_sections(r, c);
   if (const json* z = r.object("zero_optimization")) parse_zero(*z, c);

@@ -5,6 +5,7 @@
 #include "zero/config_keys.h"
 
 #include <nlohmann/json.hpp>
+#include "minitorch/json_limits.h"
 #include <stdexcept>
 #include <vector>
 
@@ -247,7 +248,7 @@ KeyVerdict judge_config_key(const ConfigKey& key, const nlohmann::json& value, i
       return {S::warning, path + " is accepted but has no effect here: " + std::string(key.note)};
     case S::error:
       if (!key.off.empty() && is_off(value, nlohmann::json::parse(key.off))) return {};
-      return {S::error, std::string(key.feature) + " is not implemented yet (" + path + " is " + value.dump() + "); " +
+      return {S::error, std::string(key.feature) + " is not implemented yet (" + path + " is " + json_excerpt(value) + "); " +
                             std::string(key.note)};
   }
   return {};

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <set>
 
+#include "minitorch/json_limits.h"
 #include "zero/config.h"
 #include "zero/config_keys.h"
 
@@ -48,9 +49,11 @@ json parse_config_json(const std::string& text, const std::string& source) {
   };
   json j;
   try {
-    j = json::parse(text, track);
-  } catch (const json::parse_error& e) {
-    throw ConfigError(source + ": malformed JSON: " + e.what());
+    j = parse_json_bounded(text, source, track);  // a deep value would crash the messages quoting it
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number like 1e999
+    throw ConfigError(source + ": malformed JSON: " + truncate_for_message(e.what(), 300));
+  } catch (const JsonLimitError& e) {
+    throw ConfigError(e.what());
   }
   if (!duplicate.empty()) throw ConfigError(source + ": duplicate key '" + duplicate + "' (DeepSpeed rejects it too)");
   if (!j.is_object()) throw ConfigError(source + ": the config must be a JSON object, got " + j.type_name());
@@ -63,7 +66,7 @@ SectionReader::SectionReader(const json& obj, std::string name, std::string sour
 void SectionReader::fail(const std::string& message) const { throw ConfigError(source_ + ": " + message); }
 
 void SectionReader::type_error(const char* key, const char* expected, const json& v) const {
-  fail(path(key) + " must be " + expected + ", got " + v.dump() + " (" + v.type_name() + ")");
+  fail(path(key) + " must be " + expected + ", got " + json_excerpt(v) + " (" + v.type_name() + ")");
 }
 
 bool SectionReader::has(const char* key) const { return obj_.contains(key); }
@@ -126,18 +129,22 @@ void SectionReader::get(const char* key, std::uint64_t& out) {
   out = static_cast<std::uint64_t>(v);
 }
 
-void SectionReader::get(const char* key, double& out, double min) {
+void SectionReader::get(const char* key, double& out, double min, double max) {
   if (const json* v = find(key)) {
     if (!v->is_number()) type_error(key, "a number", *v);
-    double d = v->get<double>();
-    if (d < min) fail(path(key) + " must be at least " + json(min).dump() + ", got " + v->dump());
+    const double d = v->get<double>();
+    if (!std::isfinite(d)) fail(path(key) + " must be a finite number, got " + json_excerpt(*v));
+    if (d < min || d > max)
+      fail(path(key) + " must be " +
+           (max >= 1e300 ? "at least " + json(min).dump() : "between " + json(min).dump() + " and " + json(max).dump()) +
+           ", got " + json_excerpt(*v));
     out = d;
   }
 }
 
-void SectionReader::get(const char* key, std::optional<double>& out) {
+void SectionReader::get(const char* key, std::optional<double>& out, double min) {
   double d = 0;
-  if (has(key)) get(key, d), out = d;
+  if (has(key)) get(key, d, min), out = d;
   else known_.emplace_back(key);
 }
 
@@ -185,10 +192,10 @@ void SectionReader::finish(std::vector<std::string>& warnings, int zero_stage) c
     const std::string& key = it.key();
     if (!accepted(key)) {
       const std::string near = nearest(key);
-      if (!name_.empty()) fail("unknown key '" + key + "' in " + name_ + "; did you mean '" + near + "'?");
+      if (!name_.empty()) fail("unknown key '" + truncate_for_message(key) + "' in " + name_ + "; did you mean '" + near + "'?");
       // A typo of a real section drops the whole section, so suggest when the name is close.
       const bool close = edit_distance(key, near) <= std::max<std::size_t>(2, key.size() / 3);
-      warnings.push_back("unknown top-level key '" + key + "' ignored: minitorch does not know it (DeepSpeed would "
+      warnings.push_back("unknown top-level key '" + truncate_for_message(key) + "' ignored: minitorch does not know it (DeepSpeed would "
                          "silently ignore it)" + (close ? "; did you mean '" + near + "'?" : std::string()));
       continue;
     }

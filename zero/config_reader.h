@@ -36,8 +36,9 @@ class SectionReader {
   void get(const char* key, std::int64_t& out, std::int64_t min = INT64_MIN, std::int64_t max = INT64_MAX);
   void get(const char* key, int& out, int min = INT32_MIN, int max = INT32_MAX);
   void get(const char* key, std::uint64_t& out);
-  void get(const char* key, double& out, double min = -1e300);
-  void get(const char* key, std::optional<double>& out);
+  /// A finite number in [min, max] (nlohmann reads 1e999 as inf: refused too).
+  void get(const char* key, double& out, double min = -1e300, double max = 1e300);
+  void get(const char* key, std::optional<double>& out, double min = -1e300);
   /// A string; if `allowed` is non-empty the value must be one of them.
   void get(const char* key, std::string& out, std::initializer_list<const char*> allowed = {});
   /// A nested object (nullptr if absent); an error if present but not an object.

@@ -6,6 +6,7 @@
 
 #include "autograd/engine.h"
 #include "minitorch/events.h"
+#include "zero/model_budget.h"
 
 namespace minitorch::zero {
 
@@ -32,6 +33,7 @@ nn::GPTConfig model_config(const Config& config, std::int64_t tokenizer_vocab) {
     g.vocab_size = m.vocab_size;
   }
   g.validate();
+  check_model_fits(g, config.train_micro_batch_size_per_gpu, kTrainBytesPerParam, config.source);  // before allocating
   return g;
 }
 
@@ -108,6 +110,8 @@ bool Engine::step() {
     events::Span span(events::Category::compute, "optimizer_step");
     // DeepSpeed: scheduler.step() follows optimizer.step(), so update k uses lr(k - 1).
     last_grad_norm_ = strategy_->step(schedule_.lr_for_update(global_steps_), config_.gradient_clipping);
+    // Every rank sees the same reduced gradients, so every rank stops here together.
+    if (!std::isfinite(last_grad_norm_) || !std::isfinite(bad_loss_)) throw std::runtime_error(diverged_message());
     ++global_steps_;
   }
   times_.step += ms_since(t0);
@@ -124,7 +128,9 @@ float Engine::train_batch(const data::BatchSampler& sampler) {
   for (std::int64_t m = 0; m < G; ++m) {
     data::Batch b = sampler.sample(dp_rank(), global_steps_, dp_size(), m, G);
     Tensor loss = forward(b.x, b.y);
-    total += loss.item();
+    const float l = loss.item();
+    if (!std::isfinite(l) && std::isfinite(bad_loss_)) bad_loss_ = l;  // step() stops the run, on every rank
+    total += l;
     backward(loss);
     step();
   }
@@ -147,6 +153,16 @@ float Engine::evaluate(const data::BatchSampler& val_sampler, std::int64_t iters
     total += model_->loss(b.x, b.y).item();
   }
   return static_cast<float>(total / static_cast<double>(iters));
+}
+
+std::string Engine::diverged_message() const {
+  std::ostringstream os;
+  os << "step " << global_steps_ + 1 << ": ";
+  if (!std::isfinite(bad_loss_)) os << "the loss is " << bad_loss_;
+  else os << "the gradient norm is " << last_grad_norm_;
+  os << " (training diverged at lr " << optimizer().lr() << "); lower optimizer.params.lr"
+     << (config_.gradient_clipping > 0 ? "" : " or set gradient_clipping (e.g. 1.0)");
+  return os.str();
 }
 
 std::string Engine::wall_clock_report(bool with_legend) const {

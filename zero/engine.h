@@ -60,7 +60,8 @@ class Engine {
   void backward(const Tensor& loss);
   /// On the last micro-batch of an accumulation: (data parallel: wait for the averaged gradients,)
   /// clip, set the scheduled lr, update, zero the gradients; returns true. On the others it only
-  /// counts the micro-batch and returns false.
+  /// counts the micro-batch and returns false. A non-finite gradient norm, or a non-finite loss
+  /// seen by train_batch() in this step, throws std::runtime_error "step N: the loss is nan ...".
   bool step();
   /// True when the next step() will update the parameters.
   bool is_gradient_accumulation_boundary() const;
@@ -113,6 +114,8 @@ class Engine {
   optim::LRSchedule schedule_;
   std::int64_t micro_steps_ = 0, global_steps_ = 0;
   double last_grad_norm_ = 0;
+  float bad_loss_ = 0;  ///< the first non-finite micro-batch loss of the current step (0: none)
+  std::string diverged_message() const;
   StepTimes times_, last_times_;
   ModelStateBytes measured_states_;
   dist::ProcessGroup* group_ = nullptr;

@@ -175,3 +175,18 @@ TEST(L03_Safetensors, FailedWriteLeavesNoTempFileAndKeepsTheOldFile) {
   for (const auto& e : fs::directory_iterator(tmp.dir))
     EXPECT_FALSE(contains(e.path().filename().string(), ".tmp.")) << "left behind: " << e.path();
 }
+
+TEST(L03_Safetensors, DeeplyNestedHeaderIsOneClearError) {
+  // 100 000 levels used to reach "expected an object, got " + dump(): a stack overflow (SIGSEGV).
+  TempDir dir;
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  expect_load_error(write_raw(dir.path("deep.safetensors"), R"({"w": )" + deep + "}", 0),
+                    "JSON nested deeper than 64 levels");
+  // Within the bound, a wrong entry is quoted as an excerpt, not dumped whole.
+  std::string wide = "[";
+  for (int i = 0; i < 10000; ++i) wide += "1,";
+  wide.back() = ']';
+  std::string msg = error_of([&] { load_safetensors(write_raw(dir.path("wide.safetensors"), R"({"w": )" + wide + "}", 0)); });
+  EXPECT_TRUE(contains(msg, "tensor 'w': expected an object, got [1,1,1,")) << msg.substr(0, 300);
+  EXPECT_LT(msg.size(), 300u);
+}

@@ -148,6 +148,28 @@ TEST(L03_GPT, GenerateIsDeterministicAndCropsContext) {
   EXPECT_THROW(model.generate(idx, 1, 0.f, s1), std::invalid_argument);
 }
 
+TEST(L03_GPT, GenerateNeverDrawsPaddedIds) {
+  // vocab_size padded to 64 for a 5-token vocabulary: the padded logits are made to win, and are
+  // still never drawn when vocab_limit says where the real vocabulary ends.
+  nn::GPTConfig cfg = tiny_config();
+  cfg.vocab_size = 64;
+  Generator gen(21);
+  nn::GPT model(cfg, gen);
+  {
+    autograd::NoGradGuard no_grad;
+    std::vector<float> w = model.wte->weight.to_vector();
+    for (std::size_t i = 5 * static_cast<std::size_t>(cfg.n_embd); i < w.size(); ++i) w[i] *= 50.f;
+    model.wte->weight.copy_(Tensor::from_vector(w, model.wte->weight.shape()));
+  }
+  Tensor idx = Tensor::from_ints({1, 2}, {1, 2});
+  Generator s(7), unlimited(7);
+  for (auto id : model.generate(idx, 300, 1.0f, s, 0, /*vocab_limit=*/5).to_int_vector()) ASSERT_LT(id, 5);
+  bool padded = false;  // without the limit the padded ids do come up: the test can fail
+  for (auto id : model.generate(idx, 300, 1.0f, unlimited).to_int_vector()) padded = padded || id >= 5;
+  EXPECT_TRUE(padded);
+  EXPECT_THROW(model.generate(idx, 1, 1.0f, s, 0, 65), std::invalid_argument);
+}
+
 TEST(L03_GPT, GenerateTopKOneIsGreedy) {
   Generator gen(17);
   nn::GPT model(tiny_config(), gen);

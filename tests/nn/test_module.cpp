@@ -163,6 +163,29 @@ TEST(L03_Module, LoadStateDictErrorsNameTheKey) {
   EXPECT_EQ(net.fc1->weight.to_vector(), before);
 }
 
+TEST(L03_Module, LoadStateDictRefusesIntegersForFloatWeights) {
+  // An I32 checkpoint tensor over f32 bytes used to load as values of ~1e9 and train on (loss 1e11).
+  Generator gen(5);
+  TwoLayer net(gen);
+  auto sd = net.state_dict();
+  auto ints = sd;
+  ints[0].second = Tensor::zeros(sd[0].second.shape(), DType::i32);
+  std::vector<float> before = net.fc1->weight.to_vector();
+  try {
+    net.load_state_dict(ints);
+    FAIL() << "expected a dtype mismatch";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("dtype mismatch for 'fc1.weight': checkpoint has i32, the model has f32 "
+                                         "(expected f32 or bf16)"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(net.fc1->weight.to_vector(), before);
+  auto halves = sd;  // bf16 converts: a bf16-trained checkpoint evaluates in f32
+  halves[0].second = sd[0].second.to(DType::bf16);
+  EXPECT_NO_THROW(net.load_state_dict(halves));
+}
+
 TEST(L03_Module, TiedWeightLoadsFromEitherName) {
   Generator g1(5), g2(6);
   Tied a(g1), b(g2);

@@ -136,3 +136,20 @@ TEST(L03_Engine, Fp16IsRejectedWithAClearError) {
     EXPECT_NE(std::string(e.what()).find("use \"bf16\""), std::string::npos) << e.what();
   }
 }
+
+TEST(L03_Engine, DivergedTrainingStopsNamingTheStep) {
+  // lr 1e300 used to print nan losses to the end and exit 0.
+  TrainRun run(R"({"train_micro_batch_size_per_gpu": 2,
+    "optimizer": {"type": "AdamW", "params": {"lr": 1e300}},
+    "model": {"name": "baby", "n_layer": 1, "n_head": 2, "n_embd": 16, "block_size": 16},
+    "training": {"steps": 5, "seed": 3}})");
+  std::string msg;
+  try {
+    run.train(5);
+  } catch (const std::runtime_error& e) {
+    msg = e.what();
+  }
+  EXPECT_NE(msg.find("step 2: the loss is "), std::string::npos) << msg;
+  EXPECT_NE(msg.find("lower optimizer.params.lr or set gradient_clipping"), std::string::npos) << msg;
+  EXPECT_EQ(run.engine->global_steps(), 1);
+}
