@@ -41,6 +41,7 @@ void train(const std::string& config_path, std::string data_path, std::int64_t s
   if (seed_override >= 0) cfg.training.seed = static_cast<std::uint64_t>(seed_override);
   if (data_path.empty()) data_path = cfg.training.data.empty() ? "datasets/kjv.txt" : cfg.training.data;
   const std::string out = out_flag ? *out_flag : cfg.training.checkpoint;  // "" = don't save
+  const std::string run_id = zero::new_run_id();  // names every save of this run (checkpoint manifest)
   if (world.rank() == 0) {  // found now, not after an hour of training
     if (!out.empty()) tools::ensure_writable(out, "--out");
     if (!report_path.empty()) tools::ensure_writable(report_path, "--report");
@@ -61,7 +62,11 @@ void train(const std::string& config_path, std::string data_path, std::int64_t s
     model = std::make_shared<nn::GPT>(mcfg, init);
   }
   auto engine = zero::initialize(model, cfg, &world);  // N > 1 ranks: DDP, rank 0's weights everywhere
-  if (!resume.empty()) zero::resume_from(resume, *engine);
+  if (!resume.empty()) {
+    zero::ResumeInfo resumed = zero::resume_from(resume, *engine);
+    if (world.rank() == 0)
+      for (const auto& w : resumed.warnings) std::cerr << "warning: " << w << "\n";
+  }
 
   const std::int64_t B = cfg.train_micro_batch_size_per_gpu, T = mcfg.block_size;
   data::BatchSampler train_sampler(ds.tokens_ptr(data::Split::train), B, T, cfg.training.seed);
@@ -119,7 +124,7 @@ void train(const std::string& config_path, std::string data_path, std::int64_t s
   if (!out.empty() && world.rank() == 0) {
     std::filesystem::path dir = std::filesystem::path(out).parent_path();
     if (!dir.empty()) std::filesystem::create_directories(dir);
-    zero::save_checkpoint(out, *engine, ds.tokenizer());
+    zero::save_checkpoint(out, *engine, ds.tokenizer(), run_id);
     std::printf("saved %s\n", out.c_str());
   }
   if (report) {
@@ -142,7 +147,7 @@ int main(int argc, char** argv) {
   app.add_option("--data", data, "UTF-8 text file to train on (default: training.data, else datasets/kjv.txt)");
   app.add_option("--steps", steps, "optimizer steps (overrides training.steps)")->check(CLI::NonNegativeNumber);
   app.add_option("--seed", seed, "seed for init and batches (overrides training.seed)")->check(CLI::NonNegativeNumber);
-  app.add_option("--resume", resume, "checkpoint to continue from (its .optim file holds the optimizer state)");
+  app.add_option("--resume", resume, "checkpoint to continue from: one complete save (CKPT, CKPT.optim, CKPT.manifest.json)");
   app.add_option("--report", report, "write the run report (JSON, docs/report.md) to this path at the end");
   app.add_option("--out", out, "where to save the checkpoint (overrides training.checkpoint; \"\" = don't save)");
   return tools::run_tool(app, argc, argv, [&] {
