@@ -49,7 +49,10 @@ void train(const std::string& config_path, std::string data_path, std::int64_t s
 
   // Tokenizer: a resumed run keeps the checkpoint's vocabulary; a new one learns it from the text.
   zero::CheckpointInfo info;
-  if (!resume.empty()) info = zero::read_checkpoint_info(resume);
+  if (!resume.empty()) {
+    zero::check_complete_save(resume);  // an incomplete save is named as such, not as a bad file
+    info = zero::read_checkpoint_info(resume);
+  }
   data::TextDataset ds = resume.empty()
                              ? data::TextDataset::load(data_path, cfg.training.tokenizer, cfg.model.block_size)
                              : data::TextDataset::load(data_path, info.tokenizer, cfg.model.block_size);

@@ -55,6 +55,18 @@ std::shared_ptr<nn::GPT> model_from(const SafetensorsFile& f, const CheckpointIn
   }
   return model;
 }
+[[noreturn]] void resume_fail(const std::string& path, const std::string& what) {
+  throw std::runtime_error("cannot resume from '" + path + "': " + what);
+}
+
+void check_size(const std::string& path, const std::string& file, const ManifestFile& want, const std::string& role) {
+  std::error_code ec;
+  const auto bytes = std::filesystem::file_size(file, ec);
+  if (ec) resume_fail(path, "its " + role + " '" + file + "' is missing; the save is incomplete");
+  if (bytes != want.bytes)
+    resume_fail(path, "its " + role + " '" + file + "' is " + std::to_string(bytes) + " bytes but the save wrote " +
+                          std::to_string(want.bytes) + ": it is truncated or was replaced; copy the whole save again");
+}
 }  // namespace
 
 void save_model(const std::string& path, const nn::GPT& model, const data::Tokenizer& tokenizer, std::int64_t step) {
@@ -100,22 +112,19 @@ std::shared_ptr<nn::GPT> load_model(const std::string& path, CheckpointInfo* inf
   return model;
 }
 
+CheckpointManifest check_complete_save(const std::string& path) {
+  CheckpointManifest m = read_manifest(path);
+  check_size(path, path, m.model, "model file");
+  if (m.optim) check_size(path, path + ".optim", *m.optim, "optimizer state");
+  return m;
+}
+
 ResumeInfo resume_from(const std::string& path, Engine& engine) {
-  const CheckpointManifest m = read_manifest(path);
-  const std::string opt_path = path + ".optim";
-  auto fail = [&](const std::string& what) {
-    throw std::runtime_error("cannot resume from '" + path + "': " + what);
-  };
   // Cheap checks first, so each problem gets its own message: presence and size (a truncated copy),
   // then the metadata (another run, another step), then the checksum (changed bytes).
-  auto check_size = [&](const std::string& file, const ManifestFile& want, const char* role) {
-    std::error_code ec;
-    const auto bytes = std::filesystem::file_size(file, ec);
-    if (ec) fail("its " + std::string(role) + " '" + file + "' is missing; the save is incomplete");
-    if (bytes != want.bytes)
-      fail("its " + std::string(role) + " '" + file + "' is " + std::to_string(bytes) + " bytes but the save wrote " +
-           std::to_string(want.bytes) + ": it is truncated or was replaced; copy the whole save again");
-  };
+  const CheckpointManifest m = check_complete_save(path);
+  const std::string opt_path = path + ".optim";
+  auto fail = [&](const std::string& what) { resume_fail(path, what); };
   auto check_run = [&](const SafetensorsFile& f, const char* role) {
     auto it = f.metadata.find("run_id");
     if (it != f.metadata.end() && it->second != m.run_id)
@@ -128,8 +137,6 @@ ResumeInfo resume_from(const std::string& path, Engine& engine) {
            "corrupted after the save");
   };
 
-  check_size(path, m.model, "model file");
-  if (m.optim) check_size(opt_path, *m.optim, "optimizer state");
   SafetensorsFile f = load_safetensors(path);
   CheckpointInfo info = info_from(f);
   check_run(f, "model file");

@@ -54,6 +54,9 @@ void save_model(const std::string& path, const nn::GPT& model, const data::Token
 std::shared_ptr<nn::GPT> load_model(const std::string& path, CheckpointInfo* info = nullptr);
 /// Reads only the metadata (the weights are validated but not kept).
 CheckpointInfo read_checkpoint_info(const std::string& path);
+/// The cheap part of resume_from()'s checks, before anything is loaded: the manifest is there and
+/// readable, and `path` and `path.optim` have the sizes it names. Throws like resume_from().
+CheckpointManifest check_complete_save(const std::string& path);
 /// Restores weights, optimizer state and step count into an engine built for the same model shape.
 /// Refuses, with one std::runtime_error naming the file and the problem, anything that is not one
 /// complete save: no manifest, a file missing, truncated or changed (size, checksum), a model or
