@@ -83,6 +83,8 @@ void save_checkpoint(const std::string& path, const Engine& engine, const data::
   m.run_id = run_id;
   m.step = engine.global_steps();
   m.data_parallel_size = engine.dp_size();
+  m.train_micro_batch_size_per_gpu = engine.config().train_micro_batch_size_per_gpu;
+  m.gradient_accumulation_steps = engine.config().gradient_accumulation_steps;
   const GradientStrategy& s = engine.strategy();
   const std::string opt_path = path + ".optim";
   if (s.optimizer_steps() > 0) {
@@ -173,11 +175,23 @@ ResumeInfo resume_from(const std::string& path, Engine& engine) {
     engine.strategy().load_optimizer_state(o->tensors, opt_steps);
   }
   ResumeInfo r{m.run_id, m.step, m.data_parallel_size, {}};
-  if (m.data_parallel_size != engine.dp_size())
-    r.warnings.push_back("checkpoint '" + path + "' was saved on " + std::to_string(m.data_parallel_size) +
-                         " data-parallel rank(s) and resumes on " + std::to_string(engine.dp_size()) +
-                         ": the data order changes from here on, so the losses will not match an "
-                         "uninterrupted run");
+  const Config& c = engine.config();
+  const bool same_data = m.train_micro_batch_size_per_gpu == c.train_micro_batch_size_per_gpu &&
+                         m.gradient_accumulation_steps * m.data_parallel_size ==
+                             c.gradient_accumulation_steps * engine.dp_size();
+  if (m.data_parallel_size != engine.dp_size() || !same_data) {
+    std::string w = "checkpoint '" + path + "' was saved on " + std::to_string(m.data_parallel_size) +
+                    " data-parallel rank(s) with micro-batch " + std::to_string(m.train_micro_batch_size_per_gpu) +
+                    " x accumulation " + std::to_string(m.gradient_accumulation_steps) + " and resumes on " +
+                    std::to_string(engine.dp_size()) + " with " + std::to_string(c.train_micro_batch_size_per_gpu) +
+                    " x " + std::to_string(c.gradient_accumulation_steps) + ": ";
+    // Micro-batches are numbered (step * G + micro) * W + rank, so only B and G*W decide the data.
+    w += same_data ? "the data order changes among the ranks (each step sees the same micro-batches, summed in "
+                     "another order), so the losses match an uninterrupted run only up to rounding"
+                   : "the data order changes from here on (other micro-batches per step), so the losses will "
+                     "not match an uninterrupted run";
+    r.warnings.push_back(w);
+  }
   return r;
 }
 

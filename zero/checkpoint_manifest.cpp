@@ -88,7 +88,9 @@ void write_manifest(const std::string& checkpoint_path, const CheckpointManifest
   nlohmann::json files = {{"model", file_json(m.model, false)}};
   if (m.optim) files["optim"] = file_json(*m.optim, true);
   const nlohmann::json j = {{"format", kManifestFormat}, {"run_id", m.run_id}, {"step", m.step},
-                            {"data_parallel_size", m.data_parallel_size}, {"files", files}};
+                            {"data_parallel_size", m.data_parallel_size},
+                            {"train_micro_batch_size_per_gpu", m.train_micro_batch_size_per_gpu},
+                            {"gradient_accumulation_steps", m.gradient_accumulation_steps}, {"files", files}};
   const std::string text = j.dump(2) + "\n";
   write_file_atomic(manifest_path(checkpoint_path), {{text.data(), text.size()}}, "checkpoint manifest");
 }
@@ -112,6 +114,8 @@ CheckpointManifest read_manifest(const std::string& checkpoint_path) {
     m.run_id = j.at("run_id").get<std::string>();
     m.step = j.at("step").get<std::int64_t>();
     m.data_parallel_size = j.at("data_parallel_size").get<int>();
+    m.train_micro_batch_size_per_gpu = j.at("train_micro_batch_size_per_gpu").get<std::int64_t>();
+    m.gradient_accumulation_steps = j.at("gradient_accumulation_steps").get<std::int64_t>();
     m.model = file_from(j.at("files").at("model"), false);
     if (j.at("files").contains("optim")) m.optim = file_from(j.at("files").at("optim"), true);
   } catch (const std::exception& e) {

@@ -11,7 +11,7 @@
 ///
 /// \code
 ///   {"format": "minitorch-manifest-1", "run_id": "1718000000-4242-9f3a61c2", "step": 600,
-///    "data_parallel_size": 4,
+///    "data_parallel_size": 4, "train_micro_batch_size_per_gpu": 8, "gradient_accumulation_steps": 1,
 ///    "files": {"model": {"name": "baby.safetensors", "bytes": 3245376, "fnv1a64": "a1b2..."},
 ///              "optim": {"name": "baby.safetensors.optim", "bytes": 9723904, "fnv1a64": "c3d4...",
 ///                        "optimizer_steps": 600}}}
@@ -35,6 +35,9 @@ struct CheckpointManifest {
   std::string run_id;
   std::int64_t step = 0;
   int data_parallel_size = 1;
+  /// The batch split: with the same micro-batch size and micro-batches per step (accumulation ×
+  /// ranks), a resumed run trains on the same data (data/batch_sampler.h) on any number of ranks.
+  std::int64_t train_micro_batch_size_per_gpu = 0, gradient_accumulation_steps = 0;
   ManifestFile model;
   std::optional<ManifestFile> optim;  ///< absent for a save before the first optimizer step
 };

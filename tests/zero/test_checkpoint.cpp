@@ -164,9 +164,18 @@ TEST(L03_Checkpoint, ResumeOnAnotherNumberOfRanksWarnsThatTheDataOrderChanges) {
   TrainRun one(kConfig);
   auto info = zero::resume_from(a, *one.engine);
   ASSERT_EQ(info.warnings.size(), 1u);
-  EXPECT_TRUE(contains(info.warnings[0], "saved on 4 data-parallel rank(s) and resumes on 1: the data order changes"))
+  EXPECT_TRUE(contains(info.warnings[0], "saved on 4 data-parallel rank(s) with micro-batch 2 x accumulation 1 and "
+                                         "resumes on 1 with 2 x 1: the data order changes from here on"))
       << info.warnings[0];
   EXPECT_EQ(one.engine->global_steps(), 3);
+  // 1 rank x accumulation 4 trains each step on the micro-batches of 4 ranks x 1: same data, other sums.
+  std::string accum4 = kConfig;
+  accum4.replace(accum4.find("\"gradient_accumulation_steps\": 1"), 32, "\"gradient_accumulation_steps\": 4");
+  TrainRun four(accum4);
+  info = zero::resume_from(a, *four.engine);
+  ASSERT_EQ(info.warnings.size(), 1u);
+  EXPECT_TRUE(contains(info.warnings[0], "the data order changes among the ranks (each step sees the same micro-batches"))
+      << info.warnings[0];
 }
 
 TEST(L03_Checkpoint, SaveRemovesTempFilesOfAKilledSaveAndNothingElse) {
