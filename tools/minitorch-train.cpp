@@ -46,6 +46,7 @@ void train(const std::string& config_path, std::string data_path, std::int64_t s
   world.set_timeout(cfg.comm.timeout_s);  // the engine sets it too; this covers the traffic before it
   if (data_path.empty()) data_path = cfg.training.data.empty() ? "datasets/kjv.txt" : cfg.training.data;
   const std::string out = out_flag ? *out_flag : cfg.training.checkpoint;  // "" = don't save
+  const std::string run_id = zero::new_run_id();  // names every save of this run (checkpoint manifest)
   if (world.rank() == 0) {  // found now, not after an hour of training
     if (!out.empty()) tools::ensure_writable(out, "--out");
     if (!report_path.empty()) tools::ensure_writable(report_path, "--report");
@@ -53,7 +54,10 @@ void train(const std::string& config_path, std::string data_path, std::int64_t s
 
   // Tokenizer: a resumed run keeps the checkpoint's vocabulary; a new one learns it from the text.
   zero::CheckpointInfo info;
-  if (!resume.empty()) info = zero::read_checkpoint_info(resume);
+  if (!resume.empty()) {
+    zero::check_complete_save(resume);  // an incomplete save is named as such, not as a bad file
+    info = zero::read_checkpoint_info(resume);
+  }
   data::TextDataset ds = resume.empty()
                              ? data::TextDataset::load(data_path, cfg.training.tokenizer, cfg.model.block_size)
                              : data::TextDataset::load(data_path, info.tokenizer, cfg.model.block_size);
@@ -66,7 +70,11 @@ void train(const std::string& config_path, std::string data_path, std::int64_t s
     model = std::make_shared<nn::GPT>(mcfg, init);
   }
   auto engine = zero::initialize(model, cfg, &world);  // N > 1 ranks: DDP, rank 0's weights everywhere
-  if (!resume.empty()) zero::resume_from(resume, *engine);
+  if (!resume.empty()) {
+    zero::ResumeInfo resumed = zero::resume_from(resume, *engine);
+    if (world.rank() == 0)
+      for (const auto& w : resumed.warnings) std::cerr << "warning: " << w << "\n";
+  }
 
   const std::int64_t B = cfg.train_micro_batch_size_per_gpu, T = mcfg.block_size;
   data::BatchSampler train_sampler(ds.tokens_ptr(data::Split::train), B, T, cfg.training.seed);
@@ -135,7 +143,7 @@ void train(const std::string& config_path, std::string data_path, std::int64_t s
   if (!out.empty() && world.rank() == 0) {
     std::filesystem::path dir = std::filesystem::path(out).parent_path();
     if (!dir.empty()) std::filesystem::create_directories(dir);
-    zero::save_checkpoint(out, *engine, ds.tokenizer());
+    zero::save_checkpoint(out, *engine, ds.tokenizer(), run_id);
     std::printf("saved %s\n", out.c_str());
   }
   if (report) {
@@ -159,7 +167,7 @@ int main(int argc, char** argv) {
   app.add_option("--data", data, "UTF-8 text file to train on (default: training.data, else datasets/kjv.txt)");
   app.add_option("--steps", steps, "optimizer steps (overrides training.steps)")->check(tools::decimal<std::int64_t>(0));
   app.add_option("--seed", seed, "seed for init and batches (overrides training.seed)")->check(tools::decimal<std::int64_t>(0));
-  app.add_option("--resume", resume, "checkpoint to continue from (its .optim file holds the optimizer state)");
+  app.add_option("--resume", resume, "checkpoint to continue from: one complete save (CKPT, CKPT.optim, CKPT.manifest.json)");
   app.add_option("--report", report, "write the run report (JSON, docs/report.md) to this path at the end");
   app.add_option("--out", out, "where to save the checkpoint (overrides training.checkpoint; \"\" = don't save)");
   app.add_option("--comm-timeout", comm_timeout,

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <stdexcept>
 
 #include "minitorch/json_limits.h"
@@ -70,18 +71,53 @@ std::shared_ptr<nn::GPT> model_from(const SafetensorsFile& f, const CheckpointIn
   }
   return model;
 }
+[[noreturn]] void resume_fail(const std::string& path, const std::string& what) {
+  throw std::runtime_error("cannot resume from '" + path + "': " + what);
+}
+
+void check_size(const std::string& path, const std::string& file, const ManifestFile& want, const std::string& role) {
+  std::error_code ec;
+  const auto bytes = std::filesystem::file_size(file, ec);
+  if (ec) resume_fail(path, "its " + role + " '" + file + "' is missing; the save is incomplete");
+  if (bytes != want.bytes)
+    resume_fail(path, "its " + role + " '" + file + "' is " + std::to_string(bytes) + " bytes but the save wrote " +
+                          std::to_string(want.bytes) + ": it is truncated or was replaced; copy the whole save again");
+}
 }  // namespace
 
 void save_model(const std::string& path, const nn::GPT& model, const data::Tokenizer& tokenizer, std::int64_t step) {
   save_safetensors(path, model.state_dict(), metadata_for(model, tokenizer, step));
 }
 
-void save_checkpoint(const std::string& path, const Engine& engine, const data::Tokenizer& tokenizer) {
+void save_checkpoint(const std::string& path, const Engine& engine, const data::Tokenizer& tokenizer,
+                     const std::string& run_id) {
+  remove_stale_temp_files(path);
+  // From here until the new manifest lands, the files at `path` are not one complete save; with the
+  // old manifest gone, a kill in between is seen as "no manifest", never as a mixed pair.
+  std::filesystem::remove(manifest_path(path));
+  CheckpointManifest m;
+  m.run_id = run_id;
+  m.step = engine.global_steps();
+  m.data_parallel_size = engine.dp_size();
+  m.train_micro_batch_size_per_gpu = engine.config().train_micro_batch_size_per_gpu;
+  m.gradient_accumulation_steps = engine.config().gradient_accumulation_steps;
   const GradientStrategy& s = engine.strategy();
-  if (s.optimizer_steps() > 0)
-    save_safetensors(path + ".optim", s.optimizer_state(),
-                     {{"format", kFormat}, {"optimizer_steps", std::to_string(s.optimizer_steps())}});
-  save_model(path, engine.model(), tokenizer, engine.global_steps());
+  const std::string opt_path = path + ".optim";
+  if (s.optimizer_steps() > 0) {
+    save_safetensors(opt_path, s.optimizer_state(),
+                     {{"format", kFormat}, {"optimizer_steps", std::to_string(s.optimizer_steps())}, {"run_id", run_id}});
+  } else {
+    std::filesystem::remove(opt_path);  // an older run's state must not sit beside this save
+  }
+  auto meta = metadata_for(engine.model(), tokenizer, m.step);
+  meta["run_id"] = run_id;
+  save_safetensors(path, engine.model().state_dict(), meta);
+  m.model = describe_file(path);
+  if (s.optimizer_steps() > 0) {
+    m.optim = describe_file(opt_path);
+    m.optim->optimizer_steps = s.optimizer_steps();
+  }
+  write_manifest(path, m);
 }
 
 CheckpointInfo read_checkpoint_info(const std::string& path) { return info_from(load_safetensors(path)); }
@@ -94,31 +130,85 @@ std::shared_ptr<nn::GPT> load_model(const std::string& path, CheckpointInfo* inf
   return model;
 }
 
-void resume_from(const std::string& path, Engine& engine) {
+CheckpointManifest check_complete_save(const std::string& path) {
+  CheckpointManifest m = read_manifest(path);
+  check_size(path, path, m.model, "model file");
+  if (m.optim) check_size(path, path + ".optim", *m.optim, "optimizer state");
+  return m;
+}
+
+ResumeInfo resume_from(const std::string& path, Engine& engine) {
+  // Cheap checks first, so each problem gets its own message: presence and size (a truncated copy),
+  // then the metadata (another run, another step), then the checksum (changed bytes).
+  const CheckpointManifest m = check_complete_save(path);
+  const std::string opt_path = path + ".optim";
+  auto fail = [&](const std::string& what) { resume_fail(path, what); };
+  auto check_run = [&](const SafetensorsFile& f, const char* role) {
+    auto it = f.metadata.find("run_id");
+    if (it != f.metadata.end() && it->second != m.run_id)
+      fail("its " + std::string(role) + " '" + f.path + "' is from another run (" + it->second + ", the manifest says " +
+           m.run_id + "); use the files of one save together");
+  };
+  auto check_sum = [&](const std::string& file, const ManifestFile& want, const char* role) {
+    if (fnv1a64_file(file) != want.fnv1a64)
+      fail("its " + std::string(role) + " '" + file + "' does not match the manifest's checksum: it was changed or "
+           "corrupted after the save");
+  };
+
   SafetensorsFile f = load_safetensors(path);
   CheckpointInfo info = info_from(f);
+  check_run(f, "model file");
+  if (info.step != m.step)
+    fail("its model file is from step " + std::to_string(info.step) + " but the manifest is from step " +
+         std::to_string(m.step) + "; use the files of one save together");
+  check_sum(path, m.model, "model file");
+  std::optional<SafetensorsFile> o;
+  std::int64_t opt_steps = 0;
+  if (m.optim) {
+    o = load_safetensors(opt_path);
+    check_run(*o, "optimizer state");
+    try {
+      opt_steps = std::stoll(o->metadata.at("optimizer_steps"));
+    } catch (const std::exception&) {
+      fail("its optimizer state '" + opt_path + "' has no valid optimizer_steps metadata");
+    }
+    if (opt_steps != m.optim->optimizer_steps)
+      fail("its optimizer state '" + opt_path + "' is stale: it holds " + std::to_string(opt_steps) +
+           " optimizer steps but the save had " + std::to_string(m.optim->optimizer_steps) +
+           "; use the files of one save together");
+    check_sum(opt_path, *m.optim, "optimizer state");
+  }
+
   if (!(info.model == engine.model().config()))
-    throw std::runtime_error("cannot resume from '" + path + "': it holds " + info.model.describe() +
-                             " but the config builds " + engine.model().config().describe());
+    fail("it holds " + info.model.describe() + " but the config builds " + engine.model().config().describe());
   {
     TagScope scope(MemTag::param);
     engine.model().load_state_dict(f.tensors, /*strict=*/true);
   }
   engine.set_global_steps(info.step);
-  const std::string opt_path = path + ".optim";
-  if (info.step == 0) return;
-  if (!std::filesystem::exists(opt_path))
-    throw std::runtime_error("cannot resume from '" + path + "': its optimizer state '" + opt_path +
-                             "' is missing (copy it beside the checkpoint, or start a new run without --resume)");
-  SafetensorsFile o = load_safetensors(opt_path);
-  std::int64_t steps = 0;
-  try {
-    steps = std::stoll(o.metadata.at("optimizer_steps"));
-  } catch (const std::exception&) {
-    throw std::runtime_error("optimizer state '" + opt_path + "' has no valid optimizer_steps metadata");
+  if (o) {
+    TagScope scope(MemTag::optim);
+    engine.strategy().load_optimizer_state(o->tensors, opt_steps);
   }
-  TagScope scope(MemTag::optim);
-  engine.strategy().load_optimizer_state(o.tensors, steps);
+  ResumeInfo r{m.run_id, m.step, m.data_parallel_size, {}};
+  const Config& c = engine.config();
+  const bool same_data = m.train_micro_batch_size_per_gpu == c.train_micro_batch_size_per_gpu &&
+                         m.gradient_accumulation_steps * m.data_parallel_size ==
+                             c.gradient_accumulation_steps * engine.dp_size();
+  if (m.data_parallel_size != engine.dp_size() || !same_data) {
+    std::string w = "checkpoint '" + path + "' was saved on " + std::to_string(m.data_parallel_size) +
+                    " data-parallel rank(s) with micro-batch " + std::to_string(m.train_micro_batch_size_per_gpu) +
+                    " x accumulation " + std::to_string(m.gradient_accumulation_steps) + " and resumes on " +
+                    std::to_string(engine.dp_size()) + " with " + std::to_string(c.train_micro_batch_size_per_gpu) +
+                    " x " + std::to_string(c.gradient_accumulation_steps) + ": ";
+    // Micro-batches are numbered (step * G + micro) * W + rank, so only B and G*W decide the data.
+    w += same_data ? "the data order changes among the ranks (each step sees the same micro-batches, summed in "
+                     "another order), so the losses match an uninterrupted run only up to rounding"
+                   : "the data order changes from here on (other micro-batches per step), so the losses will "
+                     "not match an uninterrupted run";
+    r.warnings.push_back(w);
+  }
+  return r;
 }
 
 }  // namespace minitorch::zero

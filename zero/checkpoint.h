@@ -5,16 +5,22 @@
 /// `PATH` holds the model's state_dict under nanoGPT's names (so `model.load_state_dict(
 /// safetensors.torch.load_file(PATH))` works on a nanoGPT-style PyTorch GPT) and, in `__metadata__`,
 /// everything needed to use it alone: `format` ("minitorch-checkpoint-1"), `model_args` (nanoGPT's
-/// keys, JSON), `tokenizer` ("char"/"byte"), `vocab` (the characters, UTF-8), `step`.
-/// `PATH.optim` (also safetensors) holds the optimizer state (exp_avg.*, exp_avg_sq.*, master.*)
-/// and its step count, for `--resume`. Both are written atomically (temp file, fsync, rename), the
-/// optimizer file first, so a crash never leaves a model file without the state it was saved with.
+/// keys, JSON), `tokenizer` ("char"/"byte"), `vocab` (the characters, UTF-8), `step`, and
+/// (from save_checkpoint) `run_id`.
+/// `PATH.optim` (also safetensors) holds the optimizer state (exp_avg.*, exp_avg_sq.*, master.*),
+/// its step count and the run id, for `--resume`. A save is one complete save or nothing: it removes
+/// the old manifest and what a killed save left (`*.tmp.<pid>`), writes both files atomically (temp
+/// file, fsync, rename), and writes `PATH.manifest.json` (zero/checkpoint_manifest.h) last.
+/// resume_from() accepts only a save whose manifest, sizes, checksums, steps and run id agree;
+/// load_model() needs only `PATH`, so eval and sampling work on a model file alone.
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "data/tokenizer.h"
 #include "nn/gpt.h"
+#include "zero/checkpoint_manifest.h"
 #include "zero/engine.h"
 
 namespace minitorch::zero {
@@ -27,8 +33,18 @@ struct CheckpointInfo {
   std::int64_t step = 0;
 };
 
-/// Writes the engine's model (and, if it has stepped, its optimizer state) to `path` / `path.optim`.
-void save_checkpoint(const std::string& path, const Engine& engine, const data::Tokenizer& tokenizer);
+/// What resume_from() found, and what the caller should tell the user (one line each).
+struct ResumeInfo {
+  std::string run_id;               ///< the run that saved it
+  std::int64_t step = 0;
+  int data_parallel_size = 1;       ///< ranks of the run that saved it
+  std::vector<std::string> warnings;  ///< e.g. the data order changes on another number of ranks
+};
+
+/// Writes the engine's model (and, if it has stepped, its optimizer state) to `path` / `path.optim`,
+/// then `path.manifest.json`. `run_id`: new_run_id(), generated once per training run.
+void save_checkpoint(const std::string& path, const Engine& engine, const data::Tokenizer& tokenizer,
+                     const std::string& run_id);
 /// Writes a model alone (no optimizer file).
 void save_model(const std::string& path, const nn::GPT& model, const data::Tokenizer& tokenizer, std::int64_t step);
 
@@ -38,7 +54,13 @@ void save_model(const std::string& path, const nn::GPT& model, const data::Token
 std::shared_ptr<nn::GPT> load_model(const std::string& path, CheckpointInfo* info = nullptr);
 /// Reads only the metadata (the weights are validated but not kept).
 CheckpointInfo read_checkpoint_info(const std::string& path);
+/// The cheap part of resume_from()'s checks, before anything is loaded: the manifest is there and
+/// readable, and `path` and `path.optim` have the sizes it names. Throws like resume_from().
+CheckpointManifest check_complete_save(const std::string& path);
 /// Restores weights, optimizer state and step count into an engine built for the same model shape.
-void resume_from(const std::string& path, Engine& engine);
+/// Refuses, with one std::runtime_error naming the file and the problem, anything that is not one
+/// complete save: no manifest, a file missing, truncated or changed (size, checksum), a model or
+/// `.optim` from another run or another step.
+ResumeInfo resume_from(const std::string& path, Engine& engine);
 
 }  // namespace minitorch::zero

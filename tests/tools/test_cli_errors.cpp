@@ -179,3 +179,63 @@ TEST(L05_TrainCli, BadCommTimeoutIsOneErrorWithStatus2) {
   EXPECT_EQ(flag.exit_code, 2) << flag.output;
   EXPECT_THAT(flag.output, HasSubstr("--comm-timeout"));
 }
+
+TEST(L03_TrainCli, ResumeFromAnIncompleteOrMixedSaveIsOneClearError) {
+  mt_test::TempDir dir;
+  auto cfg = dir.write("c.json", kTinyConfig);
+  auto data = corpus(dir);
+  auto a = dir.path("a.safetensors"), b = dir.path("b.safetensors");
+  ASSERT_EQ(run_command(train_cmd(cfg, data, "--out " + a)).exit_code, 0);
+  ASSERT_EQ(run_command(train_cmd(cfg, data, "--out " + b)).exit_code, 0);  // another run: another run id
+  auto resume = [&] { return run_command(train_cmd(cfg, data, "--steps 3 --out '' --resume " + a)); };
+  ASSERT_EQ(resume().exit_code, 0);
+
+  std::filesystem::copy_file(b + ".optim", a + ".optim", std::filesystem::copy_options::overwrite_existing);
+  auto r = resume();
+  expect_one_error(r, "optimizer state '" + a + ".optim' is from another run");
+  EXPECT_THAT(r.output, testing::Not(HasSubstr("step ")));
+
+  std::filesystem::resize_file(a, std::filesystem::file_size(a) - 1);  // the manifest names it before parsing
+  expect_one_error(resume(), "model file '" + a + "' is ");
+  EXPECT_THAT(resume().output, HasSubstr("it is truncated or was replaced"));
+
+  std::filesystem::remove(a + ".manifest.json");
+  expect_one_error(resume(), "its manifest '" + a + ".manifest.json' is missing");
+}
+
+TEST(L03_TrainCli, ResumeOnAnotherRankCountWarnsThatTheDataOrderChanges) {
+  mt_test::TempDir dir;
+  auto cfg = dir.write("c.json", kTinyConfig);
+  auto data = corpus(dir);
+  auto a = dir.path("a.safetensors");
+  ASSERT_EQ(run_command(train_cmd(cfg, data, "--out " + a)).exit_code, 0);
+  std::ifstream in(a + ".manifest.json");
+  std::string manifest((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto at = manifest.find("\"data_parallel_size\": 1");
+  ASSERT_NE(at, std::string::npos) << manifest;
+  manifest.replace(at, 23, "\"data_parallel_size\": 2");
+  dir.write("a.safetensors.manifest.json", manifest);
+  auto r = run_command(train_cmd(cfg, data, "--steps 3 --out " + a + " --resume " + a));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("warning: checkpoint '" + a + "' was saved on 2 data-parallel rank(s)"));
+  EXPECT_THAT(r.output, HasSubstr("resumes on 1 with 4 x 1: the data order changes from here on"));
+  EXPECT_THAT(r.output, HasSubstr("step     3/3"));
+  // The resumed run saved a new complete save over the old one: it resumes without a warning.
+  r = run_command(train_cmd(cfg, data, "--steps 4 --out '' --resume " + a));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, testing::Not(HasSubstr("warning:")));
+}
+
+TEST(L03_EvalCli, TheModelFileAloneIsEnough) {
+  mt_test::TempDir dir;
+  auto cfg = dir.write("c.json", kTinyConfig);
+  auto data = corpus(dir);
+  auto ckpt = dir.path("ok.safetensors");
+  ASSERT_EQ(run_command(train_cmd(cfg, data, "--out " + ckpt)).exit_code, 0);
+  std::filesystem::remove(ckpt + ".optim");
+  std::filesystem::remove(ckpt + ".manifest.json");
+  auto e = run_command(bin("minitorch-eval") + " --checkpoint " + ckpt + " --data " + data);
+  EXPECT_EQ(e.exit_code, 0) << e.output;
+  auto s = run_command(bin("minitorch-sample") + " --checkpoint " + ckpt + " --tokens 5");
+  EXPECT_EQ(s.exit_code, 0) << s.output;
+}

@@ -77,7 +77,7 @@ TEST(L03_Checkpoint, RoundTripGivesBitIdenticalEvalLoss) {
   TrainRun r(config_json(4, 1, 3));
   r.train(3);
   auto path = (std::filesystem::temp_directory_path() / ("mt-ckpt-" + std::to_string(::getpid()) + ".safetensors")).string();
-  zero::save_checkpoint(path, *r.engine, r.ds.tokenizer());
+  zero::save_checkpoint(path, *r.engine, r.ds.tokenizer(), "run-a");
   data::EvalWindows windows(r.ds.tokens_ptr(data::Split::val), 16);
   auto batch = windows.batch(0, windows.count());
   autograd::NoGradGuard no_grad;
@@ -91,6 +91,7 @@ TEST(L03_Checkpoint, RoundTripGivesBitIdenticalEvalLoss) {
   EXPECT_TRUE(info.model == r.engine->model().config());
   std::filesystem::remove(path);
   std::filesystem::remove(path + ".optim");
+  std::filesystem::remove(zero::manifest_path(path));
 }
 
 TEST(L03_Checkpoint, ResumeContinuesBitIdentically) {
@@ -100,7 +101,7 @@ TEST(L03_Checkpoint, ResumeContinuesBitIdentically) {
   TrainRun first(config_json(4, 1, 6));
   first.train(3);
   auto path = (std::filesystem::temp_directory_path() / ("mt-resume-" + std::to_string(::getpid()) + ".safetensors")).string();
-  zero::save_checkpoint(path, *first.engine, first.ds.tokenizer());
+  zero::save_checkpoint(path, *first.engine, first.ds.tokenizer(), "run-a");
   TrainRun second(config_json(4, 1, 6));
   zero::resume_from(path, *second.engine);
   EXPECT_EQ(second.engine->global_steps(), 3);
@@ -109,6 +110,7 @@ TEST(L03_Checkpoint, ResumeContinuesBitIdentically) {
   EXPECT_EQ(second.params(), straight.params());
   std::filesystem::remove(path);
   std::filesystem::remove(path + ".optim");
+  std::filesystem::remove(zero::manifest_path(path));
 }
 
 TEST(L03_Engine, Bf16ModelStatesAre16BytesPerParameter) {
