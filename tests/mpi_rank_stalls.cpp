@@ -36,6 +36,11 @@ int body(dist::ProcessGroup& world, const std::string& how, double timeout_s) {
     Tensor r = Tensor::zeros({10});
     if (world.rank() == 0) world.recv(r, last);
     if (world.rank() == last) world.send(r, 0);
+    // The ranks not in the exchange wait too (with a longer limit, so rank 0's recv is the one that
+    // times out), instead of sitting in MPI_Finalize while rank 0 aborts: Open MPI's abort can hang
+    // on ranks already inside MPI_Finalize next to a stopped one.
+    if (world.rank() != 0) world.set_timeout(3 * timeout_s);
+    world.barrier();
   } else if (how == "barrier") {
     world.barrier();
   } else {
