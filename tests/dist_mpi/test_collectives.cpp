@@ -83,7 +83,8 @@ std::vector<std::int64_t> sizes(int n) {
 }
 
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+  // An empty vector's data() may be null, and memcmp on null is undefined even for 0 bytes (UBSan).
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
 }
 
 std::string tag(Algorithm a, std::int64_t numel) {
