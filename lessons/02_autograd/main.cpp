@@ -143,12 +143,13 @@ int main(int argc, char** argv) {
   std::vector<HookHandle> hooks;  // a hook lives as long as its handle
   for (auto& [name, p] : mlp.named_parameters()) {
     const std::string n = name;
-    Tensor fc1_w = mlp.fc1->weight;
+    // By pointer: a Tensor copy in fc1.weight's own hook would own fc1.weight (a cycle, never freed).
+    const Tensor* fc1_w = &mlp.fc1->weight;
     hooks.push_back(p.register_grad_hook([&order, n, fc1_w](Tensor& t) {
       order.push_back(n);
       std::printf("  hook %zu: %-10s grad %-8s |g| = %.4f   fc1.weight still pending: %s\n", order.size(), n.c_str(),
                   shape_str(t.grad().shape()).c_str(), std::sqrt(ops::sum_squares(t.grad())),
-                  fc1_w.grad().defined() ? "no" : "yes");
+                  fc1_w->grad().defined() ? "no" : "yes");
     }));
   }
   std::printf("forward order: fc1, fc2, fc3. backward of mean(mlp(x)):\n");

@@ -75,7 +75,8 @@ struct UseAlgorithm {
 };
 
 inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+  // An empty vector's data() may be null, and memcmp on null is undefined even for 0 bytes (UBSan).
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
 }
 
 inline std::string tag(dist::Algorithm a, std::int64_t numel) {
