@@ -114,6 +114,11 @@ bench-ddp: build
 	@if [ "$$(id -u)" = 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi; \
 	  set -x; mpirun --oversubscribe --bind-to none -np 2 $(BUILD)/bin/bench-ddp --steps 40
 
+# The event sink's cost: ns per emit site with no sink, and a baby-GPT step with and without a sink.
+.PHONY: bench-events
+bench-events: build
+	$(BUILD)/bin/bench-events --steps 10 --rounds 5
+
 # The PyTorch reference for bench-gpt (bench/pytorch_gpt.py): Debian's python3-torch, with libblas.so.3 from
 # OpenBLAS (libopenblas0-pthread; with Debian's reference BLAS a gpt2 step takes ~54 s). Debian's python only:
 # a pyenv/venv python on PATH does not see Debian's packages.
