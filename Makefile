@@ -73,8 +73,11 @@ test: build data
 # fast_unwind_on_malloc=0, which makes allocation-heavy tests ~4x slower than ASan alone.
 # SANITIZE_EXCLUDE (a ctest -E regex over the GoogleTest names) leaves out the training runs on the KJV
 # (300 steps in tests/tools, and lessons 03 and 05): 6 minutes or more each at this speed, for code paths
-# the short training tests in tests/nn, tests/zero and the multi-rank suites already cover.
-SANITIZE_EXCLUDE ?= L03_TrainKJV|L03_Lesson.RunsAutoAndLearns|L05_Lesson.RunsAutoOn4Ranks
+# the short training tests in tests/nn, tests/zero and the multi-rank suites already cover. And one test
+# whose process starts an MPI singleton from test-zero: at exit LeakSanitizer's own tracer thread crashes
+# (signal 11, "LeakSanitizer has encountered a fatal error") before it checks anything; the code it runs
+# (the engine on a group) is covered under the sanitizers by the zero_mpi suite.
+SANITIZE_EXCLUDE ?= L03_TrainKJV|L03_Lesson.RunsAutoAndLearns|L05_Lesson.RunsAutoOn4Ranks|L05_CommConfig.EngineSetsTheTimeoutAndTheStepOnItsGroup
 SANITIZE_REPORTS = $(abspath $(SANITIZE_BUILD))/sanitizer-reports
 SANITIZE_ENV = MINITORCH_NUM_THREADS=1 \
   ASAN_OPTIONS=check_initialization_order=1:fast_unwind_on_malloc=0:log_path=$(SANITIZE_REPORTS)/asan \
