@@ -17,7 +17,7 @@ else
   CMAKE_NATIVE := -DMINITORCH_NATIVE=ON
 endif
 
-# Compiler, build tools and the libraries DESIGN.md names (Eigen, Open MPI, nlohmann/json, CLI11,
+# Compiler, build tools and the libraries docs/design.md names (Eigen, Open MPI, nlohmann/json, CLI11,
 # GoogleTest, Doxygen) plus the KJV corpus.
 DEB_PACKAGES := g++ make cmake libeigen3-dev libopenmpi-dev openmpi-bin nlohmann-json3-dev libcli11-dev \
                 libgtest-dev libgmock-dev doxygen bible-kjv

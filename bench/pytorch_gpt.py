@@ -7,7 +7,7 @@ written out below, for the same two shapes bench-gpt uses:
   (b) gpt2  (L=12, H=12, C=768, block_size 1024, V=50257, bias=True, tied head) at B=4, T=64
 and prints one line per model in bench-gpt's format (median step seconds, min, tokens/s).
 
-The architecture is DESIGN.md section 3 / nanoGPT's model.py: token + position embeddings, pre-LayerNorm
+The architecture is docs/design.md section 4 / nanoGPT's model.py: token + position embeddings, pre-LayerNorm
 blocks (causal self-attention, tanh-GELU MLP, residuals), final LayerNorm, LM head tied to the token
 embedding; init N(0, 0.02), residual projections N(0, 0.02/sqrt(2L)), biases 0. Dropout is 0 (and left out,
 as in minitorch). Attention is the plain matmul + masked softmax path; where the installed torch has

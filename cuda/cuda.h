@@ -1,6 +1,6 @@
 #pragma once
 /// \file cuda.h
-/// The public face of the CUDA layer (DESIGN §1: cuda/ depends on minitorch/ only). Nothing here
+/// The public face of the CUDA layer (docs/design.md §2: cuda/ depends on minitorch/ only). Nothing here
 /// needs the CUDA headers, so any target can include it.
 ///
 /// \code

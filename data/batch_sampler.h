@@ -1,14 +1,14 @@
 #pragma once
 /// \file batch_sampler.h
 /// Training batches as a pure function of (seed, micro-batch number) — no sampler state, so every
-/// rank, a resumed run and a rerun draw exactly the same data (DESIGN §2 determinism) — and the
+/// rank, a resumed run and a rerun draw exactly the same data (docs/design.md §3 determinism) — and the
 /// fixed evaluation windows `minitorch-eval` walks through.
 ///
 /// Which micro-batch a rank trains on. Micro-batches are numbered in one global order:
 ///   index = (step * grad_accum + micro) * world + rank
 /// so optimizer step s always consumes indices [s·G·W, (s+1)·G·W) with G·W = global batch / B,
 /// whatever the split between ranks (W) and accumulation (G). A 4-rank run with G = 1 therefore trains
-/// on exactly the micro-batches of a 1-rank run with G = 4 (DESIGN §6 equivalence).
+/// on exactly the micro-batches of a 1-rank run with G = 4 (docs/design.md §8 equivalence).
 ///
 /// \code
 ///   using namespace minitorch::data;

@@ -16,7 +16,7 @@
 /// Gradient accumulation: `set_sync(false)` (PyTorch's no_sync) makes the hooks do nothing, so the
 /// gradients of the first micro-steps just add up locally; the last micro-step runs with sync on and
 /// communicates once. Volume per rank per optimizer step: the ring all-reduce of Ψ elements,
-/// 2·(N−1)/N·Ψ elements (DESIGN §6).
+/// 2·(N−1)/N·Ψ elements (docs/design.md §8).
 ///
 /// \code
 ///   dist::DistributedDataParallel ddp(model.named_parameters(), world, /*bucket_size=*/200000);

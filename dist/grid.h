@@ -1,6 +1,6 @@
 #pragma once
 /// \file grid.h
-/// A data × pipeline grid of ranks (DESIGN §4): `stages` pipeline stages, each held by `dp_size`
+/// A data × pipeline grid of ranks (docs/design.md §5): `stages` pipeline stages, each held by `dp_size`
 /// data-parallel replicas. A rank talks to two sub-groups: its stage's data-parallel group (gradient
 /// all-reduce, ZeRO's reduce-scatter / all-gather) and its pipeline (activations, by send / recv).
 ///

@@ -1,6 +1,6 @@
 #pragma once
 /// \file process_group.h
-/// Ranks and collectives (DESIGN §4). A ProcessGroup is a set of ranks that communicate; the world
+/// Ranks and collectives (docs/design.md §5). A ProcessGroup is a set of ranks that communicate; the world
 /// group holds every process started by `mpirun`, sub-groups (for DP × PP grids) are carved from it.
 ///
 /// Every collective records what it moved in the group's CommStats with the *ring algorithm's*

@@ -1,6 +1,6 @@
 #pragma once
 /// \file ring.h
-/// The ring collectives, written out by hand (DESIGN §4): reduce-scatter, all-gather and all-reduce
+/// The ring collectives, written out by hand (docs/design.md §5): reduce-scatter, all-gather and all-reduce
 /// over nothing but "send to my right neighbour, receive from my left". This is the teaching version
 /// (ProcessGroup with Algorithm::ring); the MPI library's own collectives do the same job faster.
 ///

@@ -19,7 +19,7 @@
 
 namespace minitorch {
 
-/// What an allocation is for (DESIGN §2).
+/// What an allocation is for (docs/design.md §3).
 enum class MemTag : std::uint8_t { param, grad, optim, activation, comm, other };
 inline constexpr int kNumMemTags = 6;
 /// "param", "grad", "optim", "activation", "comm", "other".

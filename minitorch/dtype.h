@@ -1,7 +1,7 @@
 #pragma once
 /// \file dtype.h
 /// Element types. bf16 is a *storage* type on the CPU: kernels widen it to f32 to compute
-/// (DESIGN §2), so the CPU reproduces the byte layout of mixed-precision training exactly.
+/// (docs/design.md §3), so the CPU reproduces the byte layout of mixed-precision training exactly.
 #include <cstddef>
 #include <cstdint>
 #include <cstring>

@@ -7,7 +7,7 @@ namespace minitorch::events {
 
 namespace detail {
 // The trace recorder's hook: with the process group and the allocator, the only process-wide
-// mutable state (DESIGN: a rank is a process, so "per rank" is "per process").
+// mutable state (docs/design.md: a rank is a process, so "per rank" is "per process").
 std::atomic<Sink*> g_sink{nullptr};
 }  // namespace detail
 

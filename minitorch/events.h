@@ -1,6 +1,6 @@
 #pragma once
 /// \file events.h
-/// The per-rank event sink (DESIGN §7): what happened on this rank, in order, for whoever listens.
+/// The per-rank event sink (docs/design.md §9): what happened on this rank, in order, for whoever listens.
 ///
 /// Every layer reports here — the module call path (forward / backward of each module), the
 /// collectives (op, elements, bytes, the flat range they moved), the allocator (tag, bytes), the

@@ -2,7 +2,7 @@
 /// \file flat_buffer.h
 /// Many tensors laid out end to end in one contiguous buffer, padded so it splits into N equal shards.
 ///
-/// This is the data structure under DDP's buckets and ZeRO's partitions (DESIGN §12): a collective
+/// This is the data structure under DDP's buckets and ZeRO's partitions (docs/design.md §6): a collective
 /// moves one flat buffer instead of many small tensors, and "rank r owns shard r" is a range of it.
 ///
 ///   slot 0 (shape of tensor 0) | slot 1 | ... | slot k-1 | padding
@@ -12,7 +12,7 @@
 /// Padding: numel() is the smallest multiple of `align` (the number of ranks) ≥ used(), so padding()
 /// is in [0, align); it costs padding_bytes() = padding() × dtype_size bytes per buffer. The padding
 /// elements are zero and stay zero (they reduce to zero and no optimizer ever sees them): these bytes
-/// are the "padding to a multiple of N" that DESIGN §6 allows on top of the model-state formulas.
+/// are the "padding to a multiple of N" that docs/design.md §8 allows on top of the model-state formulas.
 ///
 /// \code
 ///   Tensor a = Tensor::zeros({3, 2}), b = Tensor::zeros({5});        // 11 elements

@@ -1,6 +1,6 @@
 #pragma once
 /// \file gpt.h
-/// The GPT of nanoGPT (DESIGN §3): token + position embeddings, L pre-LayerNorm blocks, a final
+/// The GPT of nanoGPT (docs/design.md §4): token + position embeddings, L pre-LayerNorm blocks, a final
 /// LayerNorm and an LM head tied to the token embedding.
 ///
 /// \code

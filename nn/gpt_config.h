@@ -1,7 +1,7 @@
 #pragma once
 /// \file gpt_config.h
 /// The shape of a GPT: nanoGPT's GPTConfig (block_size, vocab_size, n_layer, n_head, n_embd, bias),
-/// with the named sizes of DESIGN §3. Kept apart from gpt.h so the attention and block layers can
+/// with the named sizes of docs/design.md §4. Kept apart from gpt.h so the attention and block layers can
 /// take it without including the whole model.
 ///
 /// \code

@@ -6,7 +6,7 @@
 /// short names; the tree gives every parameter a dotted name ("transformer.h.0.attn.c_attn.weight").
 /// The order is the registration order, depth first with a module's own parameters before its
 /// children's, exactly as PyTorch's `named_parameters()` walks a model. GPT names follow nanoGPT
-/// (DESIGN §2), so a state dict moves between minitorch and a PyTorch nanoGPT without renaming.
+/// (docs/design.md §3), so a state dict moves between minitorch and a PyTorch nanoGPT without renaming.
 ///
 /// \code
 ///   using namespace minitorch;
@@ -28,7 +28,7 @@
 ///   net.load_state_dict(sd);                         // copies values in; checks names and shapes
 /// \endcode
 ///
-/// Parameters live in memory tagged `MemTag::param` (DESIGN §2): layers create them under
+/// Parameters live in memory tagged `MemTag::param` (docs/design.md §3): layers create them under
 /// `TagScope(MemTag::param)`, and register_parameter() re-tags a tensor created elsewhere.
 /// Each parameter tensor also carries its full dotted name (`Tensor::name()`), for traces and errors.
 #include <cstdint>

@@ -1,6 +1,6 @@
 #pragma once
 /// \file config.h
-/// The DeepSpeed-style JSON configuration (DESIGN §5). Key names, defaults and batch arithmetic follow
+/// The DeepSpeed-style JSON configuration (docs/design.md §7). Key names, defaults and batch arithmetic follow
 /// DeepSpeed's *code* (deepspeed/runtime/config.py, zero/config.py, lr_schedules.py), so a DeepSpeed
 /// config file runs here unchanged as far as minitorch implements it, and a wrong one fails the same way.
 ///

@@ -105,7 +105,7 @@ bool Engine::step() {
     }
     times_.backward_allreduce += ms_since(t0);
     t0 = Clock::now();
-    const MemoryStats m = memory_stats();  // reduced gradients, not yet updated (DESIGN §10)
+    const MemoryStats m = memory_stats();  // reduced gradients, not yet updated (docs/design.md §9)
     measured_states_ = {m.current(MemTag::param), m.current(MemTag::grad), m.current(MemTag::optim)};
     events::Span span(events::Category::compute, "optimizer_step");
     // DeepSpeed: scheduler.step() follows optimizer.step(), so update k uses lr(k - 1).

@@ -101,7 +101,7 @@ class Engine {
   int dp_rank() const { return group_ ? group_->rank() : 0; }
   int dp_size() const { return group_ ? group_->size() : 1; }
   /// Model-state bytes measured by the allocator (tags param, grad, optim on this rank) at the last
-  /// optimizer step, after the gradients were reduced and before the update (DESIGN §10).
+  /// optimizer step, after the gradients were reduced and before the update (docs/design.md §9).
   const ModelStateBytes& measured_model_states() const { return measured_states_; }
   /// "time (ms) | forward: .. | backward: .. | backward_allreduce: .. | step: .." plus, once, the legend.
   std::string wall_clock_report(bool with_legend) const;

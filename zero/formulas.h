@@ -1,6 +1,6 @@
 #pragma once
 /// \file formulas.h
-/// The ZeRO paper's numbers as code (DESIGN §6), so tests, the run report and the lessons compare
+/// The ZeRO paper's numbers as code (docs/design.md §8), so tests, the run report and the lessons compare
 /// what a run measured with what the paper predicts — and so the paper's Table 1 comes out of it.
 ///
 /// Ψ = parameters, N = data-parallel ranks, P / G / K = bytes per parameter of the parameters, the

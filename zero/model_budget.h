@@ -2,7 +2,7 @@
 /// \file model_budget.h
 /// The memory a model will need, computed before anything is allocated: a config asking for
 /// n_layer 1 000 000 must be refused in a millisecond with the figure, not after a minute of
-/// allocating gigabytes. Model states take 16 bytes per parameter in both precisions (DESIGN §3:
+/// allocating gigabytes. Model states take 16 bytes per parameter in both precisions (docs/design.md §4:
 /// f32 4 + 4 + 8, bf16 mixed 2 + 2 + 12); a training micro-batch adds its f32 logits (B·T·V·4).
 ///
 /// \code

@@ -1,6 +1,6 @@
 #pragma once
 /// \file report.h
-/// The run report (`--report PATH.json`, DESIGN §10; every field in docs/report.md): what a training
+/// The run report (`--report PATH.json`, docs/design.md §9; every field in docs/report.md): what a training
 /// run did and measured, for tests, notebooks, benchmarks and graders.
 ///
 /// It is built from the event sink and the allocator: attached as this rank's events::Sink, it

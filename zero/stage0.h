@@ -1,7 +1,7 @@
 #pragma once
 /// \file stage0.h
 /// ZeRO stage 0: plain data parallelism. Every rank holds the whole model, all of its gradients and
-/// all of its optimizer states — (P + G + K)·Ψ bytes per rank (DESIGN §6) — and averages the
+/// all of its optimizer states — (P + G + K)·Ψ bytes per rank (docs/design.md §8) — and averages the
 /// gradients over the ranks before every rank takes the same optimizer step.
 ///
 /// The reduction is DDP's (dist/ddp.h): bucket all-reduces started from the gradient hooks while

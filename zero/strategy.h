@@ -1,7 +1,7 @@
 #pragma once
 /// \file strategy.h
 /// What the engine drives: one object per ZeRO stage that owns gradient reduction and the
-/// optimizer step (DESIGN §12). The engine counts micro-steps, times the phases and sets the
+/// optimizer step (docs/design.md §6). The engine counts micro-steps, times the phases and sets the
 /// learning rate; it never asks which stage runs. Stage 0 (DDP, and one rank) is zero/stage0.h;
 /// each ZeRO stage is one more file implementing this interface.
 ///
@@ -30,7 +30,7 @@
 
 namespace minitorch::zero {
 
-/// Bytes of model states one rank holds, by what they are (DESIGN §6: P·Ψ, G·Ψ, K·Ψ and shards).
+/// Bytes of model states one rank holds, by what they are (docs/design.md §8: P·Ψ, G·Ψ, K·Ψ and shards).
 struct ModelStateBytes {
   std::int64_t param = 0, grad = 0, optim = 0;
   std::int64_t total() const { return param + grad + optim; }

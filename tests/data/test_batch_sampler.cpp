@@ -77,7 +77,7 @@ TEST(L03_DataBatchSampler, RanksStepsAndSeedsDiffer) {
 }
 
 TEST(L03_DataBatchSampler, DataParallelEqualsAccumulation) {
-  // 4 ranks without accumulation train on the micro-batches of 1 rank accumulating 4 (DESIGN §6),
+  // 4 ranks without accumulation train on the micro-batches of 1 rank accumulating 4 (docs/design.md §8),
   // and 2 ranks x 2 micro-steps too.
   BatchSampler s(iota_tokens(20000), 4, 16, 1337);
   for (std::int64_t step : {0, 1, 7}) {

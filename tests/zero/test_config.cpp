@@ -279,7 +279,7 @@ TEST(L03_Config, SummaryShowsEffectiveSettings) {
 }
 
 TEST(L03_Config, ShippedConfigsParse) {
-  // Every configs/*.json must parse for some world size with no unknown-key error (DESIGN §5: the
+  // Every configs/*.json must parse for some world size with no unknown-key error (docs/design.md §7: the
   // seeds' config files must run), and without a warning: a shipped config sets only what runs.
   fs::path dir = fs::path(MT_SOURCE_DIR) / "configs";
   int n = 0;

@@ -114,7 +114,7 @@ TEST(L03_Checkpoint, ResumeContinuesBitIdentically) {
 }
 
 TEST(L03_Engine, Bf16ModelStatesAre16BytesPerParameter) {
-  // DESIGN §2: bf16 params 2Ψ + bf16 grads 2Ψ + f32 master, m, v 12Ψ.
+  // docs/design.md §3: bf16 params 2Ψ + bf16 grads 2Ψ + f32 master, m, v 12Ψ.
   auto before = memory_stats();
   TrainRun r(config_json(2, 1, 1, R"(, "bf16": {"enabled": true})"));
   const std::int64_t psi = r.engine->model().num_parameters();

@@ -1,5 +1,5 @@
 // The ZeRO paper's formulas as code: Table 1 (7.5B parameters, N = 64, mixed precision) comes out of
-// zero/formulas.h, and the communication volumes follow DESIGN's per-stage rules.
+// zero/formulas.h, and the communication volumes follow docs/design.md §8's per-stage rules.
 #include <gtest/gtest.h>
 
 #include "test_util.h"

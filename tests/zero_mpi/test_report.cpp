@@ -1,4 +1,4 @@
-// The run report on N ranks (DESIGN §10): its DDP numbers equal the formulas to the byte — model
+// The run report on N ranks (docs/design.md §9): its DDP numbers equal the formulas to the byte — model
 // states (P+G+K)Ψ from the allocator, 2(N−1)/N·Ψ elements all-reduced in the last step — in fp32 and
 // bf16, and rank 0 writes one file with every rank's part.
 #include <gtest/gtest.h>
