@@ -6,8 +6,8 @@
 # Bash and grep only: CI machines may lack Python.
 set -euo pipefail
 
-# The allowed dependencies, the one copy of the table. It mirrors the design's §1 "Layers and folders"
-# (docs/design.md; README "The folders" summarises it). A folder may always include from itself; the
+# The allowed dependencies, the one copy of the table. It mirrors §2 "Layers and folders" of docs/design.md
+# (README "The folders" summarises it). A folder may always include from itself; the
 # CMake link lines (top-level CMakeLists.txt) must not contradict this. A layer folder that does not exist
 # yet is simply not scanned. tools/, lessons/, bench/ and tests/ may include everything: not scanned.
 declare -A ALLOWED=(

@@ -11,32 +11,12 @@
 
 #include "zero/config.h"
 #include "zero/config_reader.h"
+#include "config_test_util.h"
 
 using minitorch::zero::Config;
 using minitorch::zero::ConfigError;
 namespace fs = std::filesystem;
-
-namespace {
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ConfigError& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    return std::string("(not a ConfigError) ") + e.what();
-  }
-  return "(no error)";
-}
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
-Config parse(const std::string& json, int world = 1) { return Config::from_json(json, world, "test.json"); }
-std::string parse_error(const std::string& json, int world = 1) {
-  return error_of([&] { parse(json, world); });
-}
-/// A minimal valid config plus `extra` top-level members.
-std::string with(const std::string& extra) {
-  return R"({"train_micro_batch_size_per_gpu": 2)" + (extra.empty() ? "" : ", " + extra) + "}";
-}
-}  // namespace
+using namespace config_test;
 
 TEST(L03_Config, AnyTwoBatchParametersGiveTheThird) {
   Config a = parse(R"({"train_batch_size": 32, "train_micro_batch_size_per_gpu": 4})", 2);

@@ -9,32 +9,22 @@
 #include "zero/config.h"
 #include "zero/engine.h"
 #include "zero/model_budget.h"
+#include "config_test_util.h"
 
 using minitorch::zero::Config;
 using minitorch::zero::ConfigError;
+using namespace config_test;
 
 namespace {
-std::string error_of(const std::string& json) {
-  try {
-    Config::from_json(json, 1, "test.json");
-  } catch (const ConfigError& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    return std::string("(not a ConfigError) ") + e.what();
-  }
-  return "(no error)";
-}
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
-std::string with(const std::string& extra) { return R"({"train_micro_batch_size_per_gpu": 2, )" + extra + "}"; }
 std::string nested(int levels) { return std::string(levels, '[') + "1" + std::string(levels, ']'); }
 }  // namespace
 
 TEST(L03_Config, DeeplyNestedValueIsOneErrorNotACrash) {
   // 100 000 levels parse, then dump() in the error path overflowed the stack (SIGSEGV).
-  std::string msg = error_of(with(R"("optimizer": {"params": {"lr": )" + nested(100000) + "}}"));
+  std::string msg = parse_error(with(R"("optimizer": {"params": {"lr": )" + nested(100000) + "}}"));
   EXPECT_TRUE(contains(msg, "test.json: JSON nested deeper than 64 levels")) << msg.substr(0, 300);
   // 60 levels are within the bound: the usual type error, quoting only an excerpt.
-  msg = error_of(with(R"("gradient_clipping": )" + nested(60)));
+  msg = parse_error(with(R"("gradient_clipping": )" + nested(60)));
   EXPECT_TRUE(contains(msg, "gradient_clipping must be a number, got [[[[")) << msg;
   EXPECT_LT(msg.size(), 200u) << msg;
 }
@@ -43,45 +33,45 @@ TEST(L03_Config, ErrorMessagesQuoteAtMost80CharactersOfAValue) {
   std::string big = "[";
   for (int i = 0; i < 100000; ++i) big += std::to_string(i) + ",";
   big.back() = ']';
-  std::string msg = error_of(with(R"("steps_per_print": )" + big));
+  std::string msg = parse_error(with(R"("steps_per_print": )" + big));
   EXPECT_TRUE(contains(msg, "steps_per_print must be an integer, got [0,1,2,")) << msg.substr(0, 300);
   EXPECT_TRUE(contains(msg, "...")) << msg.substr(0, 300);
   EXPECT_LT(msg.size(), 200u);
-  msg = error_of(with(R"("model": {"name": "baby", ")" + std::string(5000, 'k') + R"(": 1})"));
+  msg = parse_error(with(R"("model": {"name": "baby", ")" + std::string(5000, 'k') + R"(": 1})"));
   EXPECT_TRUE(contains(msg, "unknown key 'kkkk")) << msg.substr(0, 300);
   EXPECT_LT(msg.size(), 250u);
 }
 
 TEST(L03_Config, PeriodsAndCountsMustBePositive) {
   // log_interval 0 and steps_per_print 0 divided by zero (SIGFPE); eval_iters 0 averaged nothing (nan).
-  EXPECT_EQ(error_of(with(R"("training": {"log_interval": 0})")),
+  EXPECT_EQ(parse_error(with(R"("training": {"log_interval": 0})")),
             "test.json: training.log_interval must be at least 1, got 0");
-  EXPECT_EQ(error_of(with(R"("steps_per_print": 0, "wall_clock_breakdown": true)")),
+  EXPECT_EQ(parse_error(with(R"("steps_per_print": 0, "wall_clock_breakdown": true)")),
             "test.json: steps_per_print must be at least 1, got 0");
-  EXPECT_EQ(error_of(with(R"("training": {"eval_iters": 0})")), "test.json: training.eval_iters must be at least 1, got 0");
-  EXPECT_EQ(error_of(with(R"("zero_optimization": {"reduce_bucket_size": 0})")),
+  EXPECT_EQ(parse_error(with(R"("training": {"eval_iters": 0})")), "test.json: training.eval_iters must be at least 1, got 0");
+  EXPECT_EQ(parse_error(with(R"("zero_optimization": {"reduce_bucket_size": 0})")),
             "test.json: zero_optimization.reduce_bucket_size must be at least 1, got 0");
 }
 
 TEST(L03_Config, NumericRangesNameTheAllowedRange) {
-  EXPECT_EQ(error_of(with(R"("optimizer": {"type": "AdamW", "params": {"betas": [1.0, 0.999]}})")),
+  EXPECT_EQ(parse_error(with(R"("optimizer": {"type": "AdamW", "params": {"betas": [1.0, 0.999]}})")),
             "test.json: optimizer.params.betas must both be in [0, 1), got [1.0,0.999]");
-  EXPECT_EQ(error_of(with(R"("model": {"dropout": 1.5})")), "test.json: model.dropout must be between 0.0 and 1.0, got 1.5");
-  EXPECT_EQ(error_of(with(R"("model": {"n_embd": 4294967296})")),
+  EXPECT_EQ(parse_error(with(R"("model": {"dropout": 1.5})")), "test.json: model.dropout must be between 0.0 and 1.0, got 1.5");
+  EXPECT_EQ(parse_error(with(R"("model": {"n_embd": 4294967296})")),
             "test.json: model.n_embd must be between 1 and 2147483647, got 4294967296");
-  EXPECT_EQ(error_of(with(R"("scheduler": {"type": "WarmupCosineLR", "params": {"total_num_steps": 10,
+  EXPECT_EQ(parse_error(with(R"("scheduler": {"type": "WarmupCosineLR", "params": {"total_num_steps": 10,
                               "cos_min_ratio": 2}})")),
             "test.json: scheduler.params.cos_min_ratio must be between 0.0 and 1.0, got 2");
-  EXPECT_EQ(error_of(with(R"("scheduler": {"type": "WarmupLR", "params": {"warmup_max_lr": -1}})")),
+  EXPECT_EQ(parse_error(with(R"("scheduler": {"type": "WarmupLR", "params": {"warmup_max_lr": -1}})")),
             "test.json: scheduler.params.warmup_max_lr must be at least 0.0, got -1");
-  EXPECT_TRUE(contains(error_of(with(R"("gradient_clipping": 1e999)")), "test.json: malformed JSON: ")) << "not a crash";
+  EXPECT_TRUE(contains(parse_error(with(R"("gradient_clipping": 1e999)")), "test.json: malformed JSON: ")) << "not a crash";
 }
 
 TEST(L03_Config, BatchProductOverflowIsAnError) {
   // 2^62 * 4 overflowed int64 (undefined behaviour, caught by UBSan) before the consistency check.
-  std::string msg = error_of(R"({"train_micro_batch_size_per_gpu": 4611686018427387904, "gradient_accumulation_steps": 4})");
+  std::string msg = parse_error(R"({"train_micro_batch_size_per_gpu": 4611686018427387904, "gradient_accumulation_steps": 4})");
   EXPECT_TRUE(contains(msg, "4611686018427387904 * 4 * 1 overflows a 64-bit integer")) << msg;
-  msg = error_of(R"({"train_batch_size": 8, "train_micro_batch_size_per_gpu": 4611686018427387904,
+  msg = parse_error(R"({"train_batch_size": 8, "train_micro_batch_size_per_gpu": 4611686018427387904,
                      "gradient_accumulation_steps": 4})");
   EXPECT_TRUE(contains(msg, "overflows a 64-bit integer")) << msg;
 }

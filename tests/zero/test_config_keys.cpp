@@ -13,6 +13,7 @@
 
 #include "zero/config.h"
 #include "zero/config_keys.h"
+#include "config_test_util.h"
 
 using minitorch::zero::Config;
 using minitorch::zero::ConfigError;
@@ -20,24 +21,9 @@ using minitorch::zero::ConfigKey;
 using minitorch::zero::KeyStatus;
 using nlohmann::json;
 namespace mz = minitorch::zero;
+using namespace config_test;
 
 namespace {
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ConfigError& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    return std::string("(not a ConfigError) ") + e.what();
-  }
-  return "(no error)";
-}
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
-Config parse(const std::string& json, int world = 1) { return Config::from_json(json, world, "test.json"); }
-std::string parse_error(const std::string& json, int world = 1) {
-  return error_of([&] { parse(json, world); });
-}
-std::string with(const std::string& extra) { return R"({"train_micro_batch_size_per_gpu": 2, )" + extra + "}"; }
 
 /// A minimal config holding `key` = `value` (with the key's context), at ZeRO stage `stage` if >= 0.
 std::string config_with(const ConfigKey& key, const std::string& value, int stage) {
