@@ -111,7 +111,7 @@ int main(int argc, char** argv) {
   }
   // 3. The same bucket all-reduces with no backward to hide under.
   std::vector<Tensor> bufs;
-  for (const auto& b : ddp_engine->strategy_as<zero::Stage0>()->ddp()->buckets()) bufs.push_back(Tensor::zeros({b.numel}));
+  for (const auto& b : ddp_engine->strategy_as<zero::Stage0>()->ddp()->buckets()) bufs.push_back(Tensor::zeros({b.numel()}));
   std::vector<double> comm;
   for (int rep = 0; rep < 7; ++rep) {
     world.barrier();

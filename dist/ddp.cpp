@@ -45,7 +45,6 @@ DistributedDataParallel::DistributedDataParallel(const nn::NamedTensors& params,
       b.names.push_back(order[i].first);
       b.params.push_back(order[i].second);
       shapes.push_back(order[i].second.shape());
-      b.numel += numels[i];
     }
     // The flat buffers are DDP's only extra memory: Ψ f32 elements plus < N padding per bucket.
     b.buffer = FlatBuffer(shapes, DType::f32, group.size(), MemTag::comm);

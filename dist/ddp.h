@@ -45,9 +45,10 @@ namespace minitorch::dist {
 struct Bucket {
   std::vector<std::string> names;   ///< the parameters, in the order backward finishes them
   std::vector<Tensor> params;
-  std::int64_t numel = 0;            ///< Σ numel of the parameters (the buffer adds padding < N)
   std::int64_t first = 0;            ///< where the buffer starts in the buckets' flat space (traces)
   FlatBuffer buffer;                  ///< f32, tag comm: slot i holds params[i]'s gradient; all-reduced whole
+  /// Σ numel of the parameters (the buffer adds padding < N).
+  std::int64_t numel() const { return buffer.used(); }
   // ---- this backward ----
   int pending = 0;                    ///< gradients not final yet
   std::unique_ptr<Work> work;         ///< the all-reduce in flight

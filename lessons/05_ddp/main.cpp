@@ -123,7 +123,7 @@ int main(int argc, char** argv) {
               static_cast<long long>(psi), bucket, buckets.size());
   for (std::size_t i = 0; i < buckets.size(); ++i) {
     const auto& b = buckets[i];
-    std::printf("bucket %zu: %7lld elements, %2zu tensors: %s", i, static_cast<long long>(b.numel), b.names.size(),
+    std::printf("bucket %zu: %7lld elements, %2zu tensors: %s", i, static_cast<long long>(b.numel()), b.names.size(),
                 b.names.front().c_str());
     if (b.names.size() > 1) std::printf(" ... %s", b.names.back().c_str());
     std::printf("\n");
@@ -161,7 +161,7 @@ int main(int argc, char** argv) {
   std::printf("\n");
   // The same all-reduces with nothing to hide under: how long the communication takes on its own.
   std::vector<Tensor> bufs;
-  for (const auto& b : buckets) bufs.push_back(Tensor::zeros({b.numel}));
+  for (const auto& b : buckets) bufs.push_back(Tensor::zeros({b.numel()}));
   world.barrier();
   auto t0 = std::chrono::steady_clock::now();
   for (int rep = 0; rep < 3; ++rep)

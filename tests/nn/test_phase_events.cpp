@@ -14,16 +14,10 @@ using namespace minitorch;
 
 TEST(L03_PhaseEvents, ForwardSpansPerModuleAndBackwardSpansInReverse) {
   Generator gen(3);
-  nn::GPTConfig cfg = nn::GPTConfig::named("baby");
+  nn::GPTConfig cfg = test::tiny_config();
   cfg.n_layer = 3;
-  cfg.n_embd = 32;
-  cfg.n_head = 2;
-  cfg.block_size = 8;
-  cfg.vocab_size = 11;
   nn::GPT model(cfg, gen);
-  std::vector<std::int32_t> ids(2 * 8);
-  for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<std::int32_t>(i % 11);
-  Tensor x = Tensor::from_ints(ids, {2, 8});
+  Tensor x = test::random_tokens(2, cfg.block_size, cfg.vocab_size, gen);
   events::Recorder rec;
   {
     events::Attach listen(rec);
@@ -52,14 +46,10 @@ TEST(L03_PhaseEvents, ForwardSpansPerModuleAndBackwardSpansInReverse) {
 
 TEST(L03_PhaseEvents, WithoutASinkTheHooksChangeNoGradient) {
   Generator gen(3);
-  nn::GPTConfig cfg = nn::GPTConfig::named("baby");
+  nn::GPTConfig cfg = test::tiny_config();
   cfg.n_layer = 2;
-  cfg.n_embd = 16;
-  cfg.n_head = 2;
-  cfg.block_size = 4;
-  cfg.vocab_size = 7;
   nn::GPT model(cfg, gen);
-  Tensor x = Tensor::from_ints({1, 2, 3, 4, 5, 6, 0, 1}, {2, 4});
+  Tensor x = test::random_tokens(2, cfg.block_size, cfg.vocab_size, gen);
   auto grads = [&] {
     model.zero_grad();
     autograd::backward(model.loss(x, x));

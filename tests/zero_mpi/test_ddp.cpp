@@ -121,8 +121,8 @@ TEST(L05_DDP, BucketsFireDuringBackwardLastLayerFirst) {
   EXPECT_EQ(buckets.back().names.back(), "transformer.wte.weight");
   std::int64_t total = 0;
   for (const auto& b : buckets) {
-    total += b.numel;
-    EXPECT_TRUE(b.numel <= 2000 || b.params.size() == 1) << "bucket of " << b.numel << " elements";
+    total += b.numel();
+    EXPECT_TRUE(b.numel() <= 2000 || b.params.size() == 1) << "bucket of " << b.numel() << " elements";
   }
   EXPECT_EQ(total, run.psi());
   run.engine->train_batch(*run.sampler);
