@@ -140,9 +140,7 @@ void train(const std::string& config_path, std::string data_path, std::int64_t s
     }
     std::fflush(stdout);
   }
-  if (!out.empty() && world.rank() == 0) {
-    std::filesystem::path dir = std::filesystem::path(out).parent_path();
-    if (!dir.empty()) std::filesystem::create_directories(dir);
+  if (!out.empty() && world.rank() == 0) {  // its directory was made by ensure_writable before step 1
     zero::save_checkpoint(out, *engine, ds.tokenizer(), run_id);
     std::printf("saved %s\n", out.c_str());
   }
