@@ -1,4 +1,5 @@
-// main() of the multi-rank GoogleTest binaries: every rank runs every test, in the same order. Rank 0
+// main() of the multi-rank GoogleTest binaries: every rank runs every test, in the same order (also
+// under --gtest_shuffle, which ctest passes: the tests must not depend on each other's order). Rank 0
 // prints the usual report; the other ranks print only their failures, each line prefixed with
 // "[rank R]", so a failure on one rank is never silent. The job fails if a test failed on any rank.
 //
@@ -8,6 +9,7 @@
 #include <mpi.h>
 
 #include <cstdio>
+#include <ctime>
 
 #include "dist/process_group.h"
 
@@ -39,6 +41,15 @@ class FailurePrinter : public ::testing::EmptyTestEventListener {
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   auto& world = minitorch::dist::init(&argc, &argv);
+  // --gtest_shuffle: every rank must run the tests in the same order, so rank 0's seed (given, or
+  // drawn from the clock) is everyone's. Printed, so a failing order can be replayed.
+  if (GTEST_FLAG_GET(shuffle)) {
+    int seed = GTEST_FLAG_GET(random_seed);
+    if (seed == 0) seed = static_cast<int>(std::time(nullptr) % 99999) + 1;  // gtest's range: 1..99999
+    MPI_Bcast(&seed, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    GTEST_FLAG_SET(random_seed, seed);
+    if (world.rank() == 0) std::printf("shuffled with --gtest_random_seed=%d on every rank\n", seed);
+  }
   if (world.rank() != 0) {
     auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
     delete listeners.Release(listeners.default_result_printer());

@@ -1,5 +1,5 @@
 // minitorch-eval --checkpoint CKPT --data TEXT
-// Prints "loss X": mean cross-entropy over the text cut into consecutive, non-overlapping windows of
+// Prints "loss X over W windows of T+1 tokens (...)": the mean cross-entropy over the text cut into consecutive, non-overlapping windows of
 // block_size + 1 characters (inputs = the first block_size, targets = the next character at each
 // position); a trailing partial window is dropped.
 #include <cstdio>
@@ -25,7 +25,12 @@ void evaluate(const std::string& checkpoint, const std::string& data_path, std::
     data::Batch b = windows.batch(first, batch);
     sum += static_cast<double>(model->loss(b.x, b.y).item()) * static_cast<double>(b.x.size(0));
   }
-  std::printf("loss %.6f\n", sum / static_cast<double>(windows.count()));
+  const std::int64_t W = windows.count(), span = info.model.block_size + 1;
+  std::printf("loss %.6f over %lld windows of %lld tokens (%lld tokens of %lld; the last %lld, less than a window, "
+              "left out)\n",
+              sum / static_cast<double>(W), static_cast<long long>(W), static_cast<long long>(span),
+              static_cast<long long>(W * span), static_cast<long long>(tokens->size()),
+              static_cast<long long>(static_cast<std::int64_t>(tokens->size()) - W * span));
 }
 }  // namespace
 

@@ -225,32 +225,44 @@ void resolve_batch(Config& c, bool has_train, bool has_micro, bool has_gas) {
                         s(a) + " * " + s(b) + " * " + s(d) + " overflows a 64-bit integer; use smaller batch sizes");
     return abd;
   };
+  // DeepSpeed's message first (users search for it), then where the numbers came from and what to do.
+  std::string derived;  // how a value the config left out was computed, if one was
+  auto derive = [&](const char* key, const std::string& formula, std::int64_t value) {
+    derived = std::string(key) + " = " + formula + " = " + s(value) + " (integer division, as DeepSpeed does)";
+  };
+  auto fail = [&](const std::string& deepspeed_message) {
+    throw ConfigError(c.source + ": " + deepspeed_message + " (" + (derived.empty() ? "" : derived + ", ") +
+                      "world size " + s(W) + "); set the batch keys for " + s(W) + " rank" + (W == 1 ? "" : "s") +
+                      ", or give only train_batch_size, a multiple of the number of ranks, and let the others be derived");
+  };
   // Checked before any division (DeepSpeed would raise ZeroDivisionError here).
-  if (has_micro && micro <= 0) throw ConfigError("Micro batch size per gpu: " + s(micro) + " has to be greater than 0");
-  if (has_gas && gas <= 0) throw ConfigError("Gradient accumulation steps: " + s(gas) + " has to be greater than 0");
+  if (has_micro && micro <= 0) fail("Micro batch size per gpu: " + s(micro) + " has to be greater than 0");
+  if (has_gas && gas <= 0) fail("Gradient accumulation steps: " + s(gas) + " has to be greater than 0");
   if (has_train && has_micro && has_gas) {
   } else if (has_train && has_micro) {
     gas = train / micro / W;
+    derive("gradient_accumulation_steps", s(train) + " / " + s(micro) + " / " + s(W), gas);
   } else if (has_train && has_gas) {
     micro = train / W / gas;
+    derive("train_micro_batch_size_per_gpu", s(train) + " / " + s(W) + " / " + s(gas), micro);
   } else if (has_micro && has_gas) {
     train = product(micro, gas, W);
   } else if (has_train) {
     gas = 1;
     micro = train / W;
+    derive("train_micro_batch_size_per_gpu", s(train) + " / " + s(W), micro);
   } else if (has_micro) {
     train = product(micro, 1, W);
     gas = 1;
   } else {
-    throw ConfigError("Either train_batch_size or train_micro_batch_size_per_gpu needs to be provided");
+    throw ConfigError(c.source + ": Either train_batch_size or train_micro_batch_size_per_gpu needs to be provided");
   }
-  if (train <= 0) throw ConfigError("Train batch size: " + s(train) + " has to be greater than 0");
-  if (micro <= 0) throw ConfigError("Micro batch size per gpu: " + s(micro) + " has to be greater than 0");
-  if (gas <= 0) throw ConfigError("Gradient accumulation steps: " + s(gas) + " has to be greater than 0");
+  if (train <= 0) fail("Train batch size: " + s(train) + " has to be greater than 0");
+  if (micro <= 0) fail("Micro batch size per gpu: " + s(micro) + " has to be greater than 0");
+  if (gas <= 0) fail("Gradient accumulation steps: " + s(gas) + " has to be greater than 0");
   if (train != product(micro, gas, W))
-    throw ConfigError(
-        "Check batch related parameters. train_batch_size is not equal to micro_batch_per_gpu * gradient_acc_step "
-        "* world_size " + s(train) + " != " + s(micro) + " * " + s(gas) + " * " + s(W));
+    fail("Check batch related parameters. train_batch_size is not equal to micro_batch_per_gpu * gradient_acc_step "
+         "* world_size " + s(train) + " != " + s(micro) + " * " + s(gas) + " * " + s(W));
 }
 
 }  // namespace

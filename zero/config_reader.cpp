@@ -2,6 +2,7 @@
 #include "zero/config_reader.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <set>
 
@@ -33,6 +34,23 @@ std::string nearest_key(const std::string& key, const std::vector<std::string>& 
     if (d < best_d) best_d = d, best = v;
   }
   return best;
+}
+
+std::string nearest_implemented_top_level_key(const std::string& key) {
+  std::vector<std::string> ours;
+  for (const ConfigKey& k : config_keys())
+    if (k.status == KeyStatus::implemented && k.path.find('.') == std::string_view::npos) ours.emplace_back(k.path);
+  return nearest_key(key, ours);
+}
+
+bool is_near_miss(const std::string& key, const std::string& valid) {
+  auto lower = [](std::string s) {
+    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+  };
+  // Case and one or two letters: "Gradient_Clipping", "gradient_cliping", "optimiser", "fp61" is not (4 letters).
+  const std::size_t allowed = std::min<std::size_t>(2, key.size() / 4);
+  return edit_distance(lower(key), lower(valid)) <= allowed;
 }
 
 json parse_config_json(const std::string& text, const std::string& source) {
@@ -193,7 +211,13 @@ void SectionReader::finish(std::vector<std::string>& warnings, int zero_stage) c
     if (!accepted(key)) {
       const std::string near = nearest(key);
       if (!name_.empty()) fail("unknown key '" + truncate_for_message(key) + "' in " + name_ + "; did you mean '" + near + "'?");
-      // A typo of a real section drops the whole section, so suggest when the name is close.
+      // A near-miss of a key we implement ("gradient_cliping") would train without its effect: that is
+      // an error. Anything else, a DeepSpeed key we do not know or the user's own note, only warns,
+      // with a suggestion when it is close to a name in the table.
+      const std::string ours = nearest_implemented_top_level_key(key);
+      if (!ours.empty() && is_near_miss(key, ours))
+        fail("unknown top-level key '" + truncate_for_message(key) + "'; did you mean '" + ours +
+             "'? (as written it would have no effect; rename it, or remove it)");
       const bool close = edit_distance(key, near) <= std::max<std::size_t>(2, key.size() / 3);
       warnings.push_back("unknown top-level key '" + truncate_for_message(key) + "' ignored: minitorch does not know it (DeepSpeed would "
                          "silently ignore it)" + (close ? "; did you mean '" + near + "'?" : std::string()));

@@ -19,6 +19,12 @@ std::size_t edit_distance(const std::string& a, const std::string& b);
 /// The entry of `valid` closest to `key` by edit distance (first one on ties; "" if `valid` is empty).
 std::string nearest_key(const std::string& key, const std::vector<std::string>& valid);
 
+/// The top-level key of the table that minitorch implements (a section or a key with its effect)
+/// closest to `key` by edit distance.
+std::string nearest_implemented_top_level_key(const std::string& key);
+/// `key` is a misspelling of `valid`: equal ignoring case, or at most min(2, len/4) edits away.
+bool is_near_miss(const std::string& key, const std::string& valid);
+
 /// Parses JSON text. Throws ConfigError "<source>: malformed JSON: <nlohmann's message with position>"
 /// or, like DeepSpeed, on a key repeated within one object.
 nlohmann::json parse_config_json(const std::string& text, const std::string& source);
@@ -47,7 +53,8 @@ class SectionReader {
   void known(const char* key);
   /// Checks every key present, in two passes. First, a key that was never read and that the table
   /// does not list as warning or error is unknown: a ConfigError naming the nearest valid key inside
-  /// a section, a warning at the top level (DeepSpeed ignores unknown top-level keys silently).
+  /// a section; at the top level a ConfigError too when it is a near-miss (is_near_miss) of a key
+  /// minitorch implements, otherwise a warning (DeepSpeed ignores unknown top-level keys silently).
   /// Then each key gets the table's verdict for ZeRO stage `zero_stage`: warnings are appended to
   /// `warnings`, a not-implemented feature throws ConfigError.
   void finish(std::vector<std::string>& warnings, int zero_stage = 0) const;

@@ -141,6 +141,38 @@ TEST(L03_EvalCli, CorruptOrTruncatedCheckpointIsOneClearError) {
   }
 }
 
+TEST(L03_TrainCli, StepsOverrideSaysTheScheduleKeepsItsHorizon) {
+  mt_test::TempDir dir;
+  auto config = [&](const std::string& total) {  // kTinyConfig with a decaying schedule over `total` steps
+    const std::string tiny = kTinyConfig;
+    const std::size_t at = tiny.find("\"model\"");
+    return dir.write("c" + total + ".json", tiny.substr(0, at) + R"("scheduler": {"type": "WarmupDecayLR", "params": )" +
+                                                R"({"warmup_max_lr": 1e-3, "warmup_num_steps": 1, "total_num_steps": )" +
+                                                total + "}}, " + tiny.substr(at));
+  };
+  auto r = run_command(train_cmd(config("600"), corpus(dir), "--steps 2 --out ''"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("warning: --steps 2 does not rescale scheduler.params.total_num_steps (600)"));
+  EXPECT_THAT(r.output, HasSubstr("set total_num_steps to 2 in the config"));
+  // Equal horizons: nothing to say.
+  auto r2 = run_command(train_cmd(config("2"), corpus(dir), "--steps 2 --out ''"));
+  ASSERT_EQ(r2.exit_code, 0) << r2.output;
+  EXPECT_THAT(r2.output, testing::Not(HasSubstr("does not rescale")));
+}
+
+TEST(L03_EvalCli, PrintsTheLossAndHowManyWindowsItEvaluated) {
+  mt_test::TempDir dir;
+  auto cfg = dir.write("c.json", kTinyConfig);
+  auto data = corpus(dir);  // 40 lines of 55 characters = 2200 tokens; windows of 16 + 1
+  auto ckpt = dir.path("ok.safetensors");
+  ASSERT_EQ(run_command(train_cmd(cfg, data, "--out " + ckpt)).exit_code, 0);
+  auto r = run_command(bin("minitorch-eval") + " --checkpoint " + ckpt + " --data " + data);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // 2200 / 17 = 129 windows (2193 tokens), 7 left out; one line, ending in a newline.
+  EXPECT_THAT(r.output, testing::MatchesRegex("loss [0-9]+\\.[0-9]{6} over 129 windows of 17 tokens \\(2193 tokens of "
+                                              "2200; the last 7, less than a window, left out\\)\n"));
+}
+
 TEST(L03_EvalCli, TextWithUnknownCharacterIsOneClearError) {
   mt_test::TempDir dir;
   auto cfg = dir.write("c.json", kTinyConfig);

@@ -15,6 +15,8 @@
 
 using minitorch::zero::Config;
 using minitorch::zero::ConfigError;
+using minitorch::zero::is_near_miss;
+using minitorch::zero::nearest_implemented_top_level_key;
 namespace fs = std::filesystem;
 using namespace config_test;
 
@@ -37,21 +39,40 @@ TEST(L03_Config, AnyTwoBatchParametersGiveTheThird) {
 }
 
 TEST(L03_Config, BatchMismatchUsesDeepSpeedsMessage) {
+  // DeepSpeed's message, then how the numbers were derived and what to do.
+  const std::string fix = "set the batch keys for 1 rank, or give only train_batch_size, a multiple of the number of "
+                          "ranks, and let the others be derived";
   EXPECT_EQ(parse_error(R"({"train_batch_size": 10, "train_micro_batch_size_per_gpu": 3,
                             "gradient_accumulation_steps": 2})"),
-            "Check batch related parameters. train_batch_size is not equal to micro_batch_per_gpu * "
-            "gradient_acc_step * world_size 10 != 3 * 2 * 1");
+            "test.json: Check batch related parameters. train_batch_size is not equal to micro_batch_per_gpu * "
+            "gradient_acc_step * world_size 10 != 3 * 2 * 1 (world size 1); " + fix);
   // Derived by integer division, as DeepSpeed does, then checked: 10 // 3 // 1 = 3.
   EXPECT_EQ(parse_error(R"({"train_batch_size": 10, "train_micro_batch_size_per_gpu": 3})"),
-            "Check batch related parameters. train_batch_size is not equal to micro_batch_per_gpu * "
-            "gradient_acc_step * world_size 10 != 3 * 3 * 1");
+            "test.json: Check batch related parameters. train_batch_size is not equal to micro_batch_per_gpu * "
+            "gradient_acc_step * world_size 10 != 3 * 3 * 1 (gradient_accumulation_steps = 10 / 3 / 1 = 3 (integer "
+            "division, as DeepSpeed does), world size 1); " + fix);
   EXPECT_EQ(parse_error(R"({"train_batch_size": 6, "gradient_accumulation_steps": 2})", 4),
-            "Micro batch size per gpu: 0 has to be greater than 0");
-  EXPECT_EQ(parse_error("{}"), "Either train_batch_size or train_micro_batch_size_per_gpu needs to be provided");
+            "test.json: Micro batch size per gpu: 0 has to be greater than 0 (train_micro_batch_size_per_gpu = 6 / 4 / 2 "
+            "= 0 (integer division, as DeepSpeed does), world size 4); set the batch keys for 4 ranks, or give only "
+            "train_batch_size, a multiple of the number of ranks, and let the others be derived");
+  EXPECT_EQ(parse_error("{}"), "test.json: Either train_batch_size or train_micro_batch_size_per_gpu needs to be provided");
   EXPECT_EQ(parse_error(R"({"gradient_accumulation_steps": 4})"),
-            "Either train_batch_size or train_micro_batch_size_per_gpu needs to be provided");
-  EXPECT_EQ(parse_error(R"({"train_batch_size": 8, "train_micro_batch_size_per_gpu": 0})"),
-            "Micro batch size per gpu: 0 has to be greater than 0");
+            "test.json: Either train_batch_size or train_micro_batch_size_per_gpu needs to be provided");
+  EXPECT_TRUE(contains(parse_error(R"({"train_batch_size": 8, "train_micro_batch_size_per_gpu": 0})"),
+                       "test.json: Micro batch size per gpu: 0 has to be greater than 0"));
+}
+
+TEST(L03_Config, TrainBatchSizeAloneRunsOnEveryRankCountThatDividesIt) {
+  // configs/baby.json gives only train_batch_size: micro = 32 / N, no accumulation, on 1, 2, 4, 8 ranks.
+  for (int n : {1, 2, 4, 8}) {
+    Config c = Config::from_file(std::string(MT_SOURCE_DIR) + "/configs/baby.json", n);
+    EXPECT_EQ(c.train_batch_size, 32);
+    EXPECT_EQ(c.train_micro_batch_size_per_gpu, 32 / n);
+    EXPECT_EQ(c.gradient_accumulation_steps, 1);
+  }
+  // 3 does not divide 32: DeepSpeed's derivation gives 10 * 1 * 3 = 30, and the message says why.
+  const std::string msg = error_of([] { Config::from_file(std::string(MT_SOURCE_DIR) + "/configs/baby.json", 3); });
+  EXPECT_TRUE(contains(msg, "32 != 10 * 1 * 3 (train_micro_batch_size_per_gpu = 32 / 3 = 10")) << msg;
 }
 
 TEST(L03_Config, UnknownSectionKeyNamesTheNearestValidKey) {
@@ -73,28 +94,52 @@ TEST(L03_Config, UnknownSectionKeyNamesTheNearestValidKey) {
   EXPECT_TRUE(contains(msg, "did you mean 'warmup_max_lr'?")) << msg;
 }
 
-TEST(L03_Config, UnknownTopLevelKeyIsAWarning) {
-  Config c = parse(with(R"("zero_optimisation": {"stage": 2})"));
-  ASSERT_EQ(c.warnings.size(), 1u);
-  EXPECT_TRUE(contains(c.warnings[0], "'zero_optimisation'")) << c.warnings[0];
-  EXPECT_TRUE(contains(c.warnings[0], "DeepSpeed would silently ignore it")) << c.warnings[0];
-  EXPECT_TRUE(contains(c.warnings[0], "did you mean 'zero_optimization'?")) << c.warnings[0];
-  EXPECT_EQ(c.zero.stage, 0);  // the misspelt section had no effect
-  EXPECT_TRUE(contains(c.summary(), "zero_optimisation"));
-  // A typo close to a real key gets a suggestion; a name close to nothing does not get a random one.
-  Config t = parse(with(R"("gradient_cliping": 1.0, "my_notes": "ok")"));
-  ASSERT_EQ(t.warnings.size(), 2u);
-  EXPECT_EQ(t.warnings[0], "unknown top-level key 'gradient_cliping' ignored: minitorch does not know it (DeepSpeed "
-                           "would silently ignore it); did you mean 'gradient_clipping'?");
+TEST(L03_Config, NearMissOfAnImplementedTopLevelKeyIsAnError) {
+  // A misspelt key of ours would train without its effect (no clipping, no ZeRO section): refused.
+  EXPECT_EQ(parse_error(with(R"("gradient_cliping": 1.0)")),
+            "test.json: unknown top-level key 'gradient_cliping'; did you mean 'gradient_clipping'? (as written it "
+            "would have no effect; rename it, or remove it)");
+  for (const char* typo : {R"("zero_optimisation": {"stage": 2})", R"("optimiser": {"type": "AdamW"})",
+                           R"("Train_Batch_Size": 8)", R"("schedular": {})", R"("trainig": {})"}) {
+    const std::string msg = parse_error(with(typo));
+    EXPECT_TRUE(contains(msg, "unknown top-level key")) << typo << " -> " << msg;
+    EXPECT_TRUE(contains(msg, "did you mean")) << msg;
+  }
+  EXPECT_TRUE(contains(parse_error(with(R"("zero_optimisation": {})")), "did you mean 'zero_optimization'?"));
+}
+
+TEST(L03_Config, UnknownTopLevelKeyFarFromOursIsAWarning) {
+  // Far from every key: the user's own note; DeepSpeed would ignore it silently, we warn once.
+  Config t = parse(with(R"("my_notes": "ok", "fp61": true)"));
+  ASSERT_EQ(t.warnings.size(), 2u);  // in the JSON object's (sorted) key order
+  EXPECT_TRUE(contains(t.warnings[0], "'fp61'")) << t.warnings[0];  // 2 edits in 4 letters: not a near-miss
   EXPECT_EQ(t.warnings[1], "unknown top-level key 'my_notes' ignored: minitorch does not know it (DeepSpeed would "
                            "silently ignore it)");
-  EXPECT_EQ(t.gradient_clipping, 0.0);
-  // A DeepSpeed key we accept without effect is a different warning.
-  Config d = parse(with(R"("zero_optimization": {"stage3_max_live_parameters": 1e9}, "prescale_gradients": false)"));
-  ASSERT_EQ(d.warnings.size(), 2u);
+  EXPECT_TRUE(contains(t.summary(), "my_notes"));
+  // Close to a DeepSpeed key we only warn about: still a warning, with the suggestion.
+  Config m = parse(with(R"("tensorbord": {})"));
+  ASSERT_EQ(m.warnings.size(), 1u);
+  EXPECT_TRUE(contains(m.warnings[0], "did you mean 'tensorboard'?")) << m.warnings[0];
+  // Real DeepSpeed keys minitorch does not implement warn that they have no effect; "elasticity" is
+  // one edit from nothing of ours, "aio" would be a near-miss of nothing either.
+  Config d = parse(with(R"("zero_optimization": {"stage3_max_live_parameters": 1e9}, "prescale_gradients": false,)"
+                        R"( "elasticity": {"enabled": true}, "aio": {"block_size": 1048576})"));
+  ASSERT_EQ(d.warnings.size(), 4u);  // the section's own first, then the top-level keys in sorted order
   EXPECT_TRUE(contains(d.warnings[0], "zero_optimization.stage3_max_live_parameters only affects ZeRO stage 3"))
       << d.warnings[0];
-  EXPECT_TRUE(contains(d.warnings[1], "prescale_gradients is accepted but has no effect here")) << d.warnings[1];
+  EXPECT_TRUE(contains(d.warnings[1], "aio is accepted but has no effect here")) << d.warnings[1];
+  EXPECT_TRUE(contains(d.warnings[2], "elasticity is accepted but has no effect here")) << d.warnings[2];
+  EXPECT_TRUE(contains(d.warnings[3], "prescale_gradients is accepted but has no effect here")) << d.warnings[3];
+}
+
+TEST(L03_Config, NearMissRule) {
+  EXPECT_TRUE(is_near_miss("gradient_cliping", "gradient_clipping"));
+  EXPECT_TRUE(is_near_miss("BF16", "bf16"));           // case only
+  EXPECT_FALSE(is_near_miss("fp61", "fp16"));          // 2 edits in 4 letters
+  EXPECT_TRUE(is_near_miss("fp17", "fp16"));           // 1 edit in 4 letters
+  EXPECT_FALSE(is_near_miss("train", "training"));     // 3 edits
+  EXPECT_EQ(nearest_implemented_top_level_key("gradient_cliping"), "gradient_clipping");
+  EXPECT_EQ(nearest_implemented_top_level_key("zero_optimisation"), "zero_optimization");
 }
 
 TEST(L03_Config, Bf16AndFp16TogetherIsAnError) {

@@ -11,6 +11,7 @@
 #include "dist/ddp.h"
 #include "dist/process_group.h"
 #include "minitorch/allocator.h"
+#include "optim/sgd.h"
 #include "test_util.h"
 #include "zero/engine.h"
 #include "zero/stage0.h"
@@ -61,7 +62,65 @@ void expect_equivalent(int micro, int accum) {
   EXPECT_LT(std::sqrt(diff2 / norm2), 1e-5) << "|DDP - 1 rank| / |1 rank| over all parameters";
   EXPECT_LT(worst, 1e-4) << "largest difference of one parameter element";
 }
+// Clipping off. The gradient check below sees a sum instead of a mean directly; the SGD step after it
+// (torch.optim.SGD, no momentum, no weight decay: p - lr * g) turns that factor N into N times too far
+// a step, which AdamW's normalisation and clipping hide in the training tests above. (The engine's
+// own optimizer is AdamW; the SGD here is built over the same parameters.)
+std::string unclipped_json(int accum) {
+  return R"({"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": )" + std::to_string(accum) +
+         R"(, "gradient_clipping": 0,
+    "zero_optimization": {"stage": 0, "reduce_bucket_size": 3000},
+    "model": {"name": "baby", "n_layer": 2, "n_head": 2, "n_embd": 32, "block_size": 16},
+    "training": {"steps": 1, "seed": 11}})";
+}
+
+/// Every parameter's gradient, flattened in named_parameters() order.   -> (Ψ,)
+std::vector<float> grads(const nn::GPT& model) {
+  std::vector<float> all;
+  for (auto& [name, p] : model.named_parameters()) {
+    auto g = p.grad().to_vector();
+    all.insert(all.end(), g.begin(), g.end());
+  }
+  return all;
+}
+
+/// max |a - b| / max(|b|_inf, tiny): one scale for the whole vector, so near-zero elements do not blow up.
+double max_rel(const std::vector<float>& a, const std::vector<float>& b) {
+  double worst = 0, scale = 1e-12;
+  for (float x : b) scale = std::max(scale, static_cast<double>(std::abs(x)));
+  for (std::size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(static_cast<double>(a[i]) - b[i]));
+  return worst / scale;
+}
 }  // namespace
+
+TEST(L05_DDP, GradientsAfterReductionAreTheOneRankGradientsOfTheGlobalBatch) {
+  auto& world = dist::world();
+  const int N = world.size();
+  DdpRun ddp(unclipped_json(1), &world, 11 + 1000 * static_cast<std::uint64_t>(world.rank()));
+  DdpRun ref(unclipped_json(N), nullptr, 11);  // the global batch of N micro-batches, by accumulation on one rank
+  // Reference: the gradient of the mean loss over the N micro-batches (the engine divides by N).
+  for (int m = 0; m < N; ++m) {
+    data::Batch b = ref.sampler->sample(0, 0, 1, m, N);
+    ref.engine->backward(ref.engine->forward(b.x, b.y));
+    if (m + 1 < N) ref.engine->step();  // counts the micro-step: no update, no zeroing before the last
+  }
+  const std::vector<float> want = grads(ref.engine->model());
+  // DDP: this rank's micro-batch, then the bucket all-reduces backward started, finished.
+  data::Batch b = ddp.sampler->sample(world.rank(), 0, N, 0, 1);
+  ddp.engine->backward(ddp.engine->forward(b.x, b.y));
+  ddp.engine->strategy().reduce_gradients();
+  const std::vector<float> got = grads(ddp.engine->model());
+  ASSERT_EQ(got.size(), want.size());
+  EXPECT_LT(max_rel(got, want), 1e-5) << "rank " << world.rank() << ": reduced gradients differ from the 1-rank "
+                                         "gradients of the global batch (a sum instead of a mean is off by "
+                                      << N << "x)";
+  // One SGD step each: identical parameters.
+  optim::SGD ddp_sgd(ddp.engine->model().named_parameters(), {.lr = 0.5f});
+  optim::SGD ref_sgd(ref.engine->model().named_parameters(), {.lr = 0.5f});
+  ddp_sgd.step();
+  ref_sgd.step();
+  EXPECT_LT(max_rel(ddp.params(), ref.params()), 1e-6) << "rank " << world.rank();
+}
 
 TEST(L05_DDP, PlanBucketsInReverseOrderAndBigParametersAlone) {
   auto r = dist::plan_buckets({5, 3, 10, 2, 2}, 6);
