@@ -58,6 +58,8 @@ void train(const std::string& config_path, std::string data_path, std::int64_t s
   if (data_path.empty()) data_path = cfg.training.data.empty() ? "datasets/kjv.txt" : cfg.training.data;
   const std::string out = out_flag ? *out_flag : cfg.training.checkpoint;  // "" = don't save
   const std::string run_id = zero::new_run_id();  // names every save of this run (checkpoint manifest)
+  if (cfg.zero.stage >= 1 && world.size() > 1 && (!out.empty() || !resume.empty()))  // found now, not at the end
+    throw zero::ConfigError(zero::sharded_checkpoint_message(cfg));
   if (world.rank() == 0) {  // found now, not after an hour of training
     if (!out.empty()) tools::ensure_writable(out, "--out");
     if (!report_path.empty()) tools::ensure_writable(report_path, "--report");

@@ -85,12 +85,20 @@ void check_size(const std::string& path, const std::string& file, const Manifest
 }
 }  // namespace
 
+std::string sharded_checkpoint_message(const Config& config) {
+  return config.source + ": ZeRO stage " + std::to_string(config.zero.stage) + " on " +
+         std::to_string(config.data_parallel_size) + " ranks shards the optimizer state, and sharded checkpoints are "
+         "not implemented yet: train without saving (--out '' or \"training\": {\"checkpoint\": \"\"}), or save "
+         "with stage 0";
+}
+
 void save_model(const std::string& path, const nn::GPT& model, const data::Tokenizer& tokenizer, std::int64_t step) {
   save_safetensors(path, model.state_dict(), metadata_for(model, tokenizer, step));
 }
 
 void save_checkpoint(const std::string& path, const Engine& engine, const data::Tokenizer& tokenizer,
                      const std::string& run_id) {
+  if (engine.strategy().shards_optimizer_state()) throw std::runtime_error(sharded_checkpoint_message(engine.config()));
   remove_stale_temp_files(path);
   // From here until the new manifest lands, the files at `path` are not one complete save; with the
   // old manifest gone, a kill in between is seen as "no manifest", never as a mixed pair.
@@ -138,6 +146,7 @@ CheckpointManifest check_complete_save(const std::string& path) {
 }
 
 ResumeInfo resume_from(const std::string& path, Engine& engine) {
+  if (engine.strategy().shards_optimizer_state()) throw std::runtime_error(sharded_checkpoint_message(engine.config()));
   // Cheap checks first, so each problem gets its own message: presence and size (a truncated copy),
   // then the metadata (another run, another step), then the checksum (changed bytes).
   const CheckpointManifest m = check_complete_save(path);

@@ -41,6 +41,8 @@ struct ResumeInfo {
   std::vector<std::string> warnings;  ///< e.g. the data order changes on another number of ranks
 };
 
+/// Why a run whose optimizer state is sharded (stage >= 1 on N > 1 ranks) cannot save or resume yet.
+std::string sharded_checkpoint_message(const Config& config);
 /// Writes the engine's model (and, if it has stepped, its optimizer state) to `path` / `path.optim`,
 /// then `path.manifest.json`. `run_id`: new_run_id(), generated once per training run.
 void save_checkpoint(const std::string& path, const Engine& engine, const data::Tokenizer& tokenizer,

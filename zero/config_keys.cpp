@@ -28,7 +28,7 @@ constexpr ConfigKey todo(std::string_view path, std::string_view example, std::s
 }
 
 /// ZeRO stage -> status. The ZeRO issues flip stages 1, 2, 3 to implemented here as they land.
-constexpr KeyStatus kZeroStageStatus[] = {S::implemented, S::error, S::error, S::error};
+constexpr KeyStatus kZeroStageStatus[] = {S::implemented, S::implemented, S::error, S::error};
 constexpr std::string_view kStagePath = "zero_optimization.stage";
 
 constexpr StageMask k12 = stage_bit(1) | stage_bit(2), k123 = k12 | stage_bit(3), k3 = stage_bit(3);
@@ -258,8 +258,8 @@ KeyVerdict judge_config_key(const ConfigKey& key, const nlohmann::json& value, i
     const int s = value.get<int>();  // range-checked by the parser
     if (zero_stage_status(s) == S::implemented) return {};
     return {S::error, "ZeRO stage " + std::to_string(s) + " is not implemented yet (" + path + " is " +
-                          std::to_string(s) + "); stage 0 (DDP) is what runs today, on any number of ranks: "
-                          "set \"stage\": 0"};
+                          std::to_string(s) + "); stages 0 (DDP) and 1 (sharded optimizer states) are what run today, on any number "
+                          "of ranks: set \"stage\": 1"};
   }
   if (!(key.stages & stage_bit(zero_stage)))
     return {S::warning, path + " only affects ZeRO " + describe_stages(key.stages) + " and this config runs stage " +

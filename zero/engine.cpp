@@ -172,9 +172,9 @@ std::string Engine::wall_clock_report(bool with_legend) const {
   if (with_legend)
     os << "wall_clock_breakdown legend: forward = loss of every micro-batch of the step (graph recorded); "
           "backward = autograd backward of every micro-batch; backward_allreduce = data-parallel gradient "
-          "reduction not hidden under backward: the wait for the bucket all-reduces at the boundary (0 on one "
-          "rank); step = clipping, lr schedule, optimizer "
-          "update and zero_grad\n";
+          "reduction not hidden under backward: the wait at the boundary for DDP's bucket all-reduces or ZeRO's "
+          "reduce-scatters (0 on one rank); step = clipping, lr schedule, optimizer update (ZeRO: of this rank's "
+          "shard, then the all-gather of the parameters) and zeroing the gradients\n";
   os << "time (ms) | forward: " << last_times_.forward << " | backward: " << last_times_.backward
      << " | backward_allreduce: " << last_times_.backward_allreduce << " | step: " << last_times_.step;
   return os.str();

@@ -1,6 +1,7 @@
 #include "zero/strategy.h"
 
 #include "zero/stage0.h"
+#include "zero/stage1.h"
 
 namespace minitorch::zero {
 
@@ -19,9 +20,12 @@ std::unique_ptr<GradientStrategy> make_strategy(std::shared_ptr<nn::GPT> model, 
                                                 dist::ProcessGroup* group) {
   switch (config.zero.stage) {
     case 0: return std::make_unique<Stage0>(std::move(model), config, group);
+    case 1:  // on one rank the shard is everything: ZeRO-1 with N = 1 is single-rank training
+      if (!group || group->size() == 1) return std::make_unique<Stage0>(std::move(model), config, group);
+      return std::make_unique<Stage1>(std::move(model), config, *group);
     default:
       throw ConfigError(config.source + ": zero_optimization.stage " + std::to_string(config.zero.stage) +
-                        " is not implemented yet; stage 0 (DDP) is what runs today");
+                        " is not implemented yet; stages 0 (DDP) and 1 are what run today");
   }
 }
 

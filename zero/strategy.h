@@ -64,6 +64,9 @@ class GradientStrategy {
   virtual optim::AdamW& optimizer() = 0;
   virtual const optim::AdamW& optimizer() const = 0;
 
+  /// True when each rank holds only its shard of the optimizer state (stages 1–3 on N > 1 ranks):
+  /// one file cannot hold it, and sharded checkpoints have not landed yet.
+  virtual bool shards_optimizer_state() const { return false; }
   /// The optimizer state a checkpoint saves (exp_avg.<name>, exp_avg_sq.<name>, master.<name>): the
   /// whole model's at stage 0, this rank's shard at stages 1–3; and its step count.
   virtual nn::NamedTensors optimizer_state() const { return optimizer().state_tensors(); }

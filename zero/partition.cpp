@@ -1,0 +1,112 @@
+#include "zero/partition.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "dist/ddp.h"
+
+namespace minitorch::zero {
+
+Partition::Partition(const nn::NamedTensors& params, std::int64_t bucket_elements, int rank, int world)
+    : params_(params), rank_(rank), world_(world) {
+  if (world < 1 || rank < 0 || rank >= world)
+    throw std::invalid_argument("Partition: rank " + std::to_string(rank) + " of " + std::to_string(world));
+  // Reverse order of use, as DDP: backward finishes the last layer's gradients first.
+  std::vector<std::size_t> order;
+  std::vector<std::int64_t> numels;
+  for (std::size_t i = params_.size(); i-- > 0;) {
+    order.push_back(i);
+    numels.push_back(params_[i].second.numel());
+    numel_ += params_[i].second.numel();
+  }
+  for (auto [first, last] : dist::plan_buckets(numels, bucket_elements)) {
+    ShardedBucket b;
+    for (std::size_t k = first; k < last; ++k) b.members.push_back(order[k]);
+    // FlatBuffer's layout, planned without allocating (adopt_parameters allocates): slots end to end,
+    // padded to a multiple of N; shard r is [r·S, (r+1)·S) with S = padded / N.
+    std::int64_t used = 0;
+    for (std::size_t k = first; k < last; ++k) used += numels[k];
+    const std::int64_t shard = (used + world - 1) / world;
+    padding_ += shard * world - used;
+    const std::int64_t mine_begin = rank * shard, mine_end = mine_begin + shard;
+    std::int64_t offset = 0;
+    for (std::size_t slot = 0; slot < b.members.size(); ++slot) {
+      const std::size_t p = b.members[slot];
+      const std::int64_t n = params_[p].second.numel();
+      const std::int64_t begin = std::max(offset, mine_begin), end = std::min(offset + n, mine_end);
+      if (begin < end) {
+        const std::int64_t a = begin - offset;
+        pieces_.push_back({params_[p].first + "[" + std::to_string(a) + ":" + std::to_string(a + end - begin) + "]", p,
+                           buckets_.size(), {begin, end}, a, params_[p].second.dim() >= 2});
+      }
+      offset += n;
+    }
+    buckets_.push_back(std::move(b));
+  }
+}
+
+std::vector<Shape> Partition::shapes(const ShardedBucket& b) const {
+  std::vector<Shape> out;
+  for (std::size_t p : b.members) out.push_back(params_[p].second.shape());
+  return out;
+}
+
+void Partition::adopt_parameters() {
+  for (ShardedBucket& b : buckets_) {
+    const DType dtype = params_[b.members.front()].second.dtype();
+    b.params = FlatBuffer(shapes(b), dtype, world_, MemTag::param, params_[b.members.front()].second.device());
+    for (std::size_t slot = 0; slot < b.members.size(); ++slot) {
+      Tensor& p = params_[b.members[slot]].second;
+      if (p.dtype() != dtype)
+        throw std::invalid_argument("Partition: parameters of one bucket must share a dtype ('" +
+                                    params_[b.members[slot]].first + "')");
+      Tensor view = b.params.view(slot);
+      view.copy_(p);
+      p.set_data(view);  // the old storage goes back to the allocator
+    }
+  }
+}
+
+void Partition::adopt_gradients() {
+  for (ShardedBucket& b : buckets_) {
+    if (b.grads.numel() == 0)
+      b.grads = FlatBuffer(shapes(b), b.params.dtype(), world_, MemTag::grad, b.params.flat().device());
+    for (std::size_t slot = 0; slot < b.members.size(); ++slot) {
+      Tensor& p = params_[b.members[slot]].second;
+      if (p.grad().defined()) continue;  // still ours
+      Tensor view = b.grads.view(slot);
+      view.zero_();  // an undefined .grad means zero (set_to_none)
+      p.set_grad(view);
+    }
+  }
+}
+
+void Partition::zero_gradients() {
+  for (ShardedBucket& b : buckets_)
+    if (b.grads.numel() > 0) {
+      Tensor flat = b.grads.flat();  // a handle on the buffer's storage
+      flat.zero_();
+    }
+}
+
+nn::NamedTensors Partition::piece_params() const {
+  nn::NamedTensors out;
+  for (const ShardPiece& piece : pieces_)
+    out.emplace_back(piece.name, buckets_[piece.bucket].params.flat().narrow(0, piece.range.begin, piece.range.size()));
+  return out;
+}
+
+std::vector<optim::ParamGroup> Partition::optimizer_groups(float lr, float weight_decay) const {
+  optim::ParamGroup decay{"decay", {}, lr, weight_decay}, no_decay{"no_decay", {}, lr, 0.f};
+  nn::NamedTensors views = piece_params();
+  for (std::size_t i = 0; i < pieces_.size(); ++i) {
+    const ShardPiece& piece = pieces_[i];
+    const FlatBuffer& grads = buckets_[piece.bucket].grads;
+    if (grads.numel() == 0) throw std::logic_error("Partition::optimizer_groups: adopt_gradients() first");
+    views[i].second.set_grad(grads.flat().narrow(0, piece.range.begin, piece.range.size()));
+    (piece.decay ? decay : no_decay).params.push_back(views[i]);
+  }
+  return {decay, no_decay};
+}
+
+}  // namespace minitorch::zero

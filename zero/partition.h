@@ -1,0 +1,96 @@
+#pragma once
+/// \file partition.h
+/// What the ZeRO stages share (docs/design.md §6): the model's parameters laid out in **buckets**, each
+/// bucket one flat buffer split into N equal shards, and rank r owning shard r of every bucket.
+///
+///   bucket 0 (the last layers)          bucket 1                      ...
+///   | shard 0 | shard 1 | ... | N-1 |   | shard 0 | shard 1 | ... |
+///     rank 0    rank 1                    rank 0    rank 1
+///
+/// This is FSDP's layout (each bucket reduce-scattered on its own), not DeepSpeed's (contiguous shards
+/// of the whole flat space, each bucket's slices reduced to their owners): both move the same bytes,
+/// and this one lets every collective be one reduce-scatter or all-gather of one flat buffer.
+/// Buckets hold whole parameters, in reverse order of use (the order backward finishes them), of at
+/// most `bucket_elements` elements (a bigger parameter gets a bucket of its own), as DDP's do.
+///
+/// A shard cuts through parameters. The optimizer sees this rank's **pieces**: the part of each
+/// parameter inside this rank's shards, as 1-D views of the flat buffers, named "<param>[a:b]" (a, b:
+/// element offsets inside the flattened parameter).
+///
+/// \code
+///   zero::Partition part(model.named_parameters(), /*bucket_elements=*/3000, world.rank(), world.size());
+///   part.adopt_parameters();   // each parameter's storage is now a slot of its bucket's `params` buffer
+///   for (auto& piece : part.pieces()) ...   // piece.param_view: (b - a) view into params.flat()
+/// \endcode
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "minitorch/flat_buffer.h"
+#include "nn/module.h"
+#include "optim/optimizer.h"
+
+namespace minitorch::zero {
+
+/// One bucket of parameters, reduced and gathered together.
+struct ShardedBucket {
+  std::vector<std::size_t> members;  ///< indices into the model's named_parameters(), slot order
+  FlatBuffer params;                 ///< the parameters' own storage: dtype P, tag param, N shards
+                                     ///< (allocated by adopt_parameters)
+  FlatBuffer grads;                  ///< their gradients' own storage (adopt_gradients): dtype G, tag grad
+};
+
+/// The part of one parameter inside this rank's shard of one bucket.
+struct ShardPiece {
+  std::string name;            ///< "<param>[a:b]"
+  std::size_t param = 0;       ///< index into named_parameters()
+  std::size_t bucket = 0;      ///< index into buckets()
+  FlatBuffer::Range range;     ///< in the bucket's flat numbering
+  std::int64_t param_offset;   ///< a: where the piece starts inside the flattened parameter
+  bool decay = false;          ///< the parameter has dim >= 2 (nanoGPT's weight-decay group)
+};
+
+class Partition {
+ public:
+  /// Plans the buckets and this rank's pieces; allocates nothing yet.
+  Partition(const nn::NamedTensors& params, std::int64_t bucket_elements, int rank, int world);
+
+  /// Allocates each bucket's `params` buffer, copies the parameters in and makes each parameter a
+  /// view of its slot (Tensor::set_data): the old storage is freed, and a gather into the buffer
+  /// writes the parameters themselves. Bytes: P × (Ψ + padding).
+  void adopt_parameters();
+  /// Allocates each bucket's `grads` buffer (zeros) and makes it every parameter's .grad, so backward
+  /// accumulates into it in place. Bytes: G × (Ψ + padding). Called again, it re-attaches any .grad
+  /// that was reset to undefined (zeroing that slot), and leaves attached ones alone.
+  void adopt_gradients();
+  /// Sets the gradient buffers to zero (the step's end: they stay attached).
+  void zero_gradients();
+
+  const std::vector<ShardedBucket>& buckets() const { return buckets_; }
+  std::vector<ShardedBucket>& buckets() { return buckets_; }
+  const std::vector<ShardPiece>& pieces() const { return pieces_; }
+  const nn::NamedTensors& params() const { return params_; }
+  int rank() const { return rank_; }
+  int world() const { return world_; }
+  /// Σ numel of the parameters (Ψ), and of the padding added to make each bucket divide by N.
+  std::int64_t numel() const { return numel_; }
+  std::int64_t padding() const { return padding_; }
+
+  /// (b - a) 1-D views of this rank's pieces, into the `params` buffers (every bucket's, in order).
+  nn::NamedTensors piece_params() const;
+  /// The optimizer's groups over piece_params(), with each piece's .grad set to its view of the
+  /// `grads` buffers: "decay" (pieces of dim >= 2 parameters) and "no_decay", as decay_groups() does
+  /// for whole parameters.
+  std::vector<optim::ParamGroup> optimizer_groups(float lr, float weight_decay) const;
+
+ private:
+  std::vector<Shape> shapes(const ShardedBucket& b) const;  ///< its parameters' shapes, slot order
+
+  nn::NamedTensors params_;
+  std::vector<ShardedBucket> buckets_;
+  std::vector<ShardPiece> pieces_;
+  int rank_ = 0, world_ = 1;
+  std::int64_t numel_ = 0, padding_ = 0;
+};
+
+}  // namespace minitorch::zero
