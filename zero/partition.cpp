@@ -28,6 +28,7 @@ Partition::Partition(const nn::NamedTensors& params, std::int64_t bucket_element
     for (std::size_t k = first; k < last; ++k) used += numels[k];
     const std::int64_t shard = (used + world - 1) / world;
     padding_ += shard * world - used;
+    b.numel = shard * world;
     const std::int64_t mine_begin = rank * shard, mine_end = mine_begin + shard;
     std::int64_t offset = 0;
     for (std::size_t slot = 0; slot < b.members.size(); ++slot) {
@@ -78,15 +79,37 @@ void Partition::adopt_gradients() {
       view.zero_();  // an undefined .grad means zero (set_to_none)
       p.set_grad(view);
     }
+    b.grad_shard = b.grads.shard_view(rank_);
+  }
+}
+
+void Partition::allocate_gradient_shards(bool contiguous) {
+  TagScope scope(MemTag::grad);
+  const DType dtype = params_.front().second.dtype();
+  const Device device = params_.front().second.device();
+  if (contiguous) {
+    std::int64_t total = 0;
+    for (const ShardedBucket& b : buckets_) total += b.numel / world_;
+    Tensor all = Tensor::zeros({total}, dtype, device);
+    std::int64_t at = 0;
+    for (ShardedBucket& b : buckets_) {
+      b.grad_shard = all.narrow(0, at, b.numel / world_);
+      at += b.numel / world_;
+    }
+  } else {
+    for (ShardedBucket& b : buckets_) b.grad_shard = Tensor::zeros({b.numel / world_}, dtype, device);
   }
 }
 
 void Partition::zero_gradients() {
-  for (ShardedBucket& b : buckets_)
+  for (ShardedBucket& b : buckets_) {
     if (b.grads.numel() > 0) {
       Tensor flat = b.grads.flat();  // a handle on the buffer's storage
       flat.zero_();
+    } else if (b.grad_shard.defined()) {
+      b.grad_shard.zero_();
     }
+  }
 }
 
 nn::NamedTensors Partition::piece_params() const {
@@ -101,9 +124,10 @@ std::vector<optim::ParamGroup> Partition::optimizer_groups(float lr, float weigh
   nn::NamedTensors views = piece_params();
   for (std::size_t i = 0; i < pieces_.size(); ++i) {
     const ShardPiece& piece = pieces_[i];
-    const FlatBuffer& grads = buckets_[piece.bucket].grads;
-    if (grads.numel() == 0) throw std::logic_error("Partition::optimizer_groups: adopt_gradients() first");
-    views[i].second.set_grad(grads.flat().narrow(0, piece.range.begin, piece.range.size()));
+    const ShardedBucket& b = buckets_[piece.bucket];
+    if (!b.grad_shard.defined())
+      throw std::logic_error("Partition::optimizer_groups: adopt_gradients() or allocate_gradient_shards() first");
+    views[i].second.set_grad(b.grad_shard.narrow(0, piece.range.begin - b.shard_begin(rank_, world_), piece.range.size()));
     (piece.decay ? decay : no_decay).params.push_back(views[i]);
   }
   return {decay, no_decay};

@@ -35,9 +35,13 @@ namespace minitorch::zero {
 /// One bucket of parameters, reduced and gathered together.
 struct ShardedBucket {
   std::vector<std::size_t> members;  ///< indices into the model's named_parameters(), slot order
+  std::int64_t numel = 0;            ///< Σ numel of the members + padding: a multiple of N
   FlatBuffer params;                 ///< the parameters' own storage: dtype P, tag param, N shards
                                      ///< (allocated by adopt_parameters)
-  FlatBuffer grads;                  ///< their gradients' own storage (adopt_gradients): dtype G, tag grad
+  FlatBuffer grads;                  ///< stage 1: the full gradients' storage (adopt_gradients): dtype G, tag grad
+  Tensor grad_shard;                 ///< (numel / N) this rank's reduced gradient: the shard of `grads`
+                                     ///< (stage 1) or its own buffer (stage 2, allocate_gradient_shards)
+  std::int64_t shard_begin(int rank, int world) const { return rank * (numel / world); }
 };
 
 /// The part of one parameter inside this rank's shard of one bucket.
@@ -63,6 +67,11 @@ class Partition {
   /// accumulates into it in place. Bytes: G × (Ψ + padding). Called again, it re-attaches any .grad
   /// that was reset to undefined (zeroing that slot), and leaves attached ones alone.
   void adopt_gradients();
+  /// Stage 2: allocates this rank's reduced-gradient shards, G × (Ψ + padding) / N bytes under tag
+  /// grad: one buffer for every bucket's shard (`contiguous`, DeepSpeed's contiguous_gradients) or
+  /// one per bucket. The full gradients then only pass through (backward makes them, the reduction
+  /// reads and frees them).
+  void allocate_gradient_shards(bool contiguous);
   /// Sets the gradient buffers to zero (the step's end: they stay attached).
   void zero_gradients();
 
@@ -79,7 +88,7 @@ class Partition {
   /// (b - a) 1-D views of this rank's pieces, into the `params` buffers (every bucket's, in order).
   nn::NamedTensors piece_params() const;
   /// The optimizer's groups over piece_params(), with each piece's .grad set to its view of the
-  /// `grads` buffers: "decay" (pieces of dim >= 2 parameters) and "no_decay", as decay_groups() does
+  /// buckets' `grad_shard`: "decay" (pieces of dim >= 2 parameters) and "no_decay", as decay_groups() does
   /// for whole parameters.
   std::vector<optim::ParamGroup> optimizer_groups(float lr, float weight_decay) const;
 

@@ -1,9 +1,5 @@
 #include "zero/stage1.h"
 
-#include <cmath>
-
-#include "optim/clip.h"
-
 namespace minitorch::zero {
 
 Stage1::Stage1(std::shared_ptr<nn::GPT> model, const Config& config, dist::ProcessGroup& group)
@@ -20,53 +16,29 @@ Stage1::Stage1(std::shared_ptr<nn::GPT> model, const Config& config, dist::Proce
     group_.broadcast(flat, 0);
   }
   partition_.adopt_gradients();
-  const OptimizerConfig& o = config.optimizer;
-  optim::AdamWOptions opts{static_cast<float>(o.lr), static_cast<float>(o.beta1), static_cast<float>(o.beta2),
-                           static_cast<float>(o.eps), static_cast<float>(o.weight_decay)};
-  optimizer_ = std::make_unique<optim::AdamW>(partition_.optimizer_groups(opts.lr, opts.weight_decay), opts);
+  // Two buckets in flight at most: each holds an f32 copy of its bucket while it is reduced.
+  reducer_ = std::make_unique<BucketReducer>(
+      partition_, config.zero.overlap_comm, /*max_in_flight=*/2, [this](std::size_t b) { return launch(b); },
+      [](std::size_t) {});
+  optimizer_ = std::make_unique<ShardedOptimizer>(partition_, config, group_);
 }
 
-void Stage1::begin_backward(bool) {
+void Stage1::begin_backward(bool boundary) {
   partition_.adopt_gradients();  // re-attaches a .grad someone reset (model.zero_grad()); else nothing
+  reducer_->begin_backward(/*reduce=*/boundary);  // accumulate locally until the boundary
 }
 
 // ---- communication ----
 
-void Stage1::reduce_gradients() {
-  // Each bucket's average lands in this rank's shard of the same buffer (the rest of it is stale).
-  // One bucket at a time: the reduction reads an f32 copy of the bucket (its output lies inside its
-  // input), so the comm memory stays bounded by reduce_bucket_size; after backward there is no
-  // compute left to overlap with.
-  for (ShardedBucket& b : partition_.buckets()) {
-    Tensor mine = b.grads.shard_view(group_.rank());
-    group_.reduce_scatter_into(mine, b.grads.flat(), dist::ReduceOp::avg);
-  }
+std::unique_ptr<dist::Work> Stage1::launch(std::size_t b) {
+  ShardedBucket& bucket = partition_.buckets()[b];
+  return group_.reduce_scatter_into_async(bucket.grad_shard, bucket.grads.flat(), dist::ReduceOp::avg);
 }
 
-void Stage1::gather_parameters() {
-  std::vector<std::unique_ptr<dist::Work>> inflight;
-  for (ShardedBucket& b : partition_.buckets()) {
-    Tensor full = b.params.flat();
-    inflight.push_back(group_.all_gather_into_async(full, b.params.shard_view(group_.rank())));
-  }
-  for (auto& w : inflight) w->wait();
-}
-
-// ---- compute: the update of this rank's pieces ----
+// ---- compute ----
 
 double Stage1::step(float lr, double max_norm) {
-  std::vector<Tensor> mine = optimizer_->parameters();  // this rank's pieces, .grad = reduced shard
-  // The global norm from one scalar: Σ g² over every rank's shard (padding is zero and unowned).
-  Tensor sum_sq = Tensor::full({1}, static_cast<float>(optim::grad_sum_squares(mine)));
-  group_.all_reduce(sum_sq, dist::ReduceOp::sum);
-  const double norm = std::sqrt(static_cast<double>(sum_sq.item()));
-  if (max_norm > 0) {
-    const double coef = optim::clip_coefficient(norm, max_norm);
-    if (coef < 1.0) optim::scale_grads(mine, static_cast<float>(coef));
-  }
-  optimizer_->set_lr(lr);
-  optimizer_->step();
-  gather_parameters();
+  const double norm = optimizer_->step(lr, max_norm);
   partition_.zero_gradients();
   return norm;
 }
@@ -77,7 +49,7 @@ ModelStateBytes Stage1::model_state_bytes() const {
     b.param += static_cast<std::int64_t>(bucket.params.flat().nbytes());
     b.grad += static_cast<std::int64_t>(bucket.grads.flat().nbytes());
   }
-  b.optim = optimizer_->state_bytes();
+  b.optim = optimizer().state_bytes();
   return b;
 }
 

@@ -1,0 +1,58 @@
+#pragma once
+// What the ZeRO suites share: a baby GPT config whose shards cut through parameters, and the
+// equivalence of a stage on N ranks with one rank accumulating over N micro-batches.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "dist/process_group.h"
+#include "train_util.h"
+
+namespace zero_test {
+
+// Parameter sizes that do not all divide by N (the LayerNorm and bias vectors of n_embd = 24, the
+// vocabulary's rows), so shards cut through parameters and buckets get padding.
+inline std::string config_json(int stage, int micro, int accum, bool bf16 = false, std::int64_t bucket = 2500,
+                               const std::string& zero_extra = "") {
+  return R"({"train_micro_batch_size_per_gpu": )" + std::to_string(micro) +
+         R"(, "gradient_accumulation_steps": )" + std::to_string(accum) + R"(, "gradient_clipping": 1.0,)" +
+         (bf16 ? R"( "bf16": {"enabled": true},)" : "") + R"(
+    "optimizer": {"type": "AdamW", "params": {"lr": 3e-3, "weight_decay": 0.1}},
+    "scheduler": {"type": "WarmupLR", "params": {"warmup_min_lr": 0, "warmup_max_lr": 3e-3, "warmup_num_steps": 5}},
+    "zero_optimization": {"stage": )" + std::to_string(stage) + R"(, "reduce_bucket_size": )" + std::to_string(bucket) +
+         zero_extra + R"(},
+    "model": {"name": "baby", "n_layer": 2, "n_head": 2, "n_embd": 24, "block_size": 16},
+    "training": {"steps": 20, "seed": 11}})";
+}
+
+using ZeroRun = mt_test::TrainRun;
+
+/// |a - b| / |b| in the 2-norm over all elements.
+inline double rel_norm(const std::vector<float>& a, const std::vector<float>& b) {
+  double d2 = 0, n2 = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const double d = static_cast<double>(a[i]) - b[i];
+    d2 += d * d;
+    n2 += static_cast<double>(b[i]) * b[i];
+  }
+  return std::sqrt(d2 / n2);
+}
+
+/// `json` (a stage >= 1 config for N ranks) trains like stage 0 on one rank with N times the
+/// accumulation (`ref_json`), over 20 steps: losses and final parameters within `tol`.
+inline void expect_equivalent(const std::string& json, const std::string& ref_json, double tol) {
+  auto& world = minitorch::dist::world();
+  // Each rank starts from a different init: the stage must broadcast rank 0's weights.
+  ZeroRun run(json, &world, 11 + 1000 * static_cast<std::uint64_t>(world.rank()));
+  ZeroRun ref(ref_json, nullptr, 11);
+  ASSERT_EQ(run.cfg.train_batch_size, ref.cfg.train_batch_size);
+  for (int s = 0; s < 20; ++s) {
+    const float a = run.engine->train_batch(*run.sampler), b = ref.engine->train_batch(*ref.sampler);
+    EXPECT_LT(std::abs(a - b) / std::abs(b), tol) << "step " << s << ": N ranks " << a << " vs 1 rank " << b;
+  }
+  EXPECT_LT(rel_norm(run.params(), ref.params()), tol) << "parameters after 20 steps, rank " << world.rank();
+}
+
+}  // namespace zero_test

@@ -1,0 +1,69 @@
+#include "zero/bucket_reducer.h"
+
+#include <algorithm>
+
+namespace minitorch::zero {
+
+BucketReducer::BucketReducer(Partition& partition, bool overlap, int max_in_flight, Launch launch, Finish finish)
+    : partition_(partition),
+      overlap_(overlap),
+      max_in_flight_(static_cast<std::size_t>(std::max(1, max_in_flight))),
+      launch_(std::move(launch)),
+      finish_(std::move(finish)),
+      pending_(partition.buckets().size()),
+      launched_(partition.buckets().size()) {
+  for (std::size_t b = 0; b < partition_.buckets().size(); ++b)
+    for (std::size_t p : partition_.buckets()[b].members) {
+      Tensor param = partition_.params()[p].second;
+      // Removed with this object (HookHandle), so `this` is never called after it is gone.
+      hooks_.push_back(param.register_grad_hook([this, b](Tensor&) { on_grad_ready(b); }));
+    }
+}
+
+BucketReducer::~BucketReducer() {
+  for (auto& [bucket, work] : in_flight_) work->wait();
+}
+
+void BucketReducer::begin_backward(bool reduce) {
+  wait_all();  // the previous micro-step's reductions, if a caller left them running
+  reduce_ = reduce;
+  if (reduce_) launched_in_backward_ = 0;
+  for (std::size_t b = 0; b < pending_.size(); ++b) {
+    pending_[b] = static_cast<int>(partition_.buckets()[b].members.size());
+    launched_[b] = false;
+  }
+}
+
+void BucketReducer::on_grad_ready(std::size_t bucket) {
+  if (!reduce_ || !overlap_) return;  // accumulating locally, or reducing after backward
+  if (--pending_[bucket] == 0) {
+    start(bucket);
+    ++launched_in_backward_;
+  }
+  for (auto& [b, work] : in_flight_) work->test();  // let MPI move what is already in flight
+}
+
+void BucketReducer::end_backward() {
+  if (!reduce_) return;
+  for (std::size_t b = 0; b < pending_.size(); ++b)
+    if (!launched_[b]) start(b);
+}
+
+void BucketReducer::start(std::size_t bucket) {
+  while (in_flight_.size() >= max_in_flight_) finish_oldest();
+  launched_[bucket] = true;
+  in_flight_.emplace_back(bucket, launch_(bucket));
+}
+
+void BucketReducer::finish_oldest() {
+  auto [bucket, work] = std::move(in_flight_.front());
+  in_flight_.pop_front();
+  work->wait();
+  finish_(bucket);
+}
+
+void BucketReducer::wait_all() {
+  while (!in_flight_.empty()) finish_oldest();
+}
+
+}  // namespace minitorch::zero

@@ -1,0 +1,46 @@
+#include "zero/sharded_optimizer.h"
+
+#include <cmath>
+
+#include "optim/clip.h"
+
+namespace minitorch::zero {
+
+ShardedOptimizer::ShardedOptimizer(Partition& partition, const Config& config, dist::ProcessGroup& group)
+    : partition_(partition), group_(group) {
+  const OptimizerConfig& o = config.optimizer;
+  optim::AdamWOptions opts{static_cast<float>(o.lr), static_cast<float>(o.beta1), static_cast<float>(o.beta2),
+                           static_cast<float>(o.eps), static_cast<float>(o.weight_decay)};
+  adamw_ = std::make_unique<optim::AdamW>(partition_.optimizer_groups(opts.lr, opts.weight_decay), opts);
+}
+
+// ---- compute: the update of this rank's pieces ----
+
+double ShardedOptimizer::step(float lr, double max_norm) {
+  std::vector<Tensor> mine = adamw_->parameters();  // this rank's pieces, .grad = the reduced shard
+  // The global norm from one scalar: Σ g² over every rank's shard (padding is zero and unowned).
+  Tensor sum_sq = Tensor::full({1}, static_cast<float>(optim::grad_sum_squares(mine)));
+  group_.all_reduce(sum_sq, dist::ReduceOp::sum);
+  const double norm = std::sqrt(static_cast<double>(sum_sq.item()));
+  if (max_norm > 0) {
+    const double coef = optim::clip_coefficient(norm, max_norm);
+    if (coef < 1.0) optim::scale_grads(mine, static_cast<float>(coef));
+  }
+  adamw_->set_lr(lr);
+  adamw_->step();
+  gather_parameters();
+  return norm;
+}
+
+// ---- communication: the updated shards back to every rank ----
+
+void ShardedOptimizer::gather_parameters() {
+  std::vector<std::unique_ptr<dist::Work>> inflight;
+  for (ShardedBucket& b : partition_.buckets()) {
+    Tensor full = b.params.flat();
+    inflight.push_back(group_.all_gather_into_async(full, b.params.shard_view(partition_.rank())));
+  }
+  for (auto& w : inflight) w->wait();
+}
+
+}  // namespace minitorch::zero

@@ -1,0 +1,40 @@
+#pragma once
+/// \file sharded_optimizer.h
+/// The optimizer over a shard, what ZeRO-1 and -2 share (docs/design.md §6): AdamW over this rank's
+/// pieces of a Partition (their fp32 master, m, v: K·Ψ/N bytes), and the step that ends with the
+/// updated parameters back on every rank:
+///
+///   norm      Σ g² over my pieces, all-reduced as one scalar → √ = the global norm (no gathering)
+///   clip      my pieces' gradients × max_norm / (norm + 1e-6) when the norm is above max_norm
+///   update    AdamW on my pieces (they are views into the parameters' flat buffers)
+///   gather    each bucket's parameters all-gathered from their owners: (N−1)/N·(Ψ + padding) elements
+#include <memory>
+
+#include "dist/process_group.h"
+#include "optim/adamw.h"
+#include "zero/config.h"
+#include "zero/partition.h"
+
+namespace minitorch::zero {
+
+class ShardedOptimizer {
+ public:
+  /// AdamW with the config's `optimizer` settings over `partition`'s pieces; their gradients must be
+  /// in place (Partition::adopt_gradients or allocate_gradient_shards). Both must outlive this.
+  ShardedOptimizer(Partition& partition, const Config& config, dist::ProcessGroup& group);
+
+  /// One step of this rank's shard, then the gather; returns the global norm before clipping.
+  double step(float lr, double max_norm);
+  /// Every bucket's parameters from their owners.
+  void gather_parameters();
+
+  optim::AdamW& adamw() { return *adamw_; }
+  const optim::AdamW& adamw() const { return *adamw_; }
+
+ private:
+  Partition& partition_;
+  dist::ProcessGroup& group_;
+  std::unique_ptr<optim::AdamW> adamw_;
+};
+
+}  // namespace minitorch::zero
