@@ -120,6 +120,13 @@ bench-ddp: build
 	  set -x; mpirun --oversubscribe --bind-to none -np 2 $(BUILD)/bin/bench-ddp --steps 40
 
 # The event sink's cost: ns per emit site with no sink, and a baby-GPT step with and without a sink.
+# ZeRO's cost in time: each implemented stage's median step against DDP's, 2 ranks x 1 thread, baby and
+# small GPT (targets: ZeRO-1/2 <= 1.10, ZeRO-3 <= 1.35).
+.PHONY: bench-zero
+bench-zero: build
+	@if [ "$$(id -u)" = 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi; \
+	  set -x; mpirun --oversubscribe --bind-to none -np 2 $(BUILD)/bin/bench-zero --steps 40
+
 .PHONY: bench-events
 bench-events: build
 	$(BUILD)/bin/bench-events --steps 10 --rounds 5

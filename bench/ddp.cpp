@@ -20,15 +20,15 @@
 #include "zero/config.h"
 #include "zero/engine.h"
 #include "zero/stage0.h"
+#include "bench_util.h"
 
 using namespace minitorch;
 
 namespace {
-long long arg(int argc, char** argv, const std::string& name, long long fallback) {
-  for (int i = 1; i + 1 < argc; ++i)
-    if (name == argv[i]) return std::atoll(argv[i + 1]);
-  return fallback;
-}
+using bench::arg;
+using bench::median;
+using bench::Timed;
+using bench::time_steps;
 
 std::string config(long long micro, int world, long long bucket) {
   return R"({"train_micro_batch_size_per_gpu": )" + std::to_string(micro) + R"(, "gradient_accumulation_steps": 1,
@@ -38,37 +38,6 @@ std::string config(long long micro, int world, long long bucket) {
     "model": {"name": "baby", "vocab_size": 64}, "training": {"seed": 1337}})";
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
-/// Step times of train_batch and its timers (ms), one entry per timed step.
-struct Timed {
-  std::vector<double> step, forward, backward, exposed, optim;
-  double med_step() const { return median(step); }
-  double med_backward() const { return median(backward); }
-  std::string breakdown() const {
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "forward %.2f | backward %.2f | backward_allreduce %.2f | step %.2f", median(forward),
-                  median(backward), median(exposed), median(optim));
-    return buf;
-  }
-  double med_exposed() const { return median(exposed); }
-};
-
-/// Times `steps` steps of train_batch into `out`.
-void time_steps(zero::Engine& engine, const data::BatchSampler& sampler, long long steps, Timed& out) {
-  for (long long s = 0; s < steps; ++s) {
-    auto t0 = std::chrono::steady_clock::now();
-    engine.train_batch(sampler);
-    out.step.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-    out.forward.push_back(engine.step_times().forward);
-    out.optim.push_back(engine.step_times().step);
-    out.backward.push_back(engine.step_times().backward);
-    out.exposed.push_back(engine.step_times().backward_allreduce);
-  }
-}
 }  // namespace
 
 int main(int argc, char** argv) {
