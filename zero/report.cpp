@@ -91,14 +91,15 @@ ordered_json RunReport::to_json(const std::vector<ordered_json>& ranks) const {
   const BytesPerParameter b = bytes_per_parameter(c.bf16);
   const ModelStateEstimate est = model_state_bytes(stage, static_cast<double>(psi), n, b);
   const double elements = n > 1 ? comm_elements_per_step(stage, static_cast<double>(psi), n, G) : 0.0;
-  const int comm_bytes = 4;  // DDP reduces in f32 buckets (dist/ddp.h)
+  // DDP reduces in f32 buckets (dist/ddp.h); ZeRO moves gradients and parameters in their own dtype.
+  const int comm_bytes = stage == 0 ? 4 : b.P;
   j["formulas"] = {
       {"bytes_per_parameter", {{"P", b.P}, {"G", b.G}, {"K", b.K}}},
       {"model_states", {{"param", est.param}, {"grad", est.grad}, {"optim", est.optim}, {"total", est.total()}}},
       {"model_states_text", stage == 0 ? "(P+G+K)Ψ" : stage == 1 ? "(P+G)Ψ + KΨ/N" : stage == 2 ? "PΨ + (G+K)Ψ/N" : "(P+G+K)Ψ/N"},
       {"comm_elements_per_step", elements},
       {"comm_bytes_per_step", elements * comm_bytes},
-      {"comm_dtype", "f32"},
+      {"comm_dtype", comm_bytes == 4 ? "f32" : "bf16"},
       {"comm_text", stage <= 1 ? "2(N−1)/N·Ψ" : stage == 2 ? "(G+1)(N−1)/N·Ψ" : "3G(N−1)/N·Ψ"}};
   return j;
 }

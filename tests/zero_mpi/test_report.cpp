@@ -14,27 +14,31 @@
 #include "train_util.h"
 #include "zero/report.h"
 #include "zero/stage0.h"
+#include "zero/stage1.h"
+#include "zero/stage2.h"
 
 using namespace minitorch;
 
 namespace {
 // Every parameter size is a multiple of C = 32, so Ψ and every bucket divide by N = 2 and 4.
-std::string config_json(bool bf16) {
+std::string config_json(bool bf16, int stage = 0) {
   return std::string(R"({"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 2,
     "optimizer": {"type": "AdamW", "params": {"lr": 1e-3}},
-    "zero_optimization": {"stage": 0, "reduce_bucket_size": 3000},
-    "bf16": {"enabled": )") + (bf16 ? "true" : "false") + R"(},
+    "zero_optimization": {"stage": )") + std::to_string(stage) + R"(, "reduce_bucket_size": 3000},
+    "bf16": {"enabled": )" + (bf16 ? "true" : "false") + R"(},
     "model": {"name": "baby", "n_layer": 2, "n_head": 2, "n_embd": 32, "block_size": 16},
     "training": {"steps": 3, "seed": 5}})";
 }
 
 /// Trains 3 steps with a report attached; rank 0 returns the parsed file.
-nlohmann::json run_and_report(bool bf16, std::int64_t* psi, std::size_t* buckets) {
+nlohmann::json run_and_report(bool bf16, std::int64_t* psi, std::size_t* buckets, int stage = 0) {
   auto& world = dist::world();
   reset_peak_memory();
-  mt_test::TrainRun run(config_json(bf16), &world);
+  mt_test::TrainRun run(config_json(bf16, stage), &world);
   *psi = run.psi();
-  *buckets = run.engine->strategy_as<zero::Stage0>()->ddp()->buckets().size();
+  if (stage == 0) *buckets = run.engine->strategy_as<zero::Stage0>()->ddp()->buckets().size();
+  if (stage == 1) *buckets = run.engine->strategy_as<zero::Stage1>()->partition().buckets().size();
+  if (stage == 2) *buckets = run.engine->strategy_as<zero::Stage2>()->partition().buckets().size();
   zero::RunReport report(*run.engine, &world);
   {
     events::Attach listen(report);
@@ -109,3 +113,52 @@ void expect_formulas(bool bf16) {
 TEST(L05_RunReport, DdpNumbersEqualTheFormulasInFp32) { expect_formulas(false); }
 
 TEST(L05_RunReport, DdpNumbersEqualTheFormulasInBf16) { expect_formulas(true); }
+
+namespace {
+// ZeRO-1 and -2: every bucket divides by N here (sizes are multiples of 32), so there is no padding
+// and the measured model states are the paper's formulas exactly; the traffic is one reduce-scatter
+// per bucket at the boundary (stage 1) or per micro-step (stage 2), one all-gather per bucket, and
+// the norm's scalar.
+void expect_zero_formulas(int stage, bool bf16) {
+  auto& world = dist::world();
+  std::int64_t psi = 0;
+  std::size_t buckets = 0;
+  nlohmann::json j = run_and_report(bf16, &psi, &buckets, stage);
+  if (world.rank() != 0) return;
+  const std::int64_t N = world.size(), P = bf16 ? 2 : 4, G = P, K = bf16 ? 12 : 8, micro_steps = 2;
+  ASSERT_EQ(psi % N, 0);
+  EXPECT_EQ(j["zero_stage"], stage);
+  EXPECT_EQ(j["strategy"], stage == 1 ? "ZeRO-1" : "ZeRO-2");
+  const auto& f = j["formulas"];
+  const std::int64_t grad = stage == 1 ? G * psi : G * psi / N;
+  EXPECT_EQ(f["model_states"]["param"].get<double>(), static_cast<double>(P * psi));
+  EXPECT_EQ(f["model_states"]["grad"].get<double>(), static_cast<double>(grad));
+  EXPECT_EQ(f["model_states"]["optim"].get<double>(), static_cast<double>(K * psi / N));
+  const std::int64_t elements = (stage == 1 ? 2 : micro_steps + 1) * (N - 1) * psi / N;
+  EXPECT_EQ(f["comm_elements_per_step"].get<double>(), static_cast<double>(elements));
+  EXPECT_EQ(f["comm_bytes_per_step"].get<double>(), static_cast<double>(elements * P)) << "ZeRO moves its own dtype";
+  for (std::int64_t r = 0; r < N; ++r) {
+    const auto& rk = j["ranks"][static_cast<std::size_t>(r)];
+    EXPECT_EQ(rk["model_states"]["param"], P * psi) << "rank " << r;
+    EXPECT_EQ(rk["model_states"]["grad"], grad) << "rank " << r;
+    EXPECT_EQ(rk["model_states"]["optim"], K * psi / N) << "rank " << r;
+    const auto& c = rk["comm_last_step"];
+    EXPECT_EQ(c["reduce_scatter"]["elements"].get<std::int64_t>() + c["all_gather"]["elements"].get<std::int64_t>(),
+              elements) << "rank " << r;
+    EXPECT_EQ(c["reduce_scatter"]["bytes"].get<std::int64_t>() + c["all_gather"]["bytes"].get<std::int64_t>(),
+              elements * P) << "rank " << r;
+    EXPECT_EQ(c["reduce_scatter"]["calls"], (stage == 1 ? 1 : micro_steps) * static_cast<std::int64_t>(buckets));
+    EXPECT_EQ(c["all_gather"]["calls"], buckets);
+    EXPECT_EQ(c["all_reduce"]["calls"], 1) << "the global norm";
+    EXPECT_EQ(rk["memory"]["comm"]["current"], 0) << "rank " << r << ": no comm buffer outlives the step";
+  }
+}
+}  // namespace
+
+TEST(L06_RunReport, Zero1NumbersEqualTheFormulasInFp32) { expect_zero_formulas(1, false); }
+
+TEST(L06_RunReport, Zero1NumbersEqualTheFormulasInBf16) { expect_zero_formulas(1, true); }
+
+TEST(L06_RunReport, Zero2NumbersEqualTheFormulasInFp32) { expect_zero_formulas(2, false); }
+
+TEST(L06_RunReport, Zero2NumbersEqualTheFormulasInBf16) { expect_zero_formulas(2, true); }
