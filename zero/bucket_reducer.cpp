@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "minitorch/ops.h"
+
 namespace minitorch::zero {
 
 BucketReducer::BucketReducer(Partition& partition, bool overlap, int max_in_flight, Launch launch, Finish finish)
@@ -64,6 +66,34 @@ void BucketReducer::finish_oldest() {
 
 void BucketReducer::wait_all() {
   while (!in_flight_.empty()) finish_oldest();
+}
+
+std::unique_ptr<dist::Work> ShardReduction::start(Partition& partition, std::size_t b, dist::ProcessGroup& group) {
+  ShardedBucket& bucket = partition.buckets()[b];
+  const Tensor& first = partition.params()[bucket.members.front()].second;
+  {
+    TagScope scope(MemTag::comm);
+    flat = Tensor::zeros({bucket.numel}, first.dtype(), first.device());
+    reduced = Tensor::empty({bucket.numel / group.size()}, first.dtype(), first.device());
+  }
+  std::int64_t offset = 0;
+  for (std::size_t p : bucket.members) {  // flatten, then free the gradients
+    Tensor param = partition.params()[p].second;
+    if (param.grad().defined()) {
+      Tensor into = flat.narrow(0, offset, param.numel()).view(param.shape());
+      into.copy_(param.grad());
+    }
+    param.set_grad(Tensor());
+    offset += param.numel();
+  }
+  return group.reduce_scatter_into_async(reduced, flat, dist::ReduceOp::avg);
+}
+
+void ShardReduction::finish(Partition& partition, std::size_t b) {
+  Tensor shard = partition.buckets()[b].grad_shard;
+  ops::add_(shard, reduced);
+  flat = Tensor();  // the comm buffers go back to the allocator
+  reduced = Tensor();
 }
 
 }  // namespace minitorch::zero

@@ -63,4 +63,19 @@ class BucketReducer {
   int launched_in_backward_ = 0;
 };
 
+/// ZeRO-2 and -3's reduction of one bucket: its gradients flattened into a `comm` buffer (and freed:
+/// the full gradients only pass through), reduce-scattered (average), and the result added into this
+/// rank's gradient shard when the Work is done. The buffers live from start to finish only.
+struct ShardReduction {
+  Tensor flat;     ///< (numel) the bucket's gradients, flattened, tag comm
+  Tensor reduced;  ///< (numel / N) the average of this rank's shard, tag comm
+
+  /// Flattens bucket b's gradients (a parameter this backward did not reach contributes zeros),
+  /// frees them, and starts the reduce-scatter.
+  std::unique_ptr<dist::Work> start(Partition& partition, std::size_t b, dist::ProcessGroup& group);
+  /// grad_shard += reduced (accumulation: the micro-steps' averages add up, the loss is / G); frees
+  /// the buffers.
+  void finish(Partition& partition, std::size_t b);
+};
+
 }  // namespace minitorch::zero

@@ -32,7 +32,7 @@ constexpr ConfigKey todo(std::string_view path, std::string_view example, std::s
 }
 
 /// ZeRO stage -> status. The ZeRO issues flip stages 1, 2, 3 to implemented here as they land.
-constexpr KeyStatus kZeroStageStatus[] = {S::implemented, S::implemented, S::implemented, S::error};
+constexpr KeyStatus kZeroStageStatus[] = {S::implemented, S::implemented, S::implemented, S::implemented};
 constexpr std::string_view kStagePath = "zero_optimization.stage";
 
 constexpr StageMask k12 = stage_bit(1) | stage_bit(2), k123 = k12 | stage_bit(3), k3 = stage_bit(3),
@@ -127,8 +127,8 @@ const ConfigKey kKeys[] = {
     noop("zero_optimization.elastic_checkpoint", "false", kUnused, k12),
     noop("zero_optimization.load_from_fp32_weights", "true", kUnused, k123),
     noop("zero_optimization.sub_group_size", "1000000000", kUnused, k3),
-    noop("zero_optimization.stage3_prefetch_bucket_size", "50000000", kUnused, k3),
-    noop("zero_optimization.stage3_param_persistence_threshold", "100000", kUnused, k3),
+    ok_at("zero_optimization.stage3_prefetch_bucket_size", "50000000", k3),       // units gathered ahead
+    ok_at("zero_optimization.stage3_param_persistence_threshold", "100000", k3),  // tensors kept whole
     noop("zero_optimization.stage3_model_persistence_threshold", "1000000", kUnused, k3),
     noop("zero_optimization.stage3_max_live_parameters", "1000000000", kUnused, k3),
     noop("zero_optimization.stage3_max_reuse_distance", "1000000000", kUnused, k3),

@@ -113,6 +113,13 @@ bool Engine::step() {
     // Every rank sees the same reduced gradients, so every rank stops here together.
     if (!std::isfinite(last_grad_norm_) || !std::isfinite(bad_loss_)) throw std::runtime_error(diverged_message());
     ++global_steps_;
+    if (events::enabled()) {  // the step's traffic ends here: an evaluation after it is not part of it
+      events::Event e;
+      e.category = events::Category::phase;
+      e.name = "step_end";
+      e.step = global_steps_;
+      events::emit(std::move(e));
+    }
   }
   times_.step += ms_since(t0);
   if (boundary) {

@@ -7,25 +7,40 @@
 
 namespace minitorch::zero {
 
+namespace {
+/// Buckets of at most `bucket_elements` in reverse order of use (as DDP's): backward finishes the
+/// last layer's gradients first.
+std::vector<std::vector<std::size_t>> reverse_buckets(const nn::NamedTensors& params, std::int64_t bucket_elements) {
+  std::vector<std::size_t> order;
+  std::vector<std::int64_t> numels;
+  for (std::size_t i = params.size(); i-- > 0;) {
+    order.push_back(i);
+    numels.push_back(params[i].second.numel());
+  }
+  std::vector<std::vector<std::size_t>> groups;
+  for (auto [first, last] : dist::plan_buckets(numels, bucket_elements))
+    groups.emplace_back(order.begin() + static_cast<std::ptrdiff_t>(first), order.begin() + static_cast<std::ptrdiff_t>(last));
+  return groups;
+}
+}  // namespace
+
 Partition::Partition(const nn::NamedTensors& params, std::int64_t bucket_elements, int rank, int world)
+    : Partition(params, reverse_buckets(params, bucket_elements), rank, world) {}
+
+Partition::Partition(const nn::NamedTensors& params, const std::vector<std::vector<std::size_t>>& groups, int rank,
+                     int world)
     : params_(params), rank_(rank), world_(world) {
   if (world < 1 || rank < 0 || rank >= world)
     throw std::invalid_argument("Partition: rank " + std::to_string(rank) + " of " + std::to_string(world));
-  // Reverse order of use, as DDP: backward finishes the last layer's gradients first.
-  std::vector<std::size_t> order;
-  std::vector<std::int64_t> numels;
-  for (std::size_t i = params_.size(); i-- > 0;) {
-    order.push_back(i);
-    numels.push_back(params_[i].second.numel());
-    numel_ += params_[i].second.numel();
-  }
-  for (auto [first, last] : dist::plan_buckets(numels, bucket_elements)) {
+  for (const auto& group : groups) {
+    if (group.empty()) throw std::invalid_argument("Partition: an empty bucket");
     ShardedBucket b;
-    for (std::size_t k = first; k < last; ++k) b.members.push_back(order[k]);
+    b.members = group;
     // FlatBuffer's layout, planned without allocating (adopt_parameters allocates): slots end to end,
     // padded to a multiple of N; shard r is [r·S, (r+1)·S) with S = padded / N.
     std::int64_t used = 0;
-    for (std::size_t k = first; k < last; ++k) used += numels[k];
+    for (std::size_t p : group) used += params_.at(p).second.numel();
+    numel_ += used;
     const std::int64_t shard = (used + world - 1) / world;
     padding_ += shard * world - used;
     b.numel = shard * world;
@@ -53,19 +68,59 @@ std::vector<Shape> Partition::shapes(const ShardedBucket& b) const {
 }
 
 void Partition::adopt_parameters() {
-  for (ShardedBucket& b : buckets_) {
-    const DType dtype = params_[b.members.front()].second.dtype();
-    b.params = FlatBuffer(shapes(b), dtype, world_, MemTag::param, params_[b.members.front()].second.device());
-    for (std::size_t slot = 0; slot < b.members.size(); ++slot) {
-      Tensor& p = params_[b.members[slot]].second;
-      if (p.dtype() != dtype)
-        throw std::invalid_argument("Partition: parameters of one bucket must share a dtype ('" +
-                                    params_[b.members[slot]].first + "')");
-      Tensor view = b.params.view(slot);
-      view.copy_(p);
-      p.set_data(view);  // the old storage goes back to the allocator
-    }
+  for (std::size_t b = 0; b < buckets_.size(); ++b) adopt_parameters(b);
+}
+
+void Partition::adopt_parameters(std::size_t bucket) {
+  ShardedBucket& b = buckets_[bucket];
+  const DType dtype = params_[b.members.front()].second.dtype();
+  TagScope scope(MemTag::param);
+  b.params = FlatBuffer(shapes(b), dtype, world_, MemTag::param, params_[b.members.front()].second.device());
+  for (std::size_t slot = 0; slot < b.members.size(); ++slot) {
+    Tensor& p = params_[b.members[slot]].second;
+    if (p.dtype() != dtype)
+      throw std::invalid_argument("Partition: parameters of one bucket must share a dtype ('" +
+                                  params_[b.members[slot]].first + "')");
+    Tensor view = b.params.view(slot);
+    view.copy_(p);
+    p.set_data(view);  // the old storage goes back to the allocator
   }
+  b.param_shard = b.params.shard_view(rank_);
+}
+
+void Partition::shard_parameters() {
+  for (std::size_t b = 0; b < buckets_.size(); ++b) shard_parameters(b);
+}
+
+void Partition::shard_parameters(std::size_t bucket) {
+  ShardedBucket& b = buckets_[bucket];
+  TagScope scope(MemTag::param);
+  const Tensor& first = params_[b.members.front()].second;
+  b.param_shard = Tensor::zeros({b.numel / world_}, first.dtype(), first.device());
+  const std::int64_t mine_begin = b.shard_begin(rank_, world_), mine_end = mine_begin + b.numel / world_;
+  std::int64_t offset = 0;
+  for (std::size_t p : b.members) {  // copy what falls in my shard, then drop the whole tensor
+    Tensor& t = params_[p].second;
+    const std::int64_t n = t.numel();
+    const std::int64_t begin = std::max(offset, mine_begin), end = std::min(offset + n, mine_end);
+    if (begin < end) {
+      Tensor into = b.param_shard.narrow(0, begin - mine_begin, end - begin);
+      into.copy_(t.contiguous().view({n}).narrow(0, begin - offset, end - begin));
+    }
+    t.release_data();
+    offset += n;
+  }
+}
+
+void Partition::attach_gathered(std::size_t bucket) {
+  ShardedBucket& b = buckets_[bucket];
+  for (std::size_t slot = 0; slot < b.members.size(); ++slot) params_[b.members[slot]].second.set_data(b.params.view(slot));
+}
+
+void Partition::release_gathered(std::size_t bucket) {
+  ShardedBucket& b = buckets_[bucket];
+  for (std::size_t p : b.members) params_[p].second.release_data();
+  b.params = FlatBuffer();  // the full buffer goes back to the allocator; the shard stays
 }
 
 void Partition::adopt_gradients() {
@@ -115,7 +170,9 @@ void Partition::zero_gradients() {
 nn::NamedTensors Partition::piece_params() const {
   nn::NamedTensors out;
   for (const ShardPiece& piece : pieces_)
-    out.emplace_back(piece.name, buckets_[piece.bucket].params.flat().narrow(0, piece.range.begin, piece.range.size()));
+    out.emplace_back(piece.name, buckets_[piece.bucket].param_shard.narrow(
+                                     0, piece.range.begin - buckets_[piece.bucket].shard_begin(rank_, world_),
+                                     piece.range.size()));
   return out;
 }
 

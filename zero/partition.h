@@ -37,7 +37,9 @@ struct ShardedBucket {
   std::vector<std::size_t> members;  ///< indices into the model's named_parameters(), slot order
   std::int64_t numel = 0;            ///< Σ numel of the members + padding: a multiple of N
   FlatBuffer params;                 ///< the parameters' own storage: dtype P, tag param, N shards
-                                     ///< (allocated by adopt_parameters)
+                                     ///< (stages 1-2: adopt_parameters; stage 3: only while gathered)
+  Tensor param_shard;                ///< (numel / N) this rank's shard of the parameters: a view of
+                                     ///< `params` (stages 1-2) or its own buffer (stage 3)
   FlatBuffer grads;                  ///< stage 1: the full gradients' storage (adopt_gradients): dtype G, tag grad
   Tensor grad_shard;                 ///< (numel / N) this rank's reduced gradient: the shard of `grads`
                                      ///< (stage 1) or its own buffer (stage 2, allocate_gradient_shards)
@@ -58,11 +60,22 @@ class Partition {
  public:
   /// Plans the buckets and this rank's pieces; allocates nothing yet.
   Partition(const nn::NamedTensors& params, std::int64_t bucket_elements, int rank, int world);
+  /// The same with the buckets given: each a list of indices into `params` (ZeRO-3's units).
+  Partition(const nn::NamedTensors& params, const std::vector<std::vector<std::size_t>>& buckets, int rank, int world);
 
   /// Allocates each bucket's `params` buffer, copies the parameters in and makes each parameter a
   /// view of its slot (Tensor::set_data): the old storage is freed, and a gather into the buffer
   /// writes the parameters themselves. Bytes: P × (Ψ + padding).
   void adopt_parameters();
+  void adopt_parameters(std::size_t bucket);  ///< the same for one bucket
+  /// Stage 3: allocates this rank's parameter shards (P × (Ψ + padding) / N bytes, tag param), copies
+  /// its part of every parameter in, and releases the parameters' own data (Tensor::release_data).
+  void shard_parameters();
+  void shard_parameters(std::size_t bucket);  ///< the same for one bucket
+  /// Stage 3: points bucket b's parameters into its gathered `params` buffer.
+  void attach_gathered(std::size_t bucket);
+  /// Stage 3: releases bucket b's parameters and frees its gathered buffer (the shard stays).
+  void release_gathered(std::size_t bucket);
   /// Allocates each bucket's `grads` buffer (zeros) and makes it every parameter's .grad, so backward
   /// accumulates into it in place. Bytes: G × (Ψ + padding). Called again, it re-attaches any .grad
   /// that was reset to undefined (zeroing that slot), and leaves attached ones alone.
@@ -85,7 +98,7 @@ class Partition {
   std::int64_t numel() const { return numel_; }
   std::int64_t padding() const { return padding_; }
 
-  /// (b - a) 1-D views of this rank's pieces, into the `params` buffers (every bucket's, in order).
+  /// (b - a) 1-D views of this rank's pieces, into the buckets' `param_shard` (every bucket's, in order).
   nn::NamedTensors piece_params() const;
   /// The optimizer's groups over piece_params(), with each piece's .grad set to its view of the
   /// buckets' `grad_shard`: "decay" (pieces of dim >= 2 parameters) and "no_decay", as decay_groups() does

@@ -14,9 +14,10 @@ using ordered_json = nlohmann::ordered_json;
 RunReport::RunReport(const Engine& engine, dist::ProcessGroup* group) : engine_(engine), group_(group) {}
 
 void RunReport::on_event(const events::Event& e) {
-  if (e.category == events::Category::phase && e.name == "step_begin") {
+  if (e.category == events::Category::phase && (e.name == "step_begin" || e.name == "step_end")) {
     std::lock_guard<std::mutex> lock(mutex_);
-    this_step_ = {};
+    if (e.name == "step_begin") this_step_ = {};
+    else last_step_ = this_step_;  // what runs between steps (evaluation) is not step traffic
     return;
   }
   if (e.category != events::Category::comm || e.kind != events::Kind::begin) return;
@@ -57,7 +58,7 @@ ordered_json RunReport::rank_json() const {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     for (std::size_t i = 0; i < kOps.size(); ++i)
-      comm[kOps[i]] = {{"calls", this_step_[i].calls}, {"elements", this_step_[i].elements}, {"bytes", this_step_[i].bytes}};
+      comm[kOps[i]] = {{"calls", last_step_[i].calls}, {"elements", last_step_[i].elements}, {"bytes", last_step_[i].bytes}};
   }
   r["comm_last_step"] = comm;
   // Nothing moves between host and device or to disk on a CPU rank without offload: zeros, measured

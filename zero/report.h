@@ -61,7 +61,8 @@ class RunReport : public events::Sink {
   nlohmann::ordered_json steps_ = nlohmann::ordered_json::array();
   nlohmann::ordered_json val_ = nlohmann::ordered_json::array();
   mutable std::mutex mutex_;
-  std::array<CommCount, kOps.size()> this_step_{};  // since the last step_begin: at the end, the last step
+  std::array<CommCount, kOps.size()> this_step_{};  // since the last step_begin
+  std::array<CommCount, kOps.size()> last_step_{};  // this_step_ at the last step_end: the last optimizer step
 };
 
 }  // namespace minitorch::zero

@@ -7,7 +7,7 @@
 namespace minitorch::zero {
 
 ShardedOptimizer::ShardedOptimizer(Partition& partition, const Config& config, dist::ProcessGroup& group)
-    : partition_(partition), group_(group) {
+    : partition_(partition), group_(group), gather_after_step_(partition.buckets().size(), true) {
   const OptimizerConfig& o = config.optimizer;
   optim::AdamWOptions opts{static_cast<float>(o.lr), static_cast<float>(o.beta1), static_cast<float>(o.beta2),
                            static_cast<float>(o.eps), static_cast<float>(o.weight_decay)};
@@ -36,7 +36,9 @@ double ShardedOptimizer::step(float lr, double max_norm) {
 
 void ShardedOptimizer::gather_parameters() {
   std::vector<std::unique_ptr<dist::Work>> inflight;
-  for (ShardedBucket& b : partition_.buckets()) {
+  for (std::size_t i = 0; i < partition_.buckets().size(); ++i) {
+    if (!gather_after_step_[i]) continue;
+    ShardedBucket& b = partition_.buckets()[i];
     Tensor full = b.params.flat();
     inflight.push_back(group_.all_gather_into_async(full, b.params.shard_view(partition_.rank())));
   }

@@ -9,6 +9,7 @@
 ///   update    AdamW on my pieces (they are views into the parameters' flat buffers)
 ///   gather    each bucket's parameters all-gathered from their owners: (N−1)/N·(Ψ + padding) elements
 #include <memory>
+#include <vector>
 
 #include "dist/process_group.h"
 #include "optim/adamw.h"
@@ -25,8 +26,11 @@ class ShardedOptimizer {
 
   /// One step of this rank's shard, then the gather; returns the global norm before clipping.
   double step(float lr, double max_norm);
-  /// Every bucket's parameters from their owners.
+  /// Every bucket's parameters from their owners (those marked to be gathered after the step).
   void gather_parameters();
+  /// Whether step() all-gathers bucket b (default: every bucket). ZeRO-3 keeps its units sharded:
+  /// their next forward gathers them.
+  void set_gather_after_step(std::size_t bucket, bool gather) { gather_after_step_.at(bucket) = gather; }
 
   optim::AdamW& adamw() { return *adamw_; }
   const optim::AdamW& adamw() const { return *adamw_; }
@@ -35,6 +39,7 @@ class ShardedOptimizer {
   Partition& partition_;
   dist::ProcessGroup& group_;
   std::unique_ptr<optim::AdamW> adamw_;
+  std::vector<bool> gather_after_step_;
 };
 
 }  // namespace minitorch::zero

@@ -49,18 +49,13 @@ class Stage2 final : public GradientStrategy {
   const BucketReducer& reducer() const { return *reducer_; }
 
  private:
-  /// A bucket's buffers while its reduce-scatter runs (tag comm; freed when it is added in).
-  struct InFlight {
-    Tensor flat;     ///< (numel) the bucket's gradients, flattened
-    Tensor reduced;  ///< (numel / N) the average of my shard
-  };
-  std::unique_ptr<dist::Work> launch(std::size_t b);
-  void finish(std::size_t b);
+  std::unique_ptr<dist::Work> launch(std::size_t b) { return in_flight_[b].start(partition_, b, group_); }
+  void finish(std::size_t b) { in_flight_[b].finish(partition_, b); }
 
   std::shared_ptr<nn::GPT> model_;
   dist::ProcessGroup& group_;
   Partition partition_;
-  std::vector<InFlight> in_flight_;  ///< per bucket
+  std::vector<ShardReduction> in_flight_;  ///< per bucket: its buffers while it is reduced
   std::unique_ptr<BucketReducer> reducer_;
   std::unique_ptr<ShardedOptimizer> optimizer_;
 };

@@ -3,6 +3,7 @@
 #include "zero/stage0.h"
 #include "zero/stage1.h"
 #include "zero/stage2.h"
+#include "zero/stage3.h"
 
 namespace minitorch::zero {
 
@@ -27,6 +28,9 @@ std::unique_ptr<GradientStrategy> make_strategy(std::shared_ptr<nn::GPT> model, 
     case 2:  // the same for stage 2
       if (!group || group->size() == 1) return std::make_unique<Stage0>(std::move(model), config, group);
       return std::make_unique<Stage2>(std::move(model), config, *group);
+    case 3:
+      if (!group || group->size() == 1) return std::make_unique<Stage0>(std::move(model), config, group);
+      return std::make_unique<Stage3>(std::move(model), config, *group);
     default:
       throw ConfigError(config.source + ": zero_optimization.stage " + std::to_string(config.zero.stage) +
                         " is not implemented yet; stages 0 (DDP), 1 and 2 are what run today");

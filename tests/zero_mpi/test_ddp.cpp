@@ -211,15 +211,6 @@ TEST(L05_DDP, RanksHoldIdenticalParametersAfterTraining) {
   EXPECT_EQ(r0.to_vector(), mine) << "rank " << world.rank() << " drifted from rank 0";
 }
 
-TEST(L05_DDP, ZeroStageThreeIsNotImplementedYetOnSeveralRanks) {
-  auto& world = dist::world();
-  for (int stage : {3}) {
-    std::string err = mt_test::error_of([&] { DdpRun run(config_json(2, 1, stage), &world, 11); });
-    EXPECT_TRUE(mt_test::contains(err, "stage " + std::to_string(stage)) && mt_test::contains(err, "not implemented yet"))
-        << err;
-  }
-}
-
 TEST(L05_DDP, ConfigReadForAnotherWorldSizeFails) {
   auto& world = dist::world();
   zero::Config cfg = zero::Config::from_json(config_json(2, 1), 1);

@@ -1,0 +1,225 @@
+#include "zero/stage3.h"
+
+#include <algorithm>
+#include <string>
+
+namespace minitorch::zero {
+
+namespace {
+/// The buckets of ZeRO-3: the outer unit, one unit per block (the parameters above the persistence
+/// threshold), then the persistent parameters in reverse order of use, reduce_bucket_size at a time.
+/// `block_of[i]` = the block of parameter i (-1: outer).
+struct UnitPlan {
+  std::vector<std::vector<std::size_t>> buckets;
+  std::vector<std::size_t> units;  ///< forward order
+  std::vector<bool> persistent;
+  bool has_outer = false;          ///< units[0] is the outer unit
+  std::vector<std::ptrdiff_t> block_pos;  ///< per block: its position in `units` (-1: all persistent)
+};
+
+UnitPlan plan_units(const nn::NamedTensors& params, std::size_t n_blocks, const Config& config) {
+  std::vector<std::vector<std::size_t>> per_block(n_blocks);
+  std::vector<std::size_t> outer, persistent;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const auto& [name, t] = params[i];
+    if (t.numel() <= config.zero.stage3_param_persistence_threshold) {
+      persistent.push_back(i);
+      continue;
+    }
+    const std::string prefix = "transformer.h.";
+    if (name.starts_with(prefix)) per_block.at(std::stoul(name.substr(prefix.size()))).push_back(i);
+    else outer.push_back(i);
+  }
+  UnitPlan plan;
+  auto add_unit = [&](std::vector<std::size_t> members) -> std::ptrdiff_t {
+    if (members.empty()) return -1;  // every parameter of it persistent
+    plan.units.push_back(plan.buckets.size());
+    plan.buckets.push_back(std::move(members));
+    plan.persistent.push_back(false);
+    return static_cast<std::ptrdiff_t>(plan.units.size()) - 1;
+  };
+  plan.has_outer = add_unit(outer) == 0;
+  for (auto& block : per_block) plan.block_pos.push_back(add_unit(block));
+  // Persistent parameters: reverse order of use, at most reduce_bucket_size elements per bucket.
+  std::vector<std::size_t> current;
+  std::int64_t filled = 0;
+  for (auto it = persistent.rbegin(); it != persistent.rend(); ++it) {
+    const std::int64_t n = params[*it].second.numel();
+    if (!current.empty() && filled + n > config.zero.reduce_bucket_size) {
+      plan.buckets.push_back(std::move(current));
+      plan.persistent.push_back(true);
+      current.clear();
+      filled = 0;
+    }
+    current.push_back(*it);
+    filled += n;
+  }
+  if (!current.empty()) {
+    plan.buckets.push_back(std::move(current));
+    plan.persistent.push_back(true);
+  }
+  return plan;
+}
+}  // namespace
+
+Stage3::Stage3(std::shared_ptr<nn::GPT> model, const Config& config, dist::ProcessGroup& group)
+    : model_(std::move(model)),
+      group_(group),
+      partition_(model_->named_parameters(), plan_units(model_->named_parameters(), model_->blocks.size(), config).buckets,
+                 group.rank(), group.size()),
+      prefetch_elements_(config.zero.stage3_prefetch_bucket_size) {
+  const UnitPlan plan = plan_units(model_->named_parameters(), model_->blocks.size(), config);
+  units_ = plan.units;
+  persistent_ = plan.persistent;
+  has_outer_ = plan.has_outer;
+  // Backward meets the units in reverse, except the outer unit: the head's backward comes first.
+  backward_order_.assign(units_.rbegin(), units_.rend());
+  if (has_outer_) std::rotate(backward_order_.rbegin(), backward_order_.rbegin() + 1, backward_order_.rend());
+  const std::size_t B = partition_.buckets().size();
+  state_.assign(B, UnitState::gathered);
+  gathers_.resize(B);
+  reductions_.resize(B);
+
+  // Every rank starts from rank 0's weights, then keeps only its shard of each unit.
+  for (auto& [name, p] : model_->named_parameters()) {
+    Tensor t = p;
+    group_.broadcast(t, 0);
+  }
+  for (std::size_t b = 0; b < B; ++b) {
+    if (persistent_[b]) {
+      partition_.adopt_parameters(b);
+    } else {
+      partition_.shard_parameters(b);
+      state_[b] = UnitState::sharded;
+    }
+  }
+  partition_.allocate_gradient_shards(config.zero.contiguous_gradients);
+
+  // The module hooks drive the units: the outer unit around the whole model (its forward, and the
+  // head's backward first), each block around its own.
+  hooks_.push_back(model_->register_pre_forward_hook([this](nn::Module&, std::span<const Tensor>) {
+    if (has_outer_) before(0, /*forward=*/true);
+    else prefetch(units_, 0, /*including=*/true);
+  }));
+  if (has_outer_) {
+    hooks_.push_back(model_->register_post_forward_hook(
+        [this](nn::Module&, std::span<const Tensor>, const Tensor&) { release(units_[0]); }));
+    hooks_.push_back(model_->register_pre_backward_hook([this](nn::Module&, const Tensor&) { before(0, false); }));
+  }
+  for (std::size_t k = 0; k < model_->blocks.size(); ++k) {
+    if (plan.block_pos[k] < 0) continue;  // all of the block persistent
+    const auto pos = static_cast<std::size_t>(plan.block_pos[k]);
+    nn::Block& block = *model_->blocks[k];
+    hooks_.push_back(block.register_pre_forward_hook([this, pos](nn::Module&, std::span<const Tensor>) { before(pos, true); }));
+    hooks_.push_back(block.register_post_forward_hook(
+        [this, pos](nn::Module&, std::span<const Tensor>, const Tensor&) { release(units_[pos]); }));
+    hooks_.push_back(block.register_pre_backward_hook([this, pos](nn::Module&, const Tensor&) { before(pos, false); }));
+  }
+  // Gradients: a unit is reduced and released when its last gradient is final (two in flight at most).
+  reducer_ = std::make_unique<BucketReducer>(
+      partition_, config.zero.overlap_comm, /*max_in_flight=*/2,
+      [this](std::size_t b) {
+        auto work = reductions_[b].start(partition_, b, group_);
+        if (!persistent_[b]) release(b);  // no node of this backward reads the unit any more
+        return work;
+      },
+      [this](std::size_t b) { reductions_[b].finish(partition_, b); });
+  optimizer_ = std::make_unique<ShardedOptimizer>(partition_, config, group_);
+  for (std::size_t b = 0; b < B; ++b) optimizer_->set_gather_after_step(b, persistent_[b]);
+}
+
+Stage3::~Stage3() {
+  reducer_.reset();  // waits for reductions in flight
+  for (auto& g : gathers_)
+    if (g) g->wait();
+}
+
+// ---- communication: sharded → gathering → gathered → sharded ----
+
+void Stage3::gather_async(std::size_t b) {
+  if (state_[b] != UnitState::sharded) return;
+  ShardedBucket& bucket = partition_.buckets()[b];
+  {
+    TagScope scope(MemTag::param);
+    std::vector<Shape> shapes;
+    for (std::size_t p : bucket.members) shapes.push_back(partition_.params()[p].second.shape());
+    bucket.params = FlatBuffer(shapes, bucket.param_shard.dtype(), group_.size(), MemTag::param,
+                               bucket.param_shard.device());
+  }
+  Tensor full = bucket.params.flat();
+  gathers_[b] = group_.all_gather_into_async(full, bucket.param_shard);
+  state_[b] = UnitState::gathering;
+}
+
+void Stage3::ensure_gathered(std::size_t b) {
+  if (state_[b] == UnitState::gathered) return;
+  gather_async(b);
+  gathers_[b]->wait();
+  gathers_[b].reset();
+  partition_.attach_gathered(b);
+  state_[b] = UnitState::gathered;
+}
+
+void Stage3::release(std::size_t b) {
+  if (persistent_[b] || state_[b] == UnitState::sharded) return;
+  if (state_[b] == UnitState::gathering) ensure_gathered(b);  // a prefetch not used: finish it first
+  partition_.release_gathered(b);
+  state_[b] = UnitState::sharded;
+}
+
+void Stage3::prefetch(const std::vector<std::size_t>& order, std::size_t pos, bool including) {
+  std::int64_t ahead = 0;
+  for (std::size_t i = including ? pos : pos + 1; i < order.size(); ++i) {
+    ahead += partition_.buckets()[order[i]].numel;
+    if (ahead > prefetch_elements_) break;
+    if (state_[order[i]] == UnitState::sharded) {
+      gather_async(order[i]);
+      ++prefetched_;
+    }
+  }
+}
+
+void Stage3::before(std::size_t unit_pos, bool forward) {
+  // The unit's position in the order this pass meets the units in.
+  std::size_t pos = unit_pos;
+  if (!forward) pos = has_outer_ && unit_pos == 0 ? 0 : units_.size() - unit_pos - (has_outer_ ? 0 : 1);
+  const std::vector<std::size_t>& order = forward ? units_ : backward_order_;
+  ensure_gathered(order[pos]);
+  prefetch(order, pos, /*including=*/false);
+}
+
+void Stage3::gather_all() {
+  for (std::size_t b : units_) ensure_gathered(b);
+}
+
+void Stage3::release_all() {
+  for (std::size_t b : units_) release(b);
+}
+
+void Stage3::end_backward() {
+  reducer_->end_backward();
+  for (std::size_t b : units_) release(b);  // a unit this backward did not reach
+}
+
+// ---- compute ----
+
+double Stage3::step(float lr, double max_norm) {
+  const double norm = optimizer_->step(lr, max_norm);  // updates the shards; gathers only persistent buckets
+  partition_.zero_gradients();
+  return norm;
+}
+
+ModelStateBytes Stage3::model_state_bytes() const {
+  ModelStateBytes bytes;
+  for (std::size_t b = 0; b < partition_.buckets().size(); ++b) {
+    const ShardedBucket& bucket = partition_.buckets()[b];
+    // Persistent: the whole flat buffer. A unit: its shard, and its full buffer while gathered.
+    bytes.param += static_cast<std::int64_t>(persistent_[b] ? bucket.params.flat().nbytes() : bucket.param_shard.nbytes());
+    if (!persistent_[b] && bucket.params.numel() > 0) bytes.param += static_cast<std::int64_t>(bucket.params.flat().nbytes());
+    bytes.grad += static_cast<std::int64_t>(bucket.grad_shard.nbytes());
+  }
+  bytes.optim = optimizer().state_bytes();
+  return bytes;
+}
+
+}  // namespace minitorch::zero

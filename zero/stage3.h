@@ -1,0 +1,92 @@
+#pragma once
+/// \file stage3.h
+/// ZeRO stage 3: the optimizer states, the gradients **and the parameters** are sharded —
+/// (P + G + K)·Ψ/N bytes per rank (docs/design.md §8), plus padding and the persistent parameters.
+/// A rank holds a whole parameter only while its **unit** runs. The units: each transformer block,
+/// and the outer unit (the embeddings wte and wpe, the final LayerNorm; the head reuses wte). Each
+/// unit is a small state machine, driven by the module hooks (nn/hooks.h):
+///
+///              pre-forward: all-gather                 post-forward: release
+///   sharded ───────────────────────────▶ gathered ─────────────────────────────▶ sharded
+///      ▲         (async when prefetched:                 pre-backward: all-gather
+///      │          "gathering" until waited)   ───────────────────────────────▶ gathered
+///      └──────── every gradient of the unit final: flatten, free the gradients, reduce-scatter,
+///                release the parameters                                      (BucketReducer)
+///
+/// Per micro-step every parameter is gathered twice and reduce-scattered once: 3·(N−1)/N·Ψ elements,
+/// 3G·(N−1)/N·Ψ per step with G micro-steps. The step updates the shards only; nothing is gathered
+/// after it (the next forward does). The next unit is prefetched (stage3_prefetch_bucket_size
+/// elements ahead) so its gather runs while the current one computes.
+///
+/// Parameters with at most `stage3_param_persistence_threshold` elements stay whole on every rank
+/// (DeepSpeed's default 1e5 exceeds every tensor of the baby GPT: set 0 to shard them): they are
+/// reduced and updated as at stage 2, in buckets of their own, and all-gathered after the step.
+#include <memory>
+#include <vector>
+
+#include "nn/gpt.h"
+#include "zero/bucket_reducer.h"
+#include "zero/partition.h"
+#include "zero/sharded_optimizer.h"
+#include "zero/strategy.h"
+
+namespace minitorch::zero {
+
+class Stage3 final : public GradientStrategy {
+ public:
+  /// Where a unit is in its cycle.
+  enum class UnitState { sharded, gathering, gathered };
+
+  /// Broadcasts rank 0's parameters, keeps this rank's shard of each unit and releases the rest,
+  /// hooks the modules and the gradients, and builds AdamW over this rank's pieces. N >= 2 ranks.
+  Stage3(std::shared_ptr<nn::GPT> model, const Config& config, dist::ProcessGroup& group);
+  ~Stage3() override;
+
+  std::string name() const override { return "ZeRO-3"; }
+  int stage() const override { return 3; }
+  void begin_backward(bool) override { reducer_->begin_backward(/*reduce=*/true); }
+  void end_backward() override;
+  void reduce_gradients() override { reducer_->wait_all(); }
+  double step(float lr, double max_norm) override;
+  ModelStateBytes model_state_bytes() const override;
+  bool shards_optimizer_state() const override { return true; }
+  optim::AdamW& optimizer() override { return optimizer_->adamw(); }
+  const optim::AdamW& optimizer() const override { return optimizer_->adamw(); }
+
+  const Partition& partition() const { return partition_; }
+  /// Bucket index of each unit in forward order: the outer unit, then the blocks.
+  const std::vector<std::size_t>& units() const { return units_; }
+  UnitState state(std::size_t bucket) const { return state_[bucket]; }
+  /// Every unit gathered / released (a consolidated view of the parameters, e.g. for a test or a save).
+  void gather_all();
+  void release_all();
+  /// Gathers started ahead of need (prefetch), since construction.
+  std::int64_t prefetched() const { return prefetched_; }
+
+ private:
+  // ---- communication: the unit state machine ----
+  void gather_async(std::size_t bucket);  ///< sharded → gathering
+  void ensure_gathered(std::size_t bucket);  ///< → gathered (waits for a gather in flight)
+  void release(std::size_t bucket);       ///< gathered → sharded
+  /// Starts the gathers of the units from position `pos` of `order` (after it, unless `including`)
+  /// that fit in stage3_prefetch_bucket_size elements.
+  void prefetch(const std::vector<std::size_t>& order, std::size_t pos, bool including);
+  /// Before a unit runs (forward or backward): gathered, and what follows it prefetched.
+  void before(std::size_t unit_pos, bool forward);
+
+  std::shared_ptr<nn::GPT> model_;
+  dist::ProcessGroup& group_;
+  Partition partition_;
+  std::vector<std::size_t> units_, backward_order_;  ///< bucket indices
+  std::vector<bool> persistent_;                     ///< per bucket
+  bool has_outer_ = false;                           ///< units_[0] is the outer unit
+  std::vector<UnitState> state_;                     ///< per bucket
+  std::vector<std::unique_ptr<dist::Work>> gathers_;  ///< per bucket: the gather in flight
+  std::vector<ShardReduction> reductions_;           ///< per bucket: its buffers while it is reduced
+  std::int64_t prefetch_elements_ = 0, prefetched_ = 0;
+  std::vector<HookHandle> hooks_;
+  std::unique_ptr<BucketReducer> reducer_;
+  std::unique_ptr<ShardedOptimizer> optimizer_;
+};
+
+}  // namespace minitorch::zero
