@@ -151,10 +151,17 @@ void save_safetensors(const std::string& path, const std::vector<std::pair<std::
 SafetensorsFile load_safetensors(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) fail(path, "not found (or not a regular file)");
-  const std::uint64_t file_size = std::filesystem::file_size(path, ec);
-  if (ec) fail(path, "cannot read size: " + ec.message());
   std::ifstream in(path, std::ios::binary);
   if (!in) fail(path, "cannot open for reading");
+  return load_safetensors(in, path);
+}
+
+SafetensorsFile load_safetensors(std::istream& in, const std::string& path) {
+  in.seekg(0, std::ios::end);
+  const std::streamoff end = in.tellg();
+  if (!in || end < 0) fail(path, "cannot read its size (not a seekable file)");
+  in.seekg(0);
+  const std::uint64_t file_size = static_cast<std::uint64_t>(end);
   if (file_size < 8)
     fail(path, "file is " + std::to_string(file_size) + " bytes, too short for the 8-byte header length");
   std::uint64_t header_len = 0;

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <unistd.h>
 
@@ -189,4 +190,20 @@ TEST(L03_Safetensors, DeeplyNestedHeaderIsOneClearError) {
   std::string msg = error_of([&] { load_safetensors(write_raw(dir.path("wide.safetensors"), R"({"w": )" + wide + "}", 0)); });
   EXPECT_TRUE(contains(msg, "tensor 'w': expected an object, got [1,1,1,")) << msg.substr(0, 300);
   EXPECT_LT(msg.size(), 300u);
+}
+
+TEST(L03_Safetensors, LoadsFromAStreamWithTheSameChecks) {
+  // The path version opens the file and reads it through this one, which the fuzz targets feed from memory.
+  TempDir tmp;
+  const std::string path = tmp.path("s.safetensors");
+  save_safetensors(path, {{"a", Tensor::from_vector({1.f, 2.f}, {2})}}, {{"k", "v"}});
+  std::ifstream file(path, std::ios::binary);
+  std::istringstream in(std::string((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>()));
+  SafetensorsFile f = load_safetensors(in, "in-memory");
+  EXPECT_EQ(f.path, "in-memory");
+  EXPECT_EQ(f.get("a").to_vector(), (std::vector<float>{1.f, 2.f}));
+  EXPECT_EQ(f.metadata.at("k"), "v");
+  std::istringstream short_in(std::string("abc"));
+  const std::string msg = error_of([&] { load_safetensors(short_in, "in-memory"); });
+  EXPECT_EQ(msg, "safetensors file 'in-memory': file is 3 bytes, too short for the 8-byte header length");
 }
