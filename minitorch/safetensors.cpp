@@ -62,14 +62,14 @@ Entry parse_entry(const std::string& name, const nlohmann::json& info, std::uint
   if (!info.is_object()) fail(path, where + ": expected an object, got " + json_excerpt(info));
   for (auto it = info.begin(); it != info.end(); ++it)
     if (it.key() != "dtype" && it.key() != "shape" && it.key() != "data_offsets")
-      fail(path, where + ": unknown field '" + it.key() + "'");
+      fail(path, where + ": unknown field '" + truncate_for_message(it.key()) + "'");
   for (const char* k : {"dtype", "shape", "data_offsets"})
     if (!info.contains(k)) fail(path, where + ": missing field '" + std::string(k) + "'");
   Entry e{name, DType::f32, {}, 0, 0};
   if (!info["dtype"].is_string()) fail(path, where + ": dtype must be a string");
   std::string dt = info["dtype"].get<std::string>();
   if (!parse_st_dtype(dt, e.dtype))
-    fail(path, where + ": unsupported dtype '" + dt + "' (minitorch reads F32, BF16, I32)");
+    fail(path, where + ": unsupported dtype '" + truncate_for_message(dt) + "' (minitorch reads F32, BF16, I32)");
   if (!info["shape"].is_array()) fail(path, where + ": shape must be an array");
   // 128-bit, saturating: a hostile shape must not overflow into a size that happens to match.
   const unsigned __int128 cap = static_cast<unsigned __int128>(1) << 64;
@@ -191,7 +191,7 @@ SafetensorsFile load_safetensors(std::istream& in, const std::string& path) {
     if (it.key() == "__metadata__") {
       if (!it->is_object()) fail(path, "__metadata__ must be an object of strings");
       for (auto m = it->begin(); m != it->end(); ++m) {
-        if (!m->is_string()) fail(path, "__metadata__ value of '" + m.key() + "' is not a string");
+        if (!m->is_string()) fail(path, "__metadata__ value of '" + truncate_for_message(m.key()) + "' is not a string");
         out.metadata[m.key()] = m->get<std::string>();
       }
       continue;
@@ -205,11 +205,11 @@ SafetensorsFile load_safetensors(std::istream& in, const std::string& path) {
   std::uint64_t pos = 0;
   std::string prev = "the start of the data";
   for (const Entry& e : entries) {
-    if (e.begin < pos) fail(path, "tensor '" + e.name + "' overlaps " + prev);
-    if (e.begin > pos)
-      fail(path, "hole of " + std::to_string(e.begin - pos) + " bytes before tensor '" + e.name + "'");
+    const std::string tensor = "tensor '" + truncate_for_message(e.name) + "'";
+    if (e.begin < pos) fail(path, tensor + " overlaps " + prev);
+    if (e.begin > pos) fail(path, "hole of " + std::to_string(e.begin - pos) + " bytes before " + tensor);
     pos = e.end;
-    prev = "tensor '" + e.name + "'";
+    prev = tensor;
   }
   if (pos != data_len)
     fail(path, std::to_string(data_len - pos) + " unexpected bytes after the last tensor (trailing garbage)");
@@ -219,7 +219,7 @@ SafetensorsFile load_safetensors(std::istream& in, const std::string& path) {
     if (e.end > e.begin) {
       in.seekg(static_cast<std::streamoff>(8 + header_len + e.begin));
       in.read(static_cast<char*>(t.raw_data()), static_cast<std::streamsize>(e.end - e.begin));
-      if (!in) fail(path, "read of tensor '" + e.name + "' failed");
+      if (!in) fail(path, "read of tensor '" + truncate_for_message(e.name) + "' failed");
     }
     out.tensors.emplace_back(e.name, std::move(t));
   }

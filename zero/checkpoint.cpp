@@ -174,8 +174,8 @@ ResumeInfo resume_from(const std::string& path, Engine& engine) {
   auto check_run = [&](const SafetensorsFile& f, const char* role) {
     auto it = f.metadata.find("run_id");
     if (it != f.metadata.end() && it->second != m.run_id)
-      fail("its " + std::string(role) + " '" + f.path + "' is from another run (" + it->second + ", the manifest says " +
-           m.run_id + "); use the files of one save together");
+      fail("its " + std::string(role) + " '" + f.path + "' is from another run (" + truncate_for_message(it->second) +
+           ", the manifest says " + truncate_for_message(m.run_id) + "); use the files of one save together");
   };
   auto check_sum = [&](const std::string& file, const ManifestFile& want, const char* role) {
     if (fnv1a64_file(file) != want.fnv1a64)

@@ -192,6 +192,28 @@ TEST(L03_Safetensors, DeeplyNestedHeaderIsOneClearError) {
   EXPECT_LT(msg.size(), 300u);
 }
 
+TEST(L03_Safetensors, ErrorsQuoteAtMost80CharactersOfANameFromTheFile) {
+  // L03_Fuzz.Safetensors found messages of 10 000 to 80 000 characters: a mutated dtype ('F[1,1,1,...'),
+  // field name or tensor name was quoted whole.
+  TempDir tmp;
+  std::string longname = "F[";
+  for (int i = 0; i < 20000; ++i) longname += "1,";
+  longname += "1]";
+  const std::string entry = R"({"dtype":"F32","shape":[1],"data_offsets":[0,4]})";
+  const std::pair<std::string, std::string> cases[] = {
+      {R"({"w":{"dtype":")" + longname + R"(","shape":[1],"data_offsets":[0,4]}})", "tensor 'w': unsupported dtype 'F[1,1,1,"},
+      {R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4],")" + longname + R"(":1}})", "tensor 'w': unknown field 'F[1,1,"},
+      {R"({"__metadata__":{")" + longname + R"(":1}})", "__metadata__ value of 'F[1,1,"},
+      {R"({")" + longname + R"(":)" + entry + R"(,"b":)" + entry + "}", "overlaps tensor 'F[1,1,"},
+  };
+  for (const auto& [header, what] : cases) {
+    const std::string msg = error_of([&] { load_safetensors(write_raw(tmp.path("long.safetensors"), header, 4)); });
+    EXPECT_TRUE(contains(msg, what)) << msg.substr(0, 300);
+    EXPECT_TRUE(contains(msg, "...")) << msg.substr(0, 300);
+    EXPECT_LT(msg.size(), 300u) << msg.substr(0, 300);
+  }
+}
+
 TEST(L03_Safetensors, LoadsFromAStreamWithTheSameChecks) {
   // The path version opens the file and reads it through this one, which the fuzz targets feed from memory.
   TempDir tmp;
