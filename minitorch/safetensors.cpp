@@ -73,13 +73,20 @@ Entry parse_entry(const std::string& name, const nlohmann::json& info, std::uint
   if (!info["shape"].is_array()) fail(path, where + ": shape must be an array");
   // 128-bit, saturating: a hostile shape must not overflow into a size that happens to match.
   const unsigned __int128 cap = static_cast<unsigned __int128>(1) << 64;
-  unsigned __int128 numel = 1;
+  unsigned __int128 numel = 1, nonzero = 1;
   for (const auto& d : info["shape"]) {
     std::uint64_t n = json_uint(d, path, where + ": shape entry");
     if (n > static_cast<std::uint64_t>(INT64_MAX)) fail(path, where + ": shape " + json_excerpt(info["shape"]) + " is too large");
     numel = std::min(numel * n, cap);
+    if (n > 0) nonzero = std::min(nonzero * n, cap);
     e.shape.push_back(static_cast<std::int64_t>(n));
   }
+  // A 0 makes the element count 0 (and the offsets can match), but the tensor code multiplies sizes in
+  // int64 from either end (numel, strides) and would overflow before reaching it (UB, found by
+  // L03_Fuzz.Safetensors under UBSan). Without a 0, such a shape cannot match the offsets (below).
+  if (numel == 0 && nonzero > static_cast<unsigned __int128>(INT64_MAX))
+    fail(path, where + ": shape " + json_excerpt(info["shape"]) +
+                   " is too large: its non-zero sizes multiply past 2^63 - 1");
   const auto& off = info["data_offsets"];
   if (!off.is_array() || off.size() != 2) fail(path, where + ": data_offsets must be [begin, end]");
   e.begin = json_uint(off[0], path, where + ": data_offsets[0]");

@@ -146,6 +146,22 @@ TEST(L03_Safetensors, CorruptFilesGiveOneClearError) {
   expect_load_error(write_raw(tmp.path("huge"),
                               R"({"t":{"dtype":"F32","shape":[4611686018427387904, 4],"data_offsets":[0,0]}})", 0),
                     "more than 2^64");
+  // L03_Fuzz.Safetensors under UBSan: a 0 made the byte size 0, and the other sizes multiplied past
+  // 2^63 in Tensor's int64 arithmetic (signed overflow in contiguous_strides and shape_numel).
+  expect_load_error(write_raw(tmp.path("zero"),
+                              R"({"none":{"dtype":"F32","shape":[0,4294967296,3037000500,4611686018427387904,)"
+                              R"(4611686018427387904],"data_offsets":[0,0]}})", 0),
+                    "tensor 'none': shape [0,4294967296,3037000500,4611686018427387904,4611686018427387904] is "
+                    "too large: its non-zero sizes multiply past 2^63 - 1");
+  expect_load_error(write_raw(tmp.path("zero-last"),
+                              R"({"t":{"dtype":"I32","shape":[4611686018427387904,2,0],"data_offsets":[0,0]}})", 0),
+                    "multiply past 2^63 - 1");
+  // Sizes whose product fits stay valid with a 0 among them.
+  EXPECT_EQ(load_safetensors(write_raw(tmp.path("zero-ok"),
+                                       R"({"t":{"dtype":"F32","shape":[0,4611686018427387904],"data_offsets":[0,0]}})", 0))
+                .get("t")
+                .numel(),
+            0);
 }
 
 TEST(L03_Safetensors, FailedWriteLeavesNoTempFileAndKeepsTheOldFile) {
