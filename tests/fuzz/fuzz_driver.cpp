@@ -1,9 +1,10 @@
-// The campaign loop, the hang watchdog and the crash hooks of fuzz_driver.h. The crash hooks run in
-// a dying process (a signal handler, or a sanitizer's death callback), so they only call open, write
-// and close on a path prepared before the input started.
+// The campaign loop, the hang watchdog and the crash hooks of fuzz_driver.h. Each input is written to
+// <target>-running.bin before it runs, so whatever ends the process — a signal, an ASan report, a UBSan
+// report (which exits without calling anyone back), ctest's timeout — leaves it on disk. The hooks
+// that do get called run in a dying process, so they only rename that file to <target>-<index>.bin
+// and write a line to stderr.
 #include "fuzz/fuzz_driver.h"
 
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -38,8 +39,8 @@ std::int64_t now_ns() {
 struct Current {
   std::atomic<bool> running{false};
   std::atomic<std::int64_t> started_ns{0};
-  const std::string* input = nullptr;  // unchanged while running
-  char path[4096] = {0};               // where a crash or a hang writes it
+  char running_path[4096] = {0};  // holds the input while it runs
+  char path[4096] = {0};          // its name once it is a finding
 };
 Current g_current;
 
@@ -48,20 +49,10 @@ void say(const char* s) {
   (void)ignored;
 }
 
-/// Writes the running input to its path (async-signal-safe).
+/// Keeps the running input under its finding's name (async-signal-safe).
 void save_current(const char* why) {
-  if (!g_current.running.load() || !g_current.input) return;
-  const int fd = ::open(g_current.path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd >= 0) {
-    const char* p = g_current.input->data();
-    std::size_t left = g_current.input->size();
-    while (left > 0) {
-      const ssize_t n = ::write(fd, p, left);
-      if (n <= 0) break;
-      p += n, left -= static_cast<std::size_t>(n);
-    }
-    ::close(fd);
-  }
+  if (!g_current.running.load()) return;
+  std::rename(g_current.running_path, g_current.path);
   say("\nfuzz driver: ");
   say(why);
   say("; the input is saved in ");
@@ -185,6 +176,8 @@ CampaignReport run_campaign(const Target& t, const CampaignOptions& o) {
   fs::create_directories(o.findings_dir);
   install_crash_hooks();
   const std::vector<std::string> seeds = t.seeds();
+  const std::string running_path = o.findings_dir + "/" + t.name + "-running.bin";
+  std::snprintf(g_current.running_path, sizeof g_current.running_path, "%s", running_path.c_str());
   CampaignReport rep;
   rep.seeds = seeds.size();
   rep.mutated = o.mutated_inputs;
@@ -194,7 +187,7 @@ CampaignReport run_campaign(const Target& t, const CampaignOptions& o) {
     const std::string input = i < rep.seeds ? seeds[i] : mutate(seeds, t.kind, o.seed, i);
     const std::string path = input_path(o.findings_dir, t.name, i);
     std::snprintf(g_current.path, sizeof g_current.path, "%s", path.c_str());
-    g_current.input = &input;
+    std::ofstream(running_path, std::ios::binary | std::ios::trunc) << input;
     g_current.started_ns = now_ns();
     g_current.running = true;
     Outcome out;
@@ -212,6 +205,7 @@ CampaignReport run_campaign(const Target& t, const CampaignOptions& o) {
       ++(out.accepted ? rep.accepted : rep.rejected);
     }
   }
+  fs::remove(running_path);
   rep.seconds = std::chrono::duration<double>(Clock::now() - campaign_start).count();
   return rep;
 }

@@ -5,9 +5,11 @@
 //
 // - An input that throws anything but the target's documented error, or a FuzzFinding, is a finding.
 // - An input slower than `input_limit_s` is a finding (a parser that loops on hostile sizes).
-// - An input still running after `hang_limit_s` is a hang: a watchdog thread writes it to
+// - An input still running after `hang_limit_s` is a hang: a watchdog thread saves it as
 //   <findings_dir>/<target>-<index>.bin, prints its index and ends the process (exit status 3).
-// - A crash (signal, or a sanitizer report) writes the input the same way before the process dies.
+// - A crash: every input is written to <findings_dir>/<target>-running.bin before it runs, so the one
+//   that ended the process is there; a signal or an ASan report also renames it as above. (A UBSan
+//   report exits the process without calling back: look for <target>-running.bin.)
 //
 // Replay one input: MT_FUZZ_REPLAY=build/fuzz-findings/config-1234.bin build/bin/test-fuzz
 //   --gtest_filter=L03_Fuzz.Config (or feed the file to build-fuzz/bin/fuzz-config).

@@ -90,7 +90,7 @@ void duplicate_range(Rng& r, std::string& s) {
   if (s.empty()) return;
   const std::size_t at = static_cast<std::size_t>(r.below(s.size()));
   const std::string piece = s.substr(at, len(r, s.size() - at));
-  const std::size_t copies = r.one_in(8) ? 1 + r.below(64) : 1;
+  const std::size_t copies = r.one_in(8) ? 1 + r.below(16) : 1;
   std::string many;
   for (std::size_t i = 0; i < copies; ++i) many += piece;
   s.insert(pos(r, s), many);
@@ -164,16 +164,19 @@ void deep_nesting(Rng& r, std::string& s) {
   s.insert(pos(r, s), open + close);
 }
 
-/// A number replaced by a huge array or a long string.
+/// A number replaced by a huge array or a long string. Arrays stop at 8000 elements: each is an
+/// allocation, which under `make sanitize` (whole-stack unwinding on every malloc) costs tens of
+/// microseconds, and a longer array reaches no other code.
 void huge_value(Rng& r, std::string& s) {
-  static const std::size_t counts[] = {100, 5000, 40000};
-  const std::size_t n = counts[r.below(3)];
+  static const std::size_t array_counts[] = {100, 1000, 8000}, string_counts[] = {100, 5000, 100000};
   std::string v;
   if (r.one_in(2)) {
+    const std::size_t n = array_counts[r.below(3)];
     v = "[";
     for (std::size_t i = 0; i < n; ++i) v += i ? ",1" : "1";
     v += "]";
   } else {
+    const std::size_t n = string_counts[r.below(3)];
     // Appended piece by piece: GCC 12 at -O3 warns falsely (-Wrestrict, bug 105651) on the + chain.
     v.assign(1, '"');
     v.append(n, r.one_in(2) ? 'a' : '\xc3');
@@ -237,9 +240,24 @@ void rewrite_array(Rng& r, std::string& s, const char* field) {
   if (close == std::string::npos) return;
   static const std::vector<std::string> sizes = {"0", "1", "2", "4", "8", "2147483648", "4294967296", "3037000500",
                                                  "4611686018427387904", "9223372036854775807", "18446744073709551615"};
+  static const std::vector<std::string> huge = {"2147483648", "4294967296", "3037000500", "4611686018427387904",
+                                                "9223372036854775807"};
+  // Half the lists are huge sizes with one 0 first or last: the element count is 0, but the sizes
+  // multiply past 2^63 before the 0 is reached, from one end or the other.
+  const bool zero = r.one_in(2);
+  std::vector<std::string> dims;
+  for (std::size_t i = 0, n = r.below(6); i < n; ++i) dims.push_back(pick(r, zero ? huge : sizes));
+  if (zero) dims.insert(r.one_in(2) ? dims.begin() : dims.end(), "0");
   std::string list = "[";
-  for (std::size_t i = 0, n = r.below(6); i < n; ++i) list += (i ? "," : "") + pick(r, sizes);
+  for (std::size_t i = 0; i < dims.size(); ++i) list += (i ? "," : "") + dims[i];
   s.replace(open, close + 1 - open, list + "]");
+  // With a 0 in the shape, offsets [0, 0] make the entry consistent (and first in the data), so the
+  // shape reaches the code that allocates the tensor.
+  const std::size_t offsets = s.find("\"data_offsets\"", open), end = s.find('}', open);
+  if (zero && r.one_in(2) && offsets < end) {
+    const std::size_t o = s.find('[', offsets), c = o == std::string::npos ? o : s.find(']', o);
+    if (c != std::string::npos) s.replace(o, c + 1 - o, "[0,0]");
+  }
 }
 
 /// The 8-byte header length set to a value at an edge.
