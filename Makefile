@@ -22,7 +22,7 @@ endif
 DEB_PACKAGES := g++ make cmake libeigen3-dev libopenmpi-dev openmpi-bin nlohmann-json3-dev libcli11-dev \
                 libgtest-dev libgmock-dev doxygen bible-kjv
 
-.PHONY: all deps configure build test sanitize data demo docs bench bench-pytorch clean
+.PHONY: all deps configure build test sanitize fuzz data demo docs bench bench-pytorch clean
 
 all: build
 
@@ -99,6 +99,41 @@ sanitize: deps data
 	ctest -R '_np2$$' --timeout 1200 --output-on-failure || { reports; exit 1; }; reports; \
 	echo "sanitize: clean (ASan + UBSan)"
 
+# libFuzzer (docs/build.md, tests/fuzz/): clang builds every fuzz target with ASan + UBSan into
+# $(FUZZ_BUILD)/ (-O1 -g, CUDA off), fuzz-seeds writes each target's seed corpus (from the code), and each
+# target runs FUZZ_SECONDS on it. An input that runs past FUZZ_TIMEOUT seconds is a hang, one that takes
+# more than FUZZ_RSS_MB of memory (or one malloc that large) is a finding too; libFuzzer saves every
+# finding as $(FUZZ_BUILD)/findings/<target>/crash-*, timeout-*, oom-* (replay: bin/fuzz-<target> FILE).
+# Inputs that found new code stay in $(FUZZ_BUILD)/corpus/<target>/ for the next run. Fails if any
+# target found anything.
+FUZZ_SECONDS ?= 60
+FUZZ_TIMEOUT ?= 10
+FUZZ_RSS_MB ?= 2048
+FUZZ_MAX_LEN ?= 65536
+FUZZ_BUILD ?= build-fuzz
+FUZZ_TARGETS := $(patsubst tests/fuzz/libfuzzer/fuzz_%.cpp,%,$(wildcard tests/fuzz/libfuzzer/fuzz_*.cpp))
+FUZZ_PACKAGES := clang libclang-rt-14-dev libomp-14-dev
+fuzz: deps
+	$(call install_missing,$(FUZZ_PACKAGES))
+	@cmake -S . -B $(FUZZ_BUILD) -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g" -DMINITORCH_FUZZ=ON -DMINITORCH_CUDA=OFF $(CMAKE_NATIVE) > /dev/null
+	cmake --build $(FUZZ_BUILD) -j$(JOBS) --target fuzz-all
+	@cd $(FUZZ_BUILD) && rm -rf seeds && bin/fuzz-seeds seeds > /dev/null && failed=""; \
+	for t in $(FUZZ_TARGETS); do \
+	  rm -rf findings/$$t; mkdir -p corpus/$$t findings/$$t; \
+	  echo "fuzz: $$t for $(FUZZ_SECONDS) s"; \
+	  MINITORCH_NUM_THREADS=1 bin/fuzz-$$t corpus/$$t seeds/$$t -max_total_time=$(FUZZ_SECONDS) \
+	    -timeout=$(FUZZ_TIMEOUT) -rss_limit_mb=$(FUZZ_RSS_MB) -max_len=$(FUZZ_MAX_LEN) \
+	    -dict=$(CURDIR)/tests/fuzz/libfuzzer/fuzz.dict -artifact_prefix=findings/$$t/ -print_final_stats=1 \
+	    > findings/$$t.log 2>&1; rc=$$?; \
+	  runs=$$(sed -n 's/^stat::number_of_executed_units: *//p' findings/$$t.log); \
+	  found=$$(ls findings/$$t | wc -l); \
+	  echo "fuzz: $$t: $${runs:-?} inputs in $(FUZZ_SECONDS) s, exit $$rc, $$found findings (log $(FUZZ_BUILD)/findings/$$t.log)"; \
+	  if [ $$rc -ne 0 ] || [ $$found -ne 0 ]; then failed="$$failed $$t"; tail -n 40 findings/$$t.log; fi; \
+	done; \
+	if [ -n "$$failed" ]; then echo "fuzz: FAILED:$$failed (inputs in $(FUZZ_BUILD)/findings/)"; exit 1; fi; \
+	echo "fuzz: no findings in $(words $(FUZZ_TARGETS)) targets"
+
 # 4 data-parallel ranks (DDP) on any machine: --oversubscribe lets them share fewer cores; as root Open MPI
 # wants its allow-run-as-root settings. Rank 0 prints and saves out/baby.safetensors.
 demo: build data
@@ -140,4 +175,4 @@ bench-pytorch:
 	/usr/bin/python3 bench/pytorch_gpt.py --steps 5
 
 clean:
-	rm -rf $(BUILD) $(SANITIZE_BUILD)
+	rm -rf $(BUILD) $(SANITIZE_BUILD) $(FUZZ_BUILD)

@@ -24,14 +24,18 @@ std::string read_text_file(const std::string& path) {
 
 TextDataset TextDataset::load(const std::string& path, const std::string& tokenizer_kind,
                               std::int64_t block_size) {
-  std::string text = read_text_file(path);
+  return from_text(read_text_file(path), tokenizer_kind, block_size, path);
+}
+
+TextDataset TextDataset::from_text(std::string_view text, const std::string& tokenizer_kind, std::int64_t block_size,
+                                   const std::string& source) {
   std::shared_ptr<const Tokenizer> tok;
   try {
     tok = make_tokenizer(tokenizer_kind, text);
   } catch (const std::runtime_error& e) {
-    throw std::runtime_error("data file '" + path + "': " + e.what());
+    throw std::runtime_error("data file '" + source + "': " + e.what());
   }
-  return from_text(text, std::move(tok), block_size, path);
+  return from_text(text, std::move(tok), block_size, source);
 }
 
 TextDataset TextDataset::load(const std::string& path, std::shared_ptr<const Tokenizer> tokenizer,

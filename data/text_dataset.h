@@ -41,6 +41,10 @@ class TextDataset {
   /// From text in memory; `source` stands for the file name in error messages.
   static TextDataset from_text(std::string_view text, std::shared_ptr<const Tokenizer> tokenizer,
                                std::int64_t block_size, const std::string& source = "<text>");
+  /// From text in memory with a tokenizer of `tokenizer_kind` built on it: what load(path, kind,
+  /// block_size) does once the file is read, with the same errors naming `source`.
+  static TextDataset from_text(std::string_view text, const std::string& tokenizer_kind, std::int64_t block_size,
+                               const std::string& source = "<text>");
 
   /// Token ids of one split.
   const std::vector<std::int32_t>& tokens(Split split) const { return *tokens_ptr(split); }

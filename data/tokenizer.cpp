@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "minitorch/json_limits.h"
+
 namespace minitorch::data {
 
 namespace {
@@ -172,7 +174,7 @@ std::string ByteTokenizer::decode(const std::vector<std::int32_t>& ids) const {
 
 namespace {
 [[noreturn]] void unknown_kind(const std::string& kind) {
-  throw std::runtime_error("unknown tokenizer '" + kind + "'; valid: char, byte");
+  throw std::runtime_error("unknown tokenizer '" + truncate_for_message(kind) + "'; valid: char, byte");
 }
 }  // namespace
 

@@ -62,24 +62,31 @@ Entry parse_entry(const std::string& name, const nlohmann::json& info, std::uint
   if (!info.is_object()) fail(path, where + ": expected an object, got " + json_excerpt(info));
   for (auto it = info.begin(); it != info.end(); ++it)
     if (it.key() != "dtype" && it.key() != "shape" && it.key() != "data_offsets")
-      fail(path, where + ": unknown field '" + it.key() + "'");
+      fail(path, where + ": unknown field '" + truncate_for_message(it.key()) + "'");
   for (const char* k : {"dtype", "shape", "data_offsets"})
     if (!info.contains(k)) fail(path, where + ": missing field '" + std::string(k) + "'");
   Entry e{name, DType::f32, {}, 0, 0};
   if (!info["dtype"].is_string()) fail(path, where + ": dtype must be a string");
   std::string dt = info["dtype"].get<std::string>();
   if (!parse_st_dtype(dt, e.dtype))
-    fail(path, where + ": unsupported dtype '" + dt + "' (minitorch reads F32, BF16, I32)");
+    fail(path, where + ": unsupported dtype '" + truncate_for_message(dt) + "' (minitorch reads F32, BF16, I32)");
   if (!info["shape"].is_array()) fail(path, where + ": shape must be an array");
   // 128-bit, saturating: a hostile shape must not overflow into a size that happens to match.
   const unsigned __int128 cap = static_cast<unsigned __int128>(1) << 64;
-  unsigned __int128 numel = 1;
+  unsigned __int128 numel = 1, nonzero = 1;
   for (const auto& d : info["shape"]) {
     std::uint64_t n = json_uint(d, path, where + ": shape entry");
     if (n > static_cast<std::uint64_t>(INT64_MAX)) fail(path, where + ": shape " + json_excerpt(info["shape"]) + " is too large");
     numel = std::min(numel * n, cap);
+    if (n > 0) nonzero = std::min(nonzero * n, cap);
     e.shape.push_back(static_cast<std::int64_t>(n));
   }
+  // A 0 makes the element count 0 (and the offsets can match), but the tensor code multiplies sizes in
+  // int64 from either end (numel, strides) and would overflow before reaching it (UB, found by
+  // L03_Fuzz.Safetensors under UBSan). Without a 0, such a shape cannot match the offsets (below).
+  if (numel == 0 && nonzero > static_cast<unsigned __int128>(INT64_MAX))
+    fail(path, where + ": shape " + json_excerpt(info["shape"]) +
+                   " is too large: its non-zero sizes multiply past 2^63 - 1");
   const auto& off = info["data_offsets"];
   if (!off.is_array() || off.size() != 2) fail(path, where + ": data_offsets must be [begin, end]");
   e.begin = json_uint(off[0], path, where + ": data_offsets[0]");
@@ -151,10 +158,17 @@ void save_safetensors(const std::string& path, const std::vector<std::pair<std::
 SafetensorsFile load_safetensors(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) fail(path, "not found (or not a regular file)");
-  const std::uint64_t file_size = std::filesystem::file_size(path, ec);
-  if (ec) fail(path, "cannot read size: " + ec.message());
   std::ifstream in(path, std::ios::binary);
   if (!in) fail(path, "cannot open for reading");
+  return load_safetensors(in, path);
+}
+
+SafetensorsFile load_safetensors(std::istream& in, const std::string& path) {
+  in.seekg(0, std::ios::end);
+  const std::streamoff end = in.tellg();
+  if (!in || end < 0) fail(path, "cannot read its size (not a seekable file)");
+  in.seekg(0);
+  const std::uint64_t file_size = static_cast<std::uint64_t>(end);
   if (file_size < 8)
     fail(path, "file is " + std::to_string(file_size) + " bytes, too short for the 8-byte header length");
   std::uint64_t header_len = 0;
@@ -184,7 +198,7 @@ SafetensorsFile load_safetensors(const std::string& path) {
     if (it.key() == "__metadata__") {
       if (!it->is_object()) fail(path, "__metadata__ must be an object of strings");
       for (auto m = it->begin(); m != it->end(); ++m) {
-        if (!m->is_string()) fail(path, "__metadata__ value of '" + m.key() + "' is not a string");
+        if (!m->is_string()) fail(path, "__metadata__ value of '" + truncate_for_message(m.key()) + "' is not a string");
         out.metadata[m.key()] = m->get<std::string>();
       }
       continue;
@@ -198,11 +212,11 @@ SafetensorsFile load_safetensors(const std::string& path) {
   std::uint64_t pos = 0;
   std::string prev = "the start of the data";
   for (const Entry& e : entries) {
-    if (e.begin < pos) fail(path, "tensor '" + e.name + "' overlaps " + prev);
-    if (e.begin > pos)
-      fail(path, "hole of " + std::to_string(e.begin - pos) + " bytes before tensor '" + e.name + "'");
+    const std::string tensor = "tensor '" + truncate_for_message(e.name) + "'";
+    if (e.begin < pos) fail(path, tensor + " overlaps " + prev);
+    if (e.begin > pos) fail(path, "hole of " + std::to_string(e.begin - pos) + " bytes before " + tensor);
     pos = e.end;
-    prev = "tensor '" + e.name + "'";
+    prev = tensor;
   }
   if (pos != data_len)
     fail(path, std::to_string(data_len - pos) + " unexpected bytes after the last tensor (trailing garbage)");
@@ -212,7 +226,7 @@ SafetensorsFile load_safetensors(const std::string& path) {
     if (e.end > e.begin) {
       in.seekg(static_cast<std::streamoff>(8 + header_len + e.begin));
       in.read(static_cast<char*>(t.raw_data()), static_cast<std::streamsize>(e.end - e.begin));
-      if (!in) fail(path, "read of tensor '" + e.name + "' failed");
+      if (!in) fail(path, "read of tensor '" + truncate_for_message(e.name) + "' failed");
     }
     out.tensors.emplace_back(e.name, std::move(t));
   }

@@ -14,6 +14,7 @@
 ///   minitorch::Tensor w2 = f.get("w");              // same dtype, shape and bits as w
 ///   std::string step = f.metadata.at("step");
 /// \endcode
+#include <iosfwd>
 #include <map>
 #include <string>
 #include <utility>
@@ -50,6 +51,10 @@ void save_safetensors(const std::string& path, const std::vector<std::pair<std::
 /// std::runtime_error whose message names the path. New tensors are allocated under the
 /// current TagScope.
 SafetensorsFile load_safetensors(const std::string& path);
+/// The same checks on the bytes of `in` (all of it, from its start to its end); `source` stands for
+/// the path in messages and in SafetensorsFile::path. load_safetensors(path) opens the file and calls
+/// this, so a test or a fuzz target can feed bytes from memory (std::istringstream) to the one parser.
+SafetensorsFile load_safetensors(std::istream& in, const std::string& source);
 
 /// "F32", "BF16", "I32": the safetensors names of our dtypes.
 const char* safetensors_dtype_name(DType dtype);

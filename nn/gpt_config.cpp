@@ -21,7 +21,7 @@ GPTConfig GPTConfig::named(const std::string& name) {
   } else {
     std::string valid;
     for (const auto& n : names()) valid += (valid.empty() ? "" : ", ") + n;
-    throw std::invalid_argument("GPTConfig: unknown model '" + name + "' (valid names: " + valid + ")");
+    throw std::invalid_argument("GPTConfig: unknown model '" + truncate_for_message(name) + "' (valid names: " + valid + ")");
   }
   return c;
 }
@@ -83,7 +83,7 @@ GPTConfig GPTConfig::from_json(const nlohmann::json& j) {
         throw std::invalid_argument("GPTConfig::from_json: dropout " + json_excerpt(*it) + " is not supported (only 0)");
       continue;
     }
-    throw std::invalid_argument("GPTConfig::from_json: unknown key '" + k +
+    throw std::invalid_argument("GPTConfig::from_json: unknown key '" + truncate_for_message(k) +
                                 "' (valid: block_size, vocab_size, n_layer, n_head, n_embd, bias, dropout)");
   }
   return c;

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "minitorch/allocator.h"
+#include "minitorch/json_limits.h"
 
 namespace minitorch::nn {
 
@@ -101,9 +102,10 @@ void Module::load_state_dict(const NamedTensors& state, bool strict) {
   NamedTensors mine = state_dict();
   std::map<std::string, Tensor> by_name(mine.begin(), mine.end());
   std::map<std::string, const Tensor*> given;
-  for (const auto& [n, t] : state) {
-    if (!given.emplace(n, &t).second) throw std::runtime_error("load_state_dict: key '" + n + "' appears twice");
-    auto it = by_name.find(n);
+  for (const auto& [name, t] : state) {
+    const std::string n = truncate_for_message(name);  // a key read from a file may be any length
+    if (!given.emplace(name, &t).second) throw std::runtime_error("load_state_dict: key '" + n + "' appears twice");
+    auto it = by_name.find(name);
     if (it == by_name.end())
       throw std::runtime_error("load_state_dict: unexpected key '" + n + "' (the model has no such parameter)");
     if (!t.defined()) throw std::runtime_error("load_state_dict: key '" + n + "' is an undefined tensor");

@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "minitorch/allocator.h"
+#include "minitorch/json_limits.h"
 #include "minitorch/ops.h"
 
 namespace minitorch::optim {
@@ -77,10 +78,11 @@ void AdamW::load_state(const NamedTensors& state, std::int64_t step_count) {
     for (const auto& [name, t] : group.params) params.emplace(name, t);
   // name -> {m, v, master} given
   std::map<std::string, State> given;
-  for (const auto& [key, t] : state) {
-    auto dot = key.find('.');
-    std::string kind = dot == std::string::npos ? key : key.substr(0, dot);
-    std::string pname = dot == std::string::npos ? "" : key.substr(dot + 1);
+  for (const auto& [name, t] : state) {
+    const std::string key = truncate_for_message(name);  // for messages: a name read from a file may be any length
+    auto dot = name.find('.');
+    std::string kind = dot == std::string::npos ? name : name.substr(0, dot);
+    std::string pname = dot == std::string::npos ? "" : name.substr(dot + 1);
     auto p = params.find(pname);
     if ((kind != "exp_avg" && kind != "exp_avg_sq" && kind != "master") || p == params.end())
       throw std::runtime_error("AdamW::load_state: unexpected key '" + key +
@@ -90,6 +92,10 @@ void AdamW::load_state(const NamedTensors& state, std::int64_t step_count) {
       throw std::runtime_error("AdamW::load_state: size mismatch for '" + key + "': state has " +
                                (t.defined() ? shape_str(t.shape()) : std::string("undefined")) +
                                ", the parameter has " + shape_str(p->second.shape()));
+    // Every state is f32 (state_for); copy_ would convert an I32 tensor's integers, loading garbage.
+    if (t.dtype() != DType::f32)
+      throw std::runtime_error("AdamW::load_state: '" + key + "' is " + dtype_name(t.dtype()) +
+                               "; optimizer states are f32");
     if (kind == "master" && p->second.dtype() == DType::f32)
       throw std::runtime_error("AdamW::load_state: unexpected key '" + key + "': parameter is f32, it has no master");
     Tensor& slot = kind == "exp_avg" ? given[pname].m : kind == "exp_avg_sq" ? given[pname].v : given[pname].master;

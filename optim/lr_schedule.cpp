@@ -9,6 +9,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "minitorch/json_limits.h"
+
 namespace minitorch::optim {
 
 const char* lr_schedule_name(LRScheduleType type) {
@@ -26,7 +28,7 @@ LRScheduleType parse_lr_schedule_type(const std::string& name) {
     if (name == lr_schedule_name(t)) return t;
   std::string hint;
   if (name == "LRRangeTest" || name == "OneCycle") hint = " (DeepSpeed has it; minitorch does not implement it)";
-  throw std::runtime_error("unknown scheduler type '" + name + "'" + hint +
+  throw std::runtime_error("unknown scheduler type '" + truncate_for_message(name) + "'" + hint +
                            "; valid: WarmupLR, WarmupDecayLR, WarmupCosineLR");
 }
 
@@ -35,7 +37,7 @@ const char* warmup_type_name(WarmupType type) { return type == WarmupType::log ?
 WarmupType parse_warmup_type(const std::string& name) {
   if (name == "log") return WarmupType::log;
   if (name == "linear") return WarmupType::linear;
-  throw std::runtime_error("unknown warmup_type '" + name + "'; valid: log, linear");
+  throw std::runtime_error("unknown warmup_type '" + truncate_for_message(name) + "'; valid: log, linear");
 }
 
 LRSchedule make_lr_schedule(const LRScheduleConfig& c, float base_lr) {

@@ -70,8 +70,8 @@ class Optimizer {
   /// checkpoint saves. Empty before the first step (states are allocated lazily).
   virtual NamedTensors state_tensors() const = 0;
   /// Restores what state_tensors() returned, and the step count. Checks everything first; an
-  /// unknown name, a shape mismatch or an incomplete set of states for a parameter throws
-  /// std::runtime_error naming it.
+  /// unknown name, a shape mismatch, a state that is not f32 or an incomplete set of states for a
+  /// parameter throws std::runtime_error naming it.
   virtual void load_state(const NamedTensors& state, std::int64_t step_count) = 0;
 
  protected:

@@ -1,5 +1,6 @@
 #include "zero/checkpoint.h"
 
+#include <climits>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -13,6 +14,19 @@ namespace minitorch::zero {
 
 namespace {
 constexpr const char* kFormat = "minitorch-checkpoint-1";
+
+/// A count written by std::to_string (a step): decimal digits only, at most INT64_MAX. std::stoll
+/// would take "12abc" as 12 and " -3" as -3.
+std::int64_t parse_count(const std::string& s, const std::string& what) {
+  std::int64_t v = 0;
+  bool ok = !s.empty();
+  for (char c : s)
+    ok = ok && c >= '0' && c <= '9' && !__builtin_mul_overflow(v, 10, &v) && !__builtin_add_overflow(v, c - '0', &v);
+  if (!ok)
+    throw std::runtime_error(what + " '" + truncate_for_message(s) + "' is not a count (decimal digits, at most " +
+                             std::to_string(INT64_MAX) + ")");
+  return v;
+}
 
 std::map<std::string, std::string> metadata_for(const nn::GPT& model, const data::Tokenizer& tok, std::int64_t step) {
   return {{"format", kFormat},
@@ -38,7 +52,7 @@ CheckpointInfo info_from(const SafetensorsFile& f) {
     info.model = nn::GPTConfig::from_json(parse_json_bounded(need("model_args"), "model_args"));
     info.model.validate();
     info.tokenizer = data::tokenizer_from_string(need("tokenizer"), need("vocab"));
-    info.step = std::stoll(need("step"));
+    info.step = parse_count(need("step"), "step");
   } catch (const std::exception& e) {
     throw std::runtime_error("checkpoint '" + f.path + "' has bad metadata: " + e.what());
   }
@@ -131,11 +145,25 @@ void save_checkpoint(const std::string& path, const Engine& engine, const data::
 CheckpointInfo read_checkpoint_info(const std::string& path) { return info_from(load_safetensors(path)); }
 
 std::shared_ptr<nn::GPT> load_model(const std::string& path, CheckpointInfo* info_out) {
-  SafetensorsFile f = load_safetensors(path);
+  return load_model(load_safetensors(path), info_out);
+}
+
+std::shared_ptr<nn::GPT> load_model(const SafetensorsFile& f, CheckpointInfo* info_out) {
   CheckpointInfo info = info_from(f);
   auto model = model_from(f, info);
   if (info_out) *info_out = info;
   return model;
+}
+
+std::int64_t optimizer_steps_of(const SafetensorsFile& o) {
+  auto it = o.metadata.find("optimizer_steps");
+  if (it == o.metadata.end())
+    throw std::runtime_error("optimizer state '" + o.path + "' has no valid optimizer_steps metadata (the key is missing)");
+  try {
+    return parse_count(it->second, "optimizer_steps");
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error("optimizer state '" + o.path + "' has no valid optimizer_steps metadata (" + e.what() + ")");
+  }
 }
 
 CheckpointManifest check_complete_save(const std::string& path) {
@@ -155,8 +183,8 @@ ResumeInfo resume_from(const std::string& path, Engine& engine) {
   auto check_run = [&](const SafetensorsFile& f, const char* role) {
     auto it = f.metadata.find("run_id");
     if (it != f.metadata.end() && it->second != m.run_id)
-      fail("its " + std::string(role) + " '" + f.path + "' is from another run (" + it->second + ", the manifest says " +
-           m.run_id + "); use the files of one save together");
+      fail("its " + std::string(role) + " '" + f.path + "' is from another run (" + truncate_for_message(it->second) +
+           ", the manifest says " + truncate_for_message(m.run_id) + "); use the files of one save together");
   };
   auto check_sum = [&](const std::string& file, const ManifestFile& want, const char* role) {
     if (fnv1a64_file(file) != want.fnv1a64)
@@ -177,9 +205,9 @@ ResumeInfo resume_from(const std::string& path, Engine& engine) {
     o = load_safetensors(opt_path);
     check_run(*o, "optimizer state");
     try {
-      opt_steps = std::stoll(o->metadata.at("optimizer_steps"));
-    } catch (const std::exception&) {
-      fail("its optimizer state '" + opt_path + "' has no valid optimizer_steps metadata");
+      opt_steps = optimizer_steps_of(*o);
+    } catch (const std::runtime_error& e) {
+      fail(std::string("its ") + e.what());
     }
     if (opt_steps != m.optim->optimizer_steps)
       fail("its optimizer state '" + opt_path + "' is stale: it holds " + std::to_string(opt_steps) +

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "data/tokenizer.h"
+#include "minitorch/safetensors.h"
 #include "nn/gpt.h"
 #include "zero/checkpoint_manifest.h"
 #include "zero/engine.h"
@@ -54,8 +55,15 @@ void save_model(const std::string& path, const nn::GPT& model, const data::Token
 /// Any problem (missing or corrupt file, not a minitorch checkpoint, missing or mis-shaped weight)
 /// is one std::runtime_error naming the path and what to do.
 std::shared_ptr<nn::GPT> load_model(const std::string& path, CheckpointInfo* info = nullptr);
+/// The same from a file already read (load_safetensors of a path or of bytes in memory): what
+/// load_model(path) does after reading it. Errors name `file.path`.
+std::shared_ptr<nn::GPT> load_model(const SafetensorsFile& file, CheckpointInfo* info = nullptr);
 /// Reads only the metadata (the weights are validated but not kept).
 CheckpointInfo read_checkpoint_info(const std::string& path);
+/// The optimizer step count a `.optim` file records in its `optimizer_steps` metadata: a non-negative
+/// decimal integer, else std::runtime_error "optimizer state '<path>' has no valid optimizer_steps
+/// metadata ...". resume_from() reads it before loading the state (Optimizer::load_state).
+std::int64_t optimizer_steps_of(const SafetensorsFile& optim_file);
 /// The cheap part of resume_from()'s checks, before anything is loaded: the manifest is there and
 /// readable, and `path` and `path.optim` have the sizes it names. Throws like resume_from().
 CheckpointManifest check_complete_save(const std::string& path);

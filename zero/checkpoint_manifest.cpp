@@ -2,7 +2,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
+#include <climits>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +17,7 @@
 #include <vector>
 
 #include "minitorch/atomic_file.h"
+#include "minitorch/json_limits.h"
 
 namespace minitorch::zero {
 
@@ -32,15 +36,57 @@ nlohmann::json file_json(const ManifestFile& f, bool with_steps) {
   return j;
 }
 
-ManifestFile file_from(const nlohmann::json& j, bool with_steps) {
+// The readers below name the field ("step", "files.model.bytes") and quote the value on a wrong type
+// or range: nlohmann's get<> would truncate 2.5 to 2, wrap -1 into 2^64 - 1 and cut 2^40 to an int,
+// and its type errors name no key.
+std::string field_path(const std::string& object, const char* key) {
+  return object.empty() ? key : object + "." + key;
+}
+
+const nlohmann::json& field(const nlohmann::json& j, const std::string& object, const char* key) {
+  if (!j.is_object())
+    throw std::invalid_argument((object.empty() ? "the manifest" : object) + " must be an object, got " + json_excerpt(j));
+  auto it = j.find(key);
+  if (it == j.end()) throw std::invalid_argument(field_path(object, key) + " is missing");
+  return *it;
+}
+
+std::string string_at(const nlohmann::json& j, const std::string& object, const char* key) {
+  const nlohmann::json& v = field(j, object, key);
+  if (!v.is_string()) throw std::invalid_argument(field_path(object, key) + " must be a string, got " + json_excerpt(v));
+  return v.get<std::string>();
+}
+
+std::int64_t int_at(const nlohmann::json& j, const std::string& object, const char* key, std::int64_t min,
+                    std::int64_t max = INT64_MAX) {
+  const nlohmann::json& v = field(j, object, key);
+  // nlohmann stores a non-negative integer as unsigned: compared as one, never through a cast that wraps.
+  bool in_range = false;
+  if (v.is_number_unsigned()) {
+    const std::uint64_t u = v.get<std::uint64_t>();
+    in_range = u <= static_cast<std::uint64_t>(max) && (min <= 0 || u >= static_cast<std::uint64_t>(min));
+  } else if (v.is_number_integer()) {
+    in_range = v.get<std::int64_t>() >= min && v.get<std::int64_t>() <= max;
+  }
+  if (!in_range)
+    throw std::invalid_argument(field_path(object, key) + " must be an integer from " + std::to_string(min) + " to " +
+                                std::to_string(max) + ", got " + json_excerpt(v));
+  return v.get<std::int64_t>();
+}
+
+ManifestFile file_from(const nlohmann::json& j, const std::string& object, bool with_steps) {
   ManifestFile f;
-  f.name = j.at("name").get<std::string>();
-  f.bytes = j.at("bytes").get<std::uint64_t>();
-  const std::string sum = j.at("fnv1a64").get<std::string>();
-  std::size_t used = 0;
-  f.fnv1a64 = std::stoull(sum, &used, 16);
-  if (used != sum.size() || sum.size() != 16) throw std::invalid_argument("fnv1a64 '" + sum + "' is not 16 hex digits");
-  if (with_steps) f.optimizer_steps = j.at("optimizer_steps").get<std::int64_t>();
+  f.name = string_at(j, object, "name");
+  const nlohmann::json& bytes = field(j, object, "bytes");
+  if (!bytes.is_number_unsigned())  // nlohmann keeps every non-negative integer as unsigned
+    throw std::invalid_argument(object + ".bytes must be a non-negative integer, got " + json_excerpt(bytes));
+  f.bytes = bytes.get<std::uint64_t>();
+  const std::string sum = string_at(j, object, "fnv1a64");
+  // std::stoull alone would also take "0x...", a sign or leading spaces.
+  if (sum.size() != 16 || !std::all_of(sum.begin(), sum.end(), [](unsigned char c) { return std::isxdigit(c); }))
+    throw std::invalid_argument(object + ".fnv1a64 '" + truncate_for_message(sum) + "' is not 16 hex digits");
+  f.fnv1a64 = std::stoull(sum, nullptr, 16);
+  if (with_steps) f.optimizer_steps = int_at(j, object, "optimizer_steps", 0);
   return f;
 }
 
@@ -105,22 +151,28 @@ CheckpointManifest read_manifest(const std::string& checkpoint_path) {
   std::ifstream in(mpath);
   std::stringstream text;
   text << in.rdbuf();
+  return parse_manifest(text.str(), checkpoint_path);
+}
+
+CheckpointManifest parse_manifest(const std::string& text, const std::string& checkpoint_path) {
   CheckpointManifest m;
   try {
-    const nlohmann::json j = nlohmann::json::parse(text.str());
-    if (j.at("format").get<std::string>() != kManifestFormat)
-      throw std::invalid_argument("format is '" + j.at("format").get<std::string>() + "', expected '" +
-                                  kManifestFormat + "'");
-    m.run_id = j.at("run_id").get<std::string>();
-    m.step = j.at("step").get<std::int64_t>();
-    m.data_parallel_size = j.at("data_parallel_size").get<int>();
-    m.train_micro_batch_size_per_gpu = j.at("train_micro_batch_size_per_gpu").get<std::int64_t>();
-    m.gradient_accumulation_steps = j.at("gradient_accumulation_steps").get<std::int64_t>();
-    m.model = file_from(j.at("files").at("model"), false);
-    if (j.at("files").contains("optim")) m.optim = file_from(j.at("files").at("optim"), true);
-  } catch (const std::exception& e) {
-    throw std::runtime_error("cannot resume from '" + checkpoint_path + "': its manifest '" + mpath +
-                             "' is unreadable (" + e.what() + "); resume from a complete save");
+    const nlohmann::json j = parse_json_bounded(text, "the manifest");
+    const std::string format = string_at(j, "", "format");
+    if (format != kManifestFormat)
+      throw std::invalid_argument("format is '" + truncate_for_message(format) + "', expected '" + kManifestFormat + "'");
+    m.run_id = string_at(j, "", "run_id");
+    m.step = int_at(j, "", "step", 0);
+    m.data_parallel_size = static_cast<int>(int_at(j, "", "data_parallel_size", 1, INT32_MAX));
+    m.train_micro_batch_size_per_gpu = int_at(j, "", "train_micro_batch_size_per_gpu", 1);
+    m.gradient_accumulation_steps = int_at(j, "", "gradient_accumulation_steps", 1);
+    const nlohmann::json& files = field(j, "", "files");
+    m.model = file_from(field(files, "files", "model"), "files.model", false);
+    if (files.contains("optim")) m.optim = file_from(files.at("optim"), "files.optim", true);
+  } catch (const std::exception& e) {  // nlohmann's parse errors, JsonLimitError and the checks above
+    throw std::runtime_error("cannot resume from '" + checkpoint_path + "': its manifest '" +
+                             manifest_path(checkpoint_path) + "' is unreadable (" + truncate_for_message(e.what(), 300) +
+                             "); resume from a complete save");
   }
   return m;
 }

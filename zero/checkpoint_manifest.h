@@ -61,6 +61,11 @@ void write_manifest(const std::string& checkpoint_path, const CheckpointManifest
 /// Reads `checkpoint_path`'s manifest. A missing, unreadable or malformed manifest is one
 /// std::runtime_error that names it and says the save is not complete.
 CheckpointManifest read_manifest(const std::string& checkpoint_path);
+/// The parsing half of read_manifest(): `text` is the manifest's content, `checkpoint_path` names
+/// the save in messages. Every field is checked for its type and range (a step or a size is a
+/// non-negative integer, the data-parallel size and the batch split at least 1, a checksum exactly
+/// 16 hex digits); anything else is the same std::runtime_error as read_manifest's.
+CheckpointManifest parse_manifest(const std::string& text, const std::string& checkpoint_path);
 
 /// Removes what a killed save left behind: files named exactly `PATH.tmp.<digits>`,
 /// `PATH.optim.tmp.<digits>` or `PATH.manifest.json.tmp.<digits>` (write_file_atomic's temp

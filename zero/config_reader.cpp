@@ -14,6 +14,11 @@ namespace minitorch::zero {
 
 using nlohmann::json;
 
+namespace {
+/// Unknown keys longer than this get no "did you mean" (see finish()).
+constexpr std::size_t kMaxSuggestedKey = 80;
+}  // namespace
+
 std::size_t edit_distance(const std::string& a, const std::string& b) {
   std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
   for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
@@ -73,7 +78,7 @@ json parse_config_json(const std::string& text, const std::string& source) {
   } catch (const JsonLimitError& e) {
     throw ConfigError(e.what());
   }
-  if (!duplicate.empty()) throw ConfigError(source + ": duplicate key '" + duplicate + "' (DeepSpeed rejects it too)");
+  if (!duplicate.empty()) throw ConfigError(source + ": duplicate key '" + truncate_for_message(duplicate) + "' (DeepSpeed rejects it too)");
   if (!j.is_object()) throw ConfigError(source + ": the config must be a JSON object, got " + j.type_name());
   return j;
 }
@@ -174,7 +179,7 @@ void SectionReader::get(const char* key, std::string& out, std::initializer_list
   if (allowed.size() > 0 && std::none_of(allowed.begin(), allowed.end(), [&](const char* a) { return s == a; })) {
     std::string list;
     for (const char* a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
-    fail(path(key) + " must be one of " + list + ", got '" + s + "'");
+    fail(path(key) + " must be one of " + list + ", got '" + truncate_for_message(s) + "'");
   }
   out = s;
 }
@@ -209,16 +214,21 @@ void SectionReader::finish(std::vector<std::string>& warnings, int zero_stage) c
   for (auto it = obj_.begin(); it != obj_.end(); ++it) {
     const std::string& key = it.key();
     if (!accepted(key)) {
-      const std::string near = nearest(key);
-      if (!name_.empty()) fail("unknown key '" + truncate_for_message(key) + "' in " + name_ + "; did you mean '" + near + "'?");
+      // A key far longer than any real one (the longest has 41 characters) is no typo of one; its edit
+      // distance to every key would cost length x 1000 steps (a 10 MB key: seconds) for nothing.
+      const bool suggest = key.size() <= kMaxSuggestedKey;
+      const std::string near = suggest ? nearest(key) : "";
+      if (!name_.empty())
+        fail("unknown key '" + truncate_for_message(key) + "' in " + name_ +
+             (suggest ? "; did you mean '" + near + "'?" : std::string()));
       // A near-miss of a key we implement ("gradient_cliping") would train without its effect: that is
       // an error. Anything else, a DeepSpeed key we do not know or the user's own note, only warns,
       // with a suggestion when it is close to a name in the table.
-      const std::string ours = nearest_implemented_top_level_key(key);
+      const std::string ours = suggest ? nearest_implemented_top_level_key(key) : "";
       if (!ours.empty() && is_near_miss(key, ours))
         fail("unknown top-level key '" + truncate_for_message(key) + "'; did you mean '" + ours +
              "'? (as written it would have no effect; rename it, or remove it)");
-      const bool close = edit_distance(key, near) <= std::max<std::size_t>(2, key.size() / 3);
+      const bool close = suggest && edit_distance(key, near) <= std::max<std::size_t>(2, key.size() / 3);
       warnings.push_back("unknown top-level key '" + truncate_for_message(key) + "' ignored: minitorch does not know it (DeepSpeed would "
                          "silently ignore it)" + (close ? "; did you mean '" + near + "'?" : std::string()));
       continue;

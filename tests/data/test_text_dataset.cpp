@@ -26,6 +26,25 @@ std::string corpus() {
 }
 }  // namespace
 
+TEST(L03_DataTextDataset, FromTextByKindIsWhatLoadDoesAfterReading) {
+  // load(path, kind, block) reads the file and calls from_text(text, kind, block, path), the entry the
+  // text fuzz target feeds from memory: same tokens, same errors naming the source.
+  TempDir tmp;
+  std::string text;
+  for (int i = 0; i < 20; ++i) text += "In the beginning God created the heaven and the earth.\n";
+  const std::string path = tmp.write("t.txt", text);
+  for (const char* kind : {"char", "byte"}) {
+    auto a = TextDataset::load(path, kind, 8);
+    auto b = TextDataset::from_text(text, kind, 8, path);
+    EXPECT_EQ(a.tokens(Split::train), b.tokens(Split::train)) << kind;
+    EXPECT_EQ(a.tokens(Split::val), b.tokens(Split::val)) << kind;
+  }
+  const std::string msg = error_of([] { TextDataset::from_text("ab\xff", "char", 8, "mem.txt"); });
+  EXPECT_EQ(msg, "data file 'mem.txt': invalid UTF-8 at byte offset 2 (byte 0xFF: not a valid lead byte)");
+  EXPECT_TRUE(contains(error_of([] { TextDataset::from_text("abc", "bpe", 8, "mem.txt"); }),
+                       "data file 'mem.txt': unknown tokenizer 'bpe'"));
+}
+
 TEST(L03_DataTextDataset, SplitsFirstNinetyPercentTrain) {
   TempDir tmp;
   const std::string text = corpus();

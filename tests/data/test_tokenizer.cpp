@@ -93,6 +93,14 @@ TEST(L03_DataTokenizer, ByteTokenizerEncodesAnyBytes) {
   EXPECT_EQ(tok.encode("é"), (std::vector<std::int32_t>{0xC3, 0xA9}));
 }
 
+TEST(L03_DataTokenizer, UnknownKindQuotesAtMost80Characters) {
+  // The tokenizer kind comes from checkpoint metadata: a mutated one must not be quoted whole.
+  const std::string msg = error_of([] { tokenizer_from_string(std::string(50000, 'c'), "ab"); });
+  EXPECT_TRUE(contains(msg, "unknown tokenizer 'cccc")) << msg.substr(0, 300);
+  EXPECT_TRUE(contains(msg, "...'; valid: char, byte")) << msg.substr(0, 300);
+  EXPECT_LT(msg.size(), 150u);
+}
+
 TEST(L03_DataTokenizer, ChosenByName) {
   EXPECT_EQ(make_tokenizer("char", "abc")->vocab_size(), 3);
   EXPECT_EQ(make_tokenizer("byte", "abc")->vocab_size(), 256);

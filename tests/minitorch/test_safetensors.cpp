@@ -6,6 +6,7 @@
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <unistd.h>
 
@@ -145,6 +146,22 @@ TEST(L03_Safetensors, CorruptFilesGiveOneClearError) {
   expect_load_error(write_raw(tmp.path("huge"),
                               R"({"t":{"dtype":"F32","shape":[4611686018427387904, 4],"data_offsets":[0,0]}})", 0),
                     "more than 2^64");
+  // L03_Fuzz.Safetensors under UBSan: a 0 made the byte size 0, and the other sizes multiplied past
+  // 2^63 in Tensor's int64 arithmetic (signed overflow in contiguous_strides and shape_numel).
+  expect_load_error(write_raw(tmp.path("zero"),
+                              R"({"none":{"dtype":"F32","shape":[0,4294967296,3037000500,4611686018427387904,)"
+                              R"(4611686018427387904],"data_offsets":[0,0]}})", 0),
+                    "tensor 'none': shape [0,4294967296,3037000500,4611686018427387904,4611686018427387904] is "
+                    "too large: its non-zero sizes multiply past 2^63 - 1");
+  expect_load_error(write_raw(tmp.path("zero-last"),
+                              R"({"t":{"dtype":"I32","shape":[4611686018427387904,2,0],"data_offsets":[0,0]}})", 0),
+                    "multiply past 2^63 - 1");
+  // Sizes whose product fits stay valid with a 0 among them.
+  EXPECT_EQ(load_safetensors(write_raw(tmp.path("zero-ok"),
+                                       R"({"t":{"dtype":"F32","shape":[0,4611686018427387904],"data_offsets":[0,0]}})", 0))
+                .get("t")
+                .numel(),
+            0);
 }
 
 TEST(L03_Safetensors, FailedWriteLeavesNoTempFileAndKeepsTheOldFile) {
@@ -189,4 +206,42 @@ TEST(L03_Safetensors, DeeplyNestedHeaderIsOneClearError) {
   std::string msg = error_of([&] { load_safetensors(write_raw(dir.path("wide.safetensors"), R"({"w": )" + wide + "}", 0)); });
   EXPECT_TRUE(contains(msg, "tensor 'w': expected an object, got [1,1,1,")) << msg.substr(0, 300);
   EXPECT_LT(msg.size(), 300u);
+}
+
+TEST(L03_Safetensors, ErrorsQuoteAtMost80CharactersOfANameFromTheFile) {
+  // L03_Fuzz.Safetensors found messages of 10 000 to 80 000 characters: a mutated dtype ('F[1,1,1,...'),
+  // field name or tensor name was quoted whole.
+  TempDir tmp;
+  std::string longname = "F[";
+  for (int i = 0; i < 20000; ++i) longname += "1,";
+  longname += "1]";
+  const std::string entry = R"({"dtype":"F32","shape":[1],"data_offsets":[0,4]})";
+  const std::pair<std::string, std::string> cases[] = {
+      {R"({"w":{"dtype":")" + longname + R"(","shape":[1],"data_offsets":[0,4]}})", "tensor 'w': unsupported dtype 'F[1,1,1,"},
+      {R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4],")" + longname + R"(":1}})", "tensor 'w': unknown field 'F[1,1,"},
+      {R"({"__metadata__":{")" + longname + R"(":1}})", "__metadata__ value of 'F[1,1,"},
+      {R"({")" + longname + R"(":)" + entry + R"(,"b":)" + entry + "}", "overlaps tensor 'F[1,1,"},
+  };
+  for (const auto& [header, what] : cases) {
+    const std::string msg = error_of([&] { load_safetensors(write_raw(tmp.path("long.safetensors"), header, 4)); });
+    EXPECT_TRUE(contains(msg, what)) << msg.substr(0, 300);
+    EXPECT_TRUE(contains(msg, "...")) << msg.substr(0, 300);
+    EXPECT_LT(msg.size(), 300u) << msg.substr(0, 300);
+  }
+}
+
+TEST(L03_Safetensors, LoadsFromAStreamWithTheSameChecks) {
+  // The path version opens the file and reads it through this one, which the fuzz targets feed from memory.
+  TempDir tmp;
+  const std::string path = tmp.path("s.safetensors");
+  save_safetensors(path, {{"a", Tensor::from_vector({1.f, 2.f}, {2})}}, {{"k", "v"}});
+  std::ifstream file(path, std::ios::binary);
+  std::istringstream in(std::string((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>()));
+  SafetensorsFile f = load_safetensors(in, "in-memory");
+  EXPECT_EQ(f.path, "in-memory");
+  EXPECT_EQ(f.get("a").to_vector(), (std::vector<float>{1.f, 2.f}));
+  EXPECT_EQ(f.metadata.at("k"), "v");
+  std::istringstream short_in(std::string("abc"));
+  const std::string msg = error_of([&] { load_safetensors(short_in, "in-memory"); });
+  EXPECT_EQ(msg, "safetensors file 'in-memory': file is 3 bytes, too short for the 8-byte header length");
 }

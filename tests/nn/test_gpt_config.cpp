@@ -88,6 +88,16 @@ TEST(L03_GPT, ConfigJsonRoundTrip) {
     EXPECT_NE(std::string(e.what()).find("'n_embed'"), std::string::npos) << e.what();
   }
   j.erase("n_embed");
+  // A key read from a checkpoint's model_args may be any length: quoted as an excerpt.
+  j[std::string(50000, 'n')] = 3;
+  try {
+    nn::GPTConfig::from_json(j);
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown key 'nnnn"), std::string::npos) << std::string(e.what()).substr(0, 300);
+    EXPECT_LT(std::string(e.what()).size(), 250u);
+  }
+  j.erase(std::string(50000, 'n'));
   j.erase("n_layer");
   EXPECT_THROW(nn::GPTConfig::from_json(j), std::invalid_argument);
 }

@@ -163,6 +163,24 @@ TEST(L03_Module, LoadStateDictErrorsNameTheKey) {
   EXPECT_EQ(net.fc1->weight.to_vector(), before);
 }
 
+TEST(L03_Module, LoadStateDictQuotesAtMost80CharactersOfAKey) {
+  // L03_Fuzz.Checkpoint: a checkpoint whose tensor name was mutated into 80 000 characters
+  // ('transformer.h.0.ln_[1,1,1,...') gave an error message quoting all of them.
+  Generator gen(4);
+  TwoLayer net(gen);
+  auto sd = net.state_dict();
+  sd.emplace_back("fc1.weight_" + std::string(80000, '1'), Tensor::zeros({1}));
+  try {
+    net.load_state_dict(sd);
+    FAIL() << "expected an unexpected key error";
+  } catch (const std::runtime_error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("unexpected key 'fc1.weight_1111"), std::string::npos) << msg.substr(0, 300);
+    EXPECT_NE(msg.find("...' (the model has no such parameter)"), std::string::npos) << msg.substr(0, 300);
+    EXPECT_LT(msg.size(), 200u);
+  }
+}
+
 TEST(L03_Module, LoadStateDictRefusesIntegersForFloatWeights) {
   // An I32 checkpoint tensor over f32 bytes used to load as values of ~1e9 and train on (loss 1e11).
   Generator gen(5);

@@ -218,6 +218,36 @@ TEST(L03_Optim, AdamWLoadStateErrors) {
   EXPECT_THROW(opt.load_state({{"master.w", Tensor::zeros({2, 2})}}, 1), std::runtime_error) << "f32 has no master";
 }
 
+TEST(L03_Optim, AdamWLoadStateRefusesStatesThatAreNotF32) {
+  // An .optim file whose header says I32 over float bytes loaded as integers converted to floats.
+  Tensor w = param({1, 2, 3, 4}, {2, 2});
+  optim::AdamW opt({{"w", w}});
+  try {
+    opt.load_state({{"exp_avg.w", Tensor::from_ints({1, 2, 3, 4}, {2, 2})}, {"exp_avg_sq.w", Tensor::zeros({2, 2})}}, 1);
+    FAIL();
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()), "AdamW::load_state: 'exp_avg.w' is i32; optimizer states are f32");
+  }
+  EXPECT_THROW(opt.load_state({{"exp_avg.w", Tensor::zeros({2, 2}, DType::bf16)}, {"exp_avg_sq.w", Tensor::zeros({2, 2})}}, 1),
+               std::runtime_error);
+  EXPECT_EQ(opt.state_tensors().size(), 0u);  // nothing was loaded
+}
+
+TEST(L03_Optim, AdamWLoadStateQuotesAtMost80CharactersOfAKey) {
+  // L03_Fuzz.OptimState: an .optim file whose key was mutated into 15 000 characters
+  // ('exp_avg.transformer.h.0.ln_[1,1,1,...') gave an error message quoting all of them.
+  Tensor w = param({1, 2, 3, 4}, {2, 2});
+  optim::AdamW opt({{"w", w}});
+  try {
+    opt.load_state({{"exp_avg.w" + std::string(15000, '1'), Tensor::zeros({2, 2})}}, 1);
+    FAIL();
+  } catch (const std::runtime_error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("AdamW::load_state: unexpected key 'exp_avg.w1111"), std::string::npos) << msg.substr(0, 300);
+    EXPECT_LT(msg.size(), 300u);
+  }
+}
+
 TEST(L03_Optim, SGDMomentumMatchesFormula) {
   const float lr = 0.1f, mu = 0.9f, wd = 0.01f;
   Tensor w = param({1.0f, -2.0f}, {2});

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "test_util.h"
 #include "train_util.h"
@@ -191,4 +192,73 @@ TEST(L03_Checkpoint, SaveRemovesTempFilesOfAKilledSaveAndNothingElse) {
   for (const auto& n : stale) EXPECT_FALSE(fs::exists(dir.path(n))) << n;
   for (const auto& n : kept) EXPECT_TRUE(fs::exists(dir.path(n))) << n;
   EXPECT_EQ(resume_error(dir.path("a.safetensors")), "(no error)");
+}
+
+TEST(L03_Checkpoint, ManifestFieldsAreCheckedForTypeAndRange) {
+  // Found while writing the manifest fuzz target: nlohmann's get<> took "step": 2.5 as 2,
+  // "bytes": -1 as 2^64 - 1 and "data_parallel_size": 4294967297 as 1, and std::stoull took
+  // "0x00000000000000ff" or "-000000000000001" as checksums; each is now one clear error.
+  const std::string good = R"({"format": "minitorch-manifest-1", "run_id": "r", "step": 3, "data_parallel_size": 2,
+      "train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 1,
+      "files": {"model": {"name": "m", "bytes": 10, "fnv1a64": "00000000000000ff"},
+                "optim": {"name": "m.optim", "bytes": 20, "fnv1a64": "ABCDEF0123456789", "optimizer_steps": 3}}})";
+  const zero::CheckpointManifest m = zero::parse_manifest(good, "ck.safetensors");
+  EXPECT_EQ(m.step, 3);
+  EXPECT_EQ(m.data_parallel_size, 2);
+  EXPECT_EQ(m.model.fnv1a64, 0xffu);
+  ASSERT_TRUE(m.optim.has_value());
+  EXPECT_EQ(m.optim->fnv1a64, 0xABCDEF0123456789ull);
+  const std::string prefix =
+      "cannot resume from 'ck.safetensors': its manifest 'ck.safetensors.manifest.json' is unreadable (";
+  const std::tuple<std::string, std::string, std::string> cases[] = {
+      {R"("step": 3)", R"("step": 2.5)", "step must be an integer from 0 to 9223372036854775807, got 2.5"},
+      {R"("step": 3)", R"("step": -1)", "step must be an integer from 0 to 9223372036854775807, got -1"},
+      {R"("step": 3, )", "", "step is missing"},
+      {R"("data_parallel_size": 2)", R"("data_parallel_size": 4294967297)",
+       "data_parallel_size must be an integer from 1 to 2147483647, got 4294967297"},
+      {R"("data_parallel_size": 2)", R"("data_parallel_size": 0)",
+       "data_parallel_size must be an integer from 1 to 2147483647, got 0"},
+      {R"("gradient_accumulation_steps": 1)", R"("gradient_accumulation_steps": 0)",
+       "gradient_accumulation_steps must be an integer from 1 to 9223372036854775807, got 0"},
+      {R"("run_id": "r")", R"("run_id": 5)", "run_id must be a string, got 5"},
+      {R"("bytes": 10)", R"("bytes": -1)", "files.model.bytes must be a non-negative integer, got -1"},
+      {"00000000000000ff", "0x000000000000ff", "files.model.fnv1a64 '0x000000000000ff' is not 16 hex digits"},
+      {"00000000000000ff", "-00000000000000f", "files.model.fnv1a64 '-00000000000000f' is not 16 hex digits"},
+      {R"("optimizer_steps": 3)", R"("optimizer_steps": -3)",
+       "files.optim.optimizer_steps must be an integer from 0 to 9223372036854775807, got -3"},
+      {R"("files": {)", R"("files": 7, "x": {)", "files must be an object, got 7"},
+  };
+  for (const auto& [from, to, what] : cases) {
+    std::string text = good;
+    text.replace(text.find(from), from.size(), to);
+    const std::string e = error_of([&] { zero::parse_manifest(text, "ck.safetensors"); });
+    EXPECT_EQ(e, prefix + what + "); resume from a complete save") << to;
+  }
+  // Nesting is bounded as in every other JSON minitorch reads.
+  const std::string e = error_of([] { zero::parse_manifest(std::string(100000, '[') + std::string(100000, ']'), "c"); });
+  EXPECT_TRUE(contains(e, "the manifest: JSON nested deeper than 64 levels")) << e.substr(0, 300);
+}
+
+TEST(L03_Checkpoint, StepCountsInMetadataAreDecimalDigitsOnly) {
+  // Found while writing the checkpoint and optimizer-state fuzz targets: std::stoll took a step of
+  // "12abc" as 12 and " -3" as -3.
+  mt_test::TempDir dir;
+  auto p = trained_save(dir, "a.safetensors", "run-a", 2);
+  SafetensorsFile f = load_safetensors(p);
+  ASSERT_NE(zero::load_model(f), nullptr);  // the overload load_model(path) reads into
+  for (const char* bad : {"12abc", " -3", "-3", "", "99999999999999999999"}) {
+    f.metadata["step"] = bad;
+    EXPECT_EQ(error_of([&] { zero::load_model(f); }),
+              "checkpoint '" + p + "' has bad metadata: step '" + bad + "' is not a count (decimal digits, at most "
+              "9223372036854775807)");
+  }
+  SafetensorsFile o = load_safetensors(p + ".optim");
+  EXPECT_EQ(zero::optimizer_steps_of(o), 2);
+  o.metadata["optimizer_steps"] = "2x";
+  EXPECT_EQ(error_of([&] { zero::optimizer_steps_of(o); }),
+            "optimizer state '" + p + ".optim' has no valid optimizer_steps metadata (optimizer_steps '2x' is not a "
+            "count (decimal digits, at most 9223372036854775807))");
+  o.metadata.erase("optimizer_steps");
+  EXPECT_EQ(error_of([&] { zero::optimizer_steps_of(o); }),
+            "optimizer state '" + p + ".optim' has no valid optimizer_steps metadata (the key is missing)");
 }

@@ -42,6 +42,46 @@ TEST(L03_Config, ErrorMessagesQuoteAtMost80CharactersOfAValue) {
   EXPECT_LT(msg.size(), 250u);
 }
 
+TEST(L03_Config, ErrorMessagesQuoteAtMost80CharactersOfAString) {
+  // L03_Fuzz.Config: "WarmupCosineLR" mutated into 40 000 characters ('WarmupCosineL[[[[...') was quoted
+  // whole in "unknown scheduler type"; the same held for every string a config names.
+  const std::string junk = "WarmupCosineL" + std::string(40000, '[');
+  const std::pair<std::string, std::string> cases[] = {
+      {R"("scheduler": {"type": ")" + junk + R"("})", "unknown scheduler type 'WarmupCosineL[[["},
+      {R"("optimizer": {"type": ")" + junk + R"("})", "optimizer.type 'WarmupCosineL[[["},
+      {R"("model": {"name": ")" + junk + R"("})", "model.name 'WarmupCosineL[[["},
+      {R"("training": {"tokenizer": ")" + junk + R"("})", "got 'WarmupCosineL[[["},
+      {R"("zero_optimization": {"offload_optimizer": {"device": ")" + junk + R"("}})", "got 'WarmupCosineL[[["},
+      {R"("scheduler": {"type": "WarmupLR", "params": {"warmup_type": ")" + junk + R"("}})", "got 'WarmupCosineL[[["},
+      {R"("bf16": {")" + junk + R"(": 1, ")" + junk + R"(": 2})", "duplicate key 'WarmupCosineL[[["},
+  };
+  for (const auto& [extra, what] : cases) {
+    const std::string msg = parse_error(with(extra));
+    EXPECT_TRUE(contains(msg, what)) << msg.substr(0, 300);
+    EXPECT_TRUE(contains(msg, "...")) << msg.substr(0, 300);
+    EXPECT_LT(msg.size(), 300u) << msg.substr(0, 300);
+  }
+}
+
+TEST(L03_Config, AnUnknownKeyFarLongerThanAnyRealOneGetsNoSuggestion) {
+  // L03_Fuzz.Config: an unknown key of 80 000 characters took 0.1 s (ASan: more) to compare by edit
+  // distance with every valid key, growing with the key; no real key is longer than 41 characters.
+  const std::string key(200000, 'k');
+  const auto start = std::chrono::steady_clock::now();
+  std::string msg = parse_error(with(R"("zero_optimization": {")" + key + R"(": 1})"));
+  EXPECT_TRUE(contains(msg, "unknown key 'kkkk")) << msg.substr(0, 300);
+  EXPECT_TRUE(contains(msg, "...' in zero_optimization")) << msg.substr(0, 300);
+  EXPECT_FALSE(contains(msg, "did you mean")) << msg.substr(0, 300);
+  Config c = parse(with("\"" + key + "\": 1"));
+  ASSERT_EQ(c.warnings.size(), 1u);
+  EXPECT_TRUE(contains(c.warnings[0], "unknown top-level key 'kkkk")) << c.warnings[0].substr(0, 300);
+  EXPECT_FALSE(contains(c.warnings[0], "did you mean"));
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 0.5);
+  // A short typo still gets its suggestion.
+  msg = parse_error(with(R"("zero_optimization": {"reduce_bucket_sz": 1})"));
+  EXPECT_TRUE(contains(msg, "did you mean 'reduce_bucket_size'?")) << msg;
+}
+
 TEST(L03_Config, PeriodsAndCountsMustBePositive) {
   // log_interval 0 and steps_per_print 0 divided by zero (SIGFPE); eval_iters 0 averaged nothing (nan).
   EXPECT_EQ(parse_error(with(R"("training": {"log_interval": 0})")),
