@@ -203,13 +203,14 @@ std::vector<std::pair<std::string, std::string>> deepspeed_headers(zero::Offload
   return h;
 }
 
-void print_deepspeed_notes(zero::Offload offload, DeepSpeedColumns show, bool largest_known) {
+void print_deepspeed_notes(zero::Offload offload, DeepSpeedColumns show, bool largest_known, bool bf16) {
   std::printf(
       "  DeepSpeed's estimate_zero2_model_states_mem_needs (runtime/zero/stage_1_and_2.py) and\n"
       "  estimate_zero3_model_states_mem_needs (runtime/zero/stage3.py), written here from their formulas: N GPUs as\n"
       "  nodes of --gpus-per-node (default: one node), zero_init = 1, additional_buffer_factor 1.5. DeepSpeed prints\n"
       "  bytes / 2^30 as \"GB\"; here GB = 1e9 bytes. DeepSpeed has no ZeRO-1 estimator.\n"
-      "  Why they differ from the paper's:\n");
+      "  Why they differ from the paper's%s:\n",
+      bf16 ? "" : " (they assume 16-bit training whatever the run; the table above is fp32)");
   const char* layer = largest_known ? "" : " L = 0 here: give --largest-layer.";
   if (offload == zero::Offload::none) {
     if (show.zero2)
@@ -236,10 +237,10 @@ void print_deepspeed_notes(zero::Offload offload, DeepSpeedColumns show, bool la
                 "    16 bits with its gradients while it computes, which the paper's formulas leave out.%s\n",
                 offload == zero::Offload::optimizer ? "2Ψ/N, the paper's PΨ/N," : "nothing sharded, as here,", layer);
   std::printf(
-      "  - per CPU: the column above is one rank's shard: (G+K)Ψ/N%s, 16-bit gradients. DeepSpeed sizes a node's host\n"
-      "    for every rank's shard with fp32 gradients (%s bytes per parameter over the node's ranks; ZeRO-2's 16Ψ is not\n"
-      "    divided by the nodes), or for each process loading the model in fp32 when that is more, x 1.5.\n",
-      offload == zero::Offload::param ? " + PΨ/N" : "", offload == zero::Offload::param ? "18" : "16");
+      "  - per CPU: the CPU row above is one rank's shard, %s with 16-bit gradients. DeepSpeed sizes a node's\n"
+      "    host for every rank's shard with fp32 gradients (%s bytes per parameter over the node's ranks; ZeRO-2's 16Ψ\n"
+      "    is not divided by the nodes), or for each process loading the model in fp32 when that is more, x 1.5.\n",
+      offload == zero::Offload::param ? "(P+G+K)Ψ/N" : "(G+K)Ψ/N", offload == zero::Offload::param ? "18" : "16");
 }
 
 // ---- --params and --table1 ----
@@ -279,6 +280,7 @@ void estimate_params(const ParamsRequest& q) {
   json rows = json::array();
   std::vector<std::string> ds_lines;  // DeepSpeed's estimates, printed after the paper's table
   std::vector<std::string> not_applicable;
+  std::vector<std::string> disagree;  // --table1 cells off the printed value by more than its last digit
   const std::size_t wds = 20;
 
   // The paper's table: one row per (Ψ, N) (two with offload: device, CPU), one column per stage.
@@ -336,6 +338,7 @@ void estimate_params(const ParamsRequest& q) {
             const char* printed = paper->gb[static_cast<std::size_t>(s - 1)];
             st["paper_gb"] = printed;
             st["agrees_with_paper"] = zero::agrees_with_printed(p.device.total() / kGB, printed);
+            if (!st["agrees_with_paper"].get<bool>()) disagree.push_back(device_line.substr(0, wpsi + wn) + kStageName[s]);
             cell += std::string(" [") + printed + "]";
           }
           device_line += pad(cell, wcell);
@@ -362,9 +365,15 @@ void estimate_params(const ParamsRequest& q) {
     return;
   }
   for (const std::string& why : not_applicable) std::printf("n/a: %s\n", why.c_str());
-  if (q.table1)
-    std::printf("\nThe paper prints Table 1 rounded (41.25 as 41.3) or truncated (4187.5 as 4187); every cell here is within\n"
-                "one unit of its last printed digit. Its DP=1 row is the DDP baseline (2+2+K)Ψ.\n");
+  if (q.table1) {
+    std::printf("\nThe paper prints Table 1 rounded (41.25 as 41.3) or truncated (4187.5 as 4187). Its DP=1 row is the\n"
+                "DDP baseline (2+2+K)Ψ. ");
+    if (disagree.empty()) std::printf("Every cell here is within one unit of its last printed digit.\n");
+    else {
+      std::printf("Cells off by more than one unit of the last printed digit:\n");
+      for (const std::string& d : disagree) std::printf("  %s\n", d.c_str());
+    }
+  }
 
   if (!ds.zero2 && !ds.zero3) {
     std::printf("\nDeepSpeed has estimators for ZeRO-2 and ZeRO-3 only (--stage 2 or 3 shows them).\n");
@@ -382,7 +391,7 @@ void estimate_params(const ParamsRequest& q) {
   print_line(dh2);
   for (const std::string& line : ds_lines) print_line(line);
   std::printf("\n");
-  print_deepspeed_notes(q.offload, ds, q.largest.has_value());
+  print_deepspeed_notes(q.offload, ds, q.largest.has_value(), q.bf16);
 }
 
 // ---- --config ----
@@ -413,8 +422,10 @@ void estimate_config(const std::string& path, const std::vector<int>& ranks, con
   bool warned = false;
   for (int world : ranks) {
     zero::Config cfg = zero::Config::from_file(path, world);  // the batch arithmetic depends on N: as the run reads it
-    if (!warned && !as_json)
-      for (const auto& w : cfg.warnings) std::cerr << "warning: " << w << "\n";
+    if (!warned) {  // the config's own warnings, once; in the JSON so that stdout stays one object
+      if (as_json) out["warnings"] = cfg.warnings;
+      else for (const auto& w : cfg.warnings) std::cerr << "warning: " << w << "\n";
+    }
     warned = true;
     if (!tokenizer) {
       if (data_path.empty()) data_path = cfg.training.data.empty() ? "datasets/kjv.txt" : cfg.training.data;
