@@ -419,7 +419,7 @@ void estimate_config(const std::string& path, const std::vector<int>& ranks, con
   json out = {{"format", "minitorch-estimate-1"}, {"gb", kGB}, {"config", path}};
   json rows = json::array();
   std::shared_ptr<const data::Tokenizer> tokenizer;  // the run's: learnt from the data (char) or fixed (byte)
-  bool warned = false;
+  bool warned = false, all_bf16 = true;
   for (int world : ranks) {
     zero::Config cfg = zero::Config::from_file(path, world);  // the batch arithmetic depends on N: as the run reads it
     if (!warned) {  // the config's own warnings, once; in the JSON so that stdout stays one object
@@ -436,6 +436,7 @@ void estimate_config(const std::string& path, const std::vector<int>& ranks, con
     const auto shapes = nn::GPT::parameter_shapes(g);
     const nn::NamedTensors meta = zero::meta_parameters(shapes);
     const zero::BytesPerParameter b = zero::bytes_per_parameter(cfg.bf16);
+    all_bf16 &= cfg.bf16;
     const auto [layer, layer_name] = zero::largest_layer(shapes);
 
     // The plan every rank of the run makes (zero/stage1.cpp, stage2.cpp): the same constructor.
@@ -552,9 +553,10 @@ void estimate_config(const std::string& path, const std::vector<int>& ranks, con
   }
   std::printf("  * the config's stage. Ranks differ only where the padding falls (the last ranks' shards hold it);\n"
               "  the paper's formula has no padding. Stage 3 is not implemented yet: only its formula is shown.\n"
-              "  DeepSpeed counts more than the paper: an fp32 copy of the gradients (its 18 = 2 + 4 + 4 + 8 bytes\n"
-              "  per parameter against the paper's G + K = 2 + 12) and at stage 3 the largest layer gathered whole\n"
-              "  (4L); --params Ψ --ranks N prints the whole comparison.\n");
+              "  DeepSpeed's estimators assume 16-bit training%s and count more than the paper: an fp32 copy of the\n"
+              "  gradients (its 18 = 2 + 4 + 4 + 8 bytes per parameter against the paper's G + K = 2 + 12) and at\n"
+              "  stage 3 the largest layer gathered whole (4L); --params Ψ --ranks N prints the whole comparison.\n",
+              all_bf16 ? "" : " (whatever the config's dtype)");
 }
 
 }  // namespace
