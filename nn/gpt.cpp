@@ -39,6 +39,30 @@ GPT::GPT(const GPTConfig& config, Generator& gen) : config_(config) {
   lm_head = register_module("lm_head", std::make_shared<Linear>(wte->weight));
 }
 
+std::vector<std::pair<std::string, Shape>> GPT::parameter_shapes(const GPTConfig& config) {
+  config.validate();
+  const std::int64_t C = config.n_embd;
+  std::vector<std::pair<std::string, Shape>> out;
+  // A Linear or LayerNorm registers its weight, then its bias (when the config has biases).
+  auto add = [&](const std::string& module, Shape weight, std::int64_t bias) {
+    out.emplace_back(module + ".weight", std::move(weight));
+    if (config.bias) out.emplace_back(module + ".bias", Shape{bias});
+  };
+  out.emplace_back("transformer.wte.weight", Shape{config.vocab_size, C});  // lm_head.weight: the same tensor
+  out.emplace_back("transformer.wpe.weight", Shape{config.block_size, C});
+  for (std::int64_t i = 0; i < config.n_layer; ++i) {
+    const std::string h = "transformer.h." + std::to_string(i);
+    add(h + ".ln_1", {C}, C);
+    add(h + ".attn.c_attn", {3 * C, C}, 3 * C);
+    add(h + ".attn.c_proj", {C, C}, C);
+    add(h + ".ln_2", {C}, C);
+    add(h + ".mlp.c_fc", {4 * C, C}, 4 * C);
+    add(h + ".mlp.c_proj", {C, 4 * C}, C);
+  }
+  add("transformer.ln_f", {C}, C);
+  return out;
+}
+
 // idx: (B, T) i32 -> x: (B, T, C)
 Tensor GPT::embed(const Tensor& idx) const {
   check_tokens(idx, "idx", config_.block_size);

@@ -43,6 +43,8 @@
 /// Ψ = V·C + T·C + L·(12C² + 13C) + 2C; GPT-2 124M: 124,439,808 (GPTConfig::num_parameters()).
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "minitorch/random.h"
@@ -59,6 +61,11 @@ class GPT : public Module {
   GPT(const GPTConfig& config, Generator& gen);
 
   const GPTConfig& config() const { return config_; }
+
+  /// named_parameters() of GPT(config) without building it: names and shapes in the same order, no
+  /// storage. What sizes a model without allocating it (the estimator plans the ZeRO partition of a
+  /// model too big for this machine); tests check it against a built model.
+  static std::vector<std::pair<std::string, Shape>> parameter_shapes(const GPTConfig& config);
 
   /// Token + position embeddings.   idx: (B, T) i32, T <= block_size -> x: (B, T, C)
   ///   x[b, t] = wte[idx[b, t]] + wpe[t]

@@ -17,6 +17,12 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 }  // namespace
 
 nn::GPTConfig model_config(const Config& config, std::int64_t tokenizer_vocab) {
+  nn::GPTConfig g = model_shape(config, tokenizer_vocab);
+  check_model_fits(g, config.train_micro_batch_size_per_gpu, kTrainBytesPerParam, config.source);  // before allocating
+  return g;
+}
+
+nn::GPTConfig model_shape(const Config& config, std::int64_t tokenizer_vocab) {
   const ModelConfig& m = config.model;
   nn::GPTConfig g;
   g.n_layer = m.n_layer;
@@ -33,7 +39,6 @@ nn::GPTConfig model_config(const Config& config, std::int64_t tokenizer_vocab) {
     g.vocab_size = m.vocab_size;
   }
   g.validate();
-  check_model_fits(g, config.train_micro_batch_size_per_gpu, kTrainBytesPerParam, config.source);  // before allocating
   return g;
 }
 

@@ -127,7 +127,10 @@ std::unique_ptr<Engine> initialize(std::shared_ptr<nn::GPT> model, const Config&
                                    dist::ProcessGroup* group = nullptr);
 
 /// The model shape a config asks for, with the vocabulary from the tokenizer when the config leaves
-/// it 0 (and a clear error when they disagree).
+/// it 0 (and a clear error when they disagree); refused at once when it cannot fit in this
+/// machine's memory (zero/model_budget.h).
 nn::GPTConfig model_config(const Config& config, std::int64_t tokenizer_vocab);
+/// The same shape without the memory check: for sizing a model, not building it (minitorch-estimate).
+nn::GPTConfig model_shape(const Config& config, std::int64_t tokenizer_vocab);
 
 }  // namespace minitorch::zero

@@ -5,18 +5,6 @@
 
 namespace minitorch::zero {
 
-namespace {
-/// The buckets of ZeRO-3: the outer unit, one unit per block (the parameters above the persistence
-/// threshold), then the persistent parameters in reverse order of use, reduce_bucket_size at a time.
-/// `block_of[i]` = the block of parameter i (-1: outer).
-struct UnitPlan {
-  std::vector<std::vector<std::size_t>> buckets;
-  std::vector<std::size_t> units;  ///< forward order
-  std::vector<bool> persistent;
-  bool has_outer = false;          ///< units[0] is the outer unit
-  std::vector<std::ptrdiff_t> block_pos;  ///< per block: its position in `units` (-1: all persistent)
-};
-
 UnitPlan plan_units(const nn::NamedTensors& params, std::size_t n_blocks, const Config& config) {
   std::vector<std::vector<std::size_t>> per_block(n_blocks);
   std::vector<std::size_t> outer, persistent;
@@ -60,7 +48,6 @@ UnitPlan plan_units(const nn::NamedTensors& params, std::size_t n_blocks, const 
   }
   return plan;
 }
-}  // namespace
 
 Stage3::Stage3(std::shared_ptr<nn::GPT> model, const Config& config, dist::ProcessGroup& group)
     : model_(std::move(model)),

@@ -32,6 +32,19 @@
 
 namespace minitorch::zero {
 
+/// ZeRO-3's buckets for a GPT's named_parameters(): the outer unit (what is not in a block), one unit
+/// per block (their tensors above stage3_param_persistence_threshold elements; a unit whose tensors
+/// are all persistent is left out), then the persistent tensors in reverse order of use, at most
+/// reduce_bucket_size elements per bucket. Reads names and sizes only (the estimator plans with it).
+struct UnitPlan {
+  std::vector<std::vector<std::size_t>> buckets;  ///< indices into the parameters, slot order
+  std::vector<std::size_t> units;                 ///< bucket indices of the units, forward order
+  std::vector<bool> persistent;                   ///< per bucket
+  bool has_outer = false;                         ///< units[0] is the outer unit
+  std::vector<std::ptrdiff_t> block_pos;          ///< per block: its position in `units` (-1: none)
+};
+UnitPlan plan_units(const nn::NamedTensors& params, std::size_t n_blocks, const Config& config);
+
 class Stage3 final : public GradientStrategy {
  public:
   /// Where a unit is in its cycle.

@@ -101,3 +101,25 @@ TEST(L03_GPT, ConfigJsonRoundTrip) {
   j.erase("n_layer");
   EXPECT_THROW(nn::GPTConfig::from_json(j), std::invalid_argument);
 }
+
+TEST(L03_GPT, ParameterShapesAreNamedParametersWithoutBuildingTheModel) {
+  // The estimator plans a model's ZeRO partition from these; they must be the built model's, in order.
+  for (bool bias : {true, false}) {
+    nn::GPTConfig c;
+    c.n_layer = 2, c.n_head = 2, c.n_embd = 12, c.block_size = 8, c.vocab_size = 11, c.bias = bias;
+    Generator gen(3);
+    nn::GPT model(c, gen);
+    const nn::NamedTensors built = model.named_parameters();
+    const auto shapes = nn::GPT::parameter_shapes(c);
+    ASSERT_EQ(shapes.size(), built.size()) << "bias " << bias;
+    std::int64_t psi = 0;
+    for (std::size_t i = 0; i < built.size(); ++i) {
+      EXPECT_EQ(shapes[i].first, built[i].first);
+      EXPECT_EQ(shapes[i].second, built[i].second.shape()) << built[i].first;
+      psi += shape_numel(shapes[i].second);
+    }
+    EXPECT_EQ(psi, c.num_parameters());
+  }
+  nn::GPTConfig unset;  // vocab_size 0
+  EXPECT_THROW(nn::GPT::parameter_shapes(unset), std::invalid_argument);
+}

@@ -1,0 +1,218 @@
+// `minitorch-estimate`: the ZeRO paper's Table 1 cell by cell, parameter counts with suffixes, offload
+// split into device and CPU bytes, DeepSpeed's estimators beside the paper's, one clear error (exit 2)
+// for bad input, and — the point of it — a config's prediction equal to the bytes real runs of that
+// config measure on 2 and 4 ranks, rank by rank, for stages 0, 1, 2 and 3.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "test_util.h"
+
+using mt_test::bin;
+using mt_test::run_command;
+using testing::HasSubstr;
+
+namespace {
+nlohmann::json run_json(const std::string& args) {
+  auto r = run_command(bin("minitorch-estimate") + " " + args + " --json");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  return r.exit_code == 0 ? nlohmann::json::parse(r.output) : nlohmann::json();
+}
+
+/// The row for (Ψ, N) and its entry for `stage`.
+const nlohmann::json& cell(const nlohmann::json& j, std::int64_t psi, int n, int stage) {
+  for (const auto& row : j["rows"])
+    if (row["params"] == psi && row["ranks"] == n)
+      for (const auto& st : row["stages"])
+        if (st["stage"] == stage) return st;
+  static const nlohmann::json none;
+  ADD_FAILURE() << "no cell for Ψ " << psi << ", N " << n << ", stage " << stage;
+  return none;
+}
+
+void expect_usage_error(const std::string& args, const std::string& needle) {
+  auto r = run_command(bin("minitorch-estimate") + " " + args);
+  EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
+  EXPECT_EQ(mt_test::error_lines(r.output), 1) << args << "\n" << r.output;
+  EXPECT_THAT(r.output, HasSubstr(needle)) << args;
+}
+}  // namespace
+
+TEST(L06_EstimateCli, Table1CellsAreThePapers) {
+  const nlohmann::json j = run_json("--table1");
+  EXPECT_EQ(j["rows"].size(), 18u);
+  EXPECT_EQ(j["bytes_per_parameter"]["K"], 12);
+  // The paper's Table 1 (GB): 7.5B at N = 64 is 31.4 / 16.6 / 1.88, and 120 without ZeRO.
+  const std::int64_t b7 = 7'500'000'000, b128 = 128'000'000'000, t1 = 1'000'000'000'000;
+  EXPECT_DOUBLE_EQ(cell(j, b7, 64, 0)["gb"], 120.0);
+  EXPECT_NEAR(cell(j, b7, 64, 1)["gb"], 31.4, 0.05);
+  EXPECT_NEAR(cell(j, b7, 64, 2)["gb"], 16.6, 0.05);
+  EXPECT_NEAR(cell(j, b7, 64, 3)["gb"], 1.88, 0.005);
+  EXPECT_EQ(cell(j, b7, 64, 3)["device"]["total"], 1.875e9) << "16Ψ/N, exactly";
+  for (int s = 0; s <= 3; ++s) EXPECT_DOUBLE_EQ(cell(j, b7, 1, s)["gb"], 120.0) << "one rank keeps everything";
+  EXPECT_NEAR(cell(j, b7, 4, 1)["gb"], 52.5, 0.05);
+  EXPECT_NEAR(cell(j, b7, 4, 2)["gb"], 41.3, 0.05);
+  EXPECT_NEAR(cell(j, b7, 16, 2)["gb"], 21.6, 0.05);
+  EXPECT_DOUBLE_EQ(cell(j, b128, 1024, 0)["gb"], 2048.0);
+  EXPECT_DOUBLE_EQ(cell(j, b128, 1024, 1)["gb"], 513.5);  // printed 513
+  EXPECT_DOUBLE_EQ(cell(j, b128, 1024, 3)["gb"], 2.0);
+  EXPECT_DOUBLE_EQ(cell(j, b128, 64, 3)["gb"], 32.0);
+  EXPECT_DOUBLE_EQ(cell(j, t1, 1024, 3)["gb"], 15.625);   // printed 15.6
+  EXPECT_DOUBLE_EQ(cell(j, t1, 4, 2)["gb"], 5500.0);
+  for (const auto& row : j["rows"])
+    for (const auto& st : row["stages"])
+      if (st["stage"] != 0) {
+        EXPECT_TRUE(st["agrees_with_paper"].get<bool>()) << row.dump();
+      }
+
+  auto text = run_command(bin("minitorch-estimate") + " --table1");
+  ASSERT_EQ(text.exit_code, 0) << text.output;
+  EXPECT_THAT(text.output, HasSubstr("31.4062 GB [31.4]"));
+  EXPECT_THAT(text.output, HasSubstr("1.875 GB [1.88]"));
+  EXPECT_THAT(text.output, HasSubstr("(P+G)Ψ + KΨ/N")) << "each column carries its formula";
+  EXPECT_THAT(text.output, HasSubstr("PΨ + (G+K)Ψ/N"));
+}
+
+TEST(L06_EstimateCli, ParamsTakeSuffixesListsAndOneStage) {
+  const nlohmann::json j = run_json("--params 124M,7.5e9,1T,124439808 --ranks 1,8");
+  ASSERT_EQ(j["rows"].size(), 8u);
+  EXPECT_EQ(j["rows"][0]["params"], 124'000'000);
+  EXPECT_EQ(j["rows"][2]["params"], 7'500'000'000);
+  EXPECT_EQ(j["rows"][4]["params"], 1'000'000'000'000);
+  EXPECT_EQ(j["rows"][6]["params"], 124'439'808);
+  EXPECT_EQ(j["rows"][3]["ranks"], 8);
+  EXPECT_EQ(cell(j, 124'000'000, 8, 2)["formula"], "PΨ + (G+K)Ψ/N");
+  EXPECT_DOUBLE_EQ(cell(j, 124'000'000, 8, 2)["device"]["total"], 2 * 124e6 + 14 * 124e6 / 8);
+
+  const nlohmann::json one = run_json("--params 7.5B --ranks 64 --stage 1 --fp32");
+  ASSERT_EQ(one["rows"][0]["stages"].size(), 1u);
+  EXPECT_EQ(one["rows"][0]["stages"][0]["name"], "ZeRO-1");
+  EXPECT_EQ(one["bytes_per_parameter"]["K"], 8);
+  EXPECT_DOUBLE_EQ(one["rows"][0]["stages"][0]["device"]["total"], 8 * 7.5e9 + 8 * 7.5e9 / 64);
+}
+
+TEST(L06_EstimateCli, OffloadSplitsDeviceAndCpuAndSaysItIsOnlyAnEstimate) {
+  auto r = run_command(bin("minitorch-estimate") + " --params 7.5B --ranks 64 --offload optimizer");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("(estimate only: offload is not implemented in training yet)"));
+  EXPECT_THAT(r.output, HasSubstr("device"));
+  EXPECT_THAT(r.output, HasSubstr("CPU"));
+  EXPECT_THAT(r.output, HasSubstr("n/a: offload_optimizer needs ZeRO stage 1, 2 or 3"));
+  const nlohmann::json j = run_json("--params 7.5B --ranks 64 --offload optimizer");
+  EXPECT_EQ(j["note"], "(estimate only: offload is not implemented in training yet)");
+  const std::int64_t psi = 7'500'000'000;
+  EXPECT_FALSE(cell(j, psi, 64, 0)["valid"].get<bool>());
+  EXPECT_DOUBLE_EQ(cell(j, psi, 64, 1)["device"]["total"], 4 * 7.5e9);   // drops KΨ/N, keeps the full gradients
+  EXPECT_DOUBLE_EQ(cell(j, psi, 64, 2)["device"]["total"], 2 * 7.5e9);   // ZeRO-Offload: 2Ψ on the device
+  EXPECT_DOUBLE_EQ(cell(j, psi, 64, 2)["cpu"]["total"], 14 * 7.5e9 / 64);
+  const nlohmann::json inf = run_json("--params 7.5B --ranks 64 --offload param --stage 3");
+  EXPECT_DOUBLE_EQ(cell(inf, psi, 64, 3)["device"]["total"], 0);
+  EXPECT_DOUBLE_EQ(cell(inf, psi, 64, 3)["cpu"]["total"], 16 * 7.5e9 / 64);
+}
+
+TEST(L06_EstimateCli, DeepSpeedsEstimatesStandBesideThePapersWithWhyTheyDiffer) {
+  auto r = run_command(bin("minitorch-estimate") + " --params 7.5B --ranks 64 --largest-layer 100M");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("2Ψ + 18Ψ/N"));
+  EXPECT_THAT(r.output, HasSubstr("4L + 18Ψ/N"));
+  EXPECT_THAT(r.output, HasSubstr("4Ψ + 16Ψ/N"));
+  EXPECT_THAT(r.output, HasSubstr("17.1094 GB")) << "2·7.5e9 + 18·7.5e9/64";
+  EXPECT_THAT(r.output, HasSubstr("Why they differ"));
+  EXPECT_THAT(r.output, HasSubstr("fp32 copy of\n    the gradients"));
+  const nlohmann::json j = run_json("--params 7.5B --ranks 64 --largest-layer 100M --gpus-per-node 8");
+  const auto& ds = j["rows"][0]["deepspeed"];
+  EXPECT_EQ(ds["nodes"], 8);
+  EXPECT_DOUBLE_EQ(ds["zero2"]["gpu"], 2 * 7.5e9 + 18 * 7.5e9 / 64);
+  EXPECT_DOUBLE_EQ(ds["zero2"]["gpu_before_fix"], 4 * 7.5e9 + 16 * 7.5e9 / 64);
+  EXPECT_DOUBLE_EQ(ds["zero2"]["cpu"], 4 * 7.5e9 * 8 * 1.5);
+  EXPECT_DOUBLE_EQ(ds["zero3"]["gpu"], 4 * 100e6 + 18 * 7.5e9 / 64);
+}
+
+TEST(L06_EstimateCli, BadInputIsOneClearErrorAndExitStatus2) {
+  expect_usage_error("--params abc --ranks 4", "'abc' is not a number of parameters");
+  expect_usage_error("--params 1.5 --ranks 4", "whole number");
+  expect_usage_error("--params 7.5B --ranks 0", "--ranks");
+  expect_usage_error("--params 7.5B --ranks 4,x", "'x'");
+  expect_usage_error("--params 7.5B --ranks 4 --stage 5", "--stage must be 0 (DDP), 1, 2 or 3, got '5'");
+  expect_usage_error("--params 7.5B --ranks 4 --offload disk", "--offload must be 'optimizer' or 'param'");
+  expect_usage_error("--params 7.5B", "--params needs --ranks");
+  expect_usage_error("--ranks 4", "give one of --params");
+  expect_usage_error("--params 7.5B --ranks 4 --bf16 --fp32", "exclude each other");
+  expect_usage_error("--table1 --ranks 4", "--table1 sets the ranks itself");
+  expect_usage_error("--params 7.5B --ranks 12 --gpus-per-node 8", "not a whole number of nodes");
+  expect_usage_error("--config /nonexistent/c.json --ranks 2", "/nonexistent/c.json");
+}
+
+namespace {
+// A baby GPT whose vector sizes (n_embd 10, the corpus's vocabulary) do not all divide by 4, in buckets
+// of at most 700 elements: shards cut through parameters and some ranks hold padding.
+std::string config_json(int stage, bool bf16, const std::string& zero_extra = "") {
+  return R"({"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 1,)" +
+         std::string(bf16 ? R"( "bf16": {"enabled": true},)" : "") + R"(
+    "optimizer": {"type": "AdamW", "params": {"lr": 1e-3}},
+    "zero_optimization": {"stage": )" + std::to_string(stage) + R"(, "reduce_bucket_size": 700)" + zero_extra + R"(},
+    "model": {"name": "baby", "n_layer": 1, "n_head": 2, "n_embd": 10, "block_size": 8},
+    "training": {"steps": 2, "eval_interval": 0, "log_interval": 1, "seed": 3}})";
+}
+
+/// `mpirun -np n minitorch-train` with a clean environment (as tests/dist runs programs under mpirun).
+mt_test::CommandResult run_ranks(int n, const std::string& args) {
+  return run_command(std::string("env -i PATH=\"$PATH\" HOME=\"$HOME\" LD_LIBRARY_PATH=\"$LD_LIBRARY_PATH\" ") +
+                     "ASAN_OPTIONS=\"$ASAN_OPTIONS\" LSAN_OPTIONS=\"$LSAN_OPTIONS\" UBSAN_OPTIONS=\"$UBSAN_OPTIONS\" " +
+                     "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 MINITORCH_NUM_THREADS=1 timeout 120 " +
+                     MT_MPIEXEC + " -np " + std::to_string(n) + " --oversubscribe --bind-to none " +
+                     bin("minitorch-train") + " " + args);
+}
+}  // namespace
+
+TEST(L06_EstimateCli, ConfigPredictionIsWhatRealRunsMeasureToTheByte) {
+  mt_test::TempDir dir;
+  std::string text;
+  for (int i = 0; i < 40; ++i) text += "In the beginning God created the heaven and the earth.\n";
+  const std::string corpus = dir.write("corpus.txt", text);
+  bool padded = false, ranks_differ = false;
+  struct Case {
+    int n, stage;
+    bool bf16;
+    std::string persistence = "";  // ZeRO-3: stage3_param_persistence_threshold ("": DeepSpeed's 1e5)
+  };
+  for (const Case& c : {Case{2, 0, false}, Case{2, 1, false}, Case{2, 2, false}, Case{4, 0, false}, Case{4, 1, false},
+                        Case{4, 2, false}, Case{4, 2, true}, Case{2, 3, false, "0"}, Case{4, 3, false, "0"},
+                        Case{4, 3, true, "50"}, Case{4, 3, false}}) {
+    SCOPED_TRACE("N = " + std::to_string(c.n) + ", stage " + std::to_string(c.stage) + (c.bf16 ? ", bf16" : "") +
+                 (c.persistence.empty() ? "" : ", persistence " + c.persistence));
+    const std::string name = std::string(c.bf16 ? "bf16_" : "f32_") + std::to_string(c.stage) + "_" + c.persistence + ".json";
+    const std::string extra = c.persistence.empty() ? "" : R"(, "stage3_param_persistence_threshold": )" + c.persistence;
+    const std::string config = dir.write(name, config_json(c.stage, c.bf16, extra));
+    const nlohmann::json est = run_json("--config " + config + " --ranks " + std::to_string(c.n) + " --data " + corpus);
+    ASSERT_EQ(est["rows"].size(), 1u);
+    const nlohmann::json& row = est["rows"][0];
+    EXPECT_EQ(row["config_stage"], c.stage);
+    EXPECT_EQ(row["precision"], c.bf16 ? "bf16" : "f32");
+    padded |= row["padding"].get<std::int64_t>() > 0;
+    const nlohmann::json* predicted = nullptr;
+    for (const auto& st : row["stages"])
+      if (st["stage"] == c.stage) predicted = &st["exact"];
+    ASSERT_NE(predicted, nullptr);
+
+    // Two steps: the report measures at the last one, and AdamW allocates its states at its first update.
+    const std::string report = dir.path("r.json");
+    auto run = run_ranks(c.n, "--config " + config + " --data " + corpus + " --steps 2 --out '' --report " + report);
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    const nlohmann::json measured = nlohmann::json::parse(std::ifstream(report));
+    ASSERT_EQ(measured["num_parameters"], row["params"]);
+    ASSERT_EQ(measured["ranks"].size(), static_cast<std::size_t>(c.n));
+    for (int r = 0; r < c.n; ++r) {
+      const auto& m = measured["ranks"][r]["model_states"];
+      const auto& p = (*predicted)[r];
+      EXPECT_EQ(m["param"], p["param"]) << "rank " << r;
+      EXPECT_EQ(m["grad"], p["grad"]) << "rank " << r;
+      EXPECT_EQ(m["optim"], p["optim"]) << "rank " << r;
+      ranks_differ |= p["optim"] != (*predicted)[0]["optim"];
+    }
+  }
+  EXPECT_TRUE(padded) << "no case had padding: the test would not see the layout";
+  EXPECT_TRUE(ranks_differ) << "no case had ranks holding different bytes";
+}
