@@ -39,7 +39,8 @@ std::string baby_config(long long steps, long long eval_iters) {
          std::to_string(steps) + R"(, "warmup_type": "linear"}},
     "zero_optimization": {"stage": 0},
     "model": {"name": "baby"},
-    "training": {"steps": )" + std::to_string(steps) + R"(, "eval_iters": )" + std::to_string(eval_iters) + R"(, "seed": 1337, "tokenizer": "char"}
+    "training": {"steps": )" + std::to_string(steps) + R"(, "eval_iters": )" + std::to_string(eval_iters) +
+         R"(, "seed": 1337, "tokenizer": "char"}
   })";
 }
 std::string bar(double value, double full, int width = 40) {
@@ -83,8 +84,8 @@ int run(lesson::Beats& beats, Options& opt) {
     throw lesson::UsageError("data file '" + data_path +
                              "' not found. Make it with `make data` (writes datasets/kjv.txt from Debian's "
                              "bible-kjv package), or pass --data FILE (any UTF-8 text)");
-  // --quick: 5 evaluation batches instead of 20 (a noisier loss, the same lesson)
-  const long long eval_iters = beats.quick() ? 5 : 20;
+  // --quick: 2 evaluation batches instead of 20 (a noisier loss, the same lesson)
+  const long long eval_iters = beats.quick() ? 2 : 20;
   zero::Config cfg = zero::Config::from_json(baby_config(steps, eval_iters), 1, "lesson-03 (configs/baby.json)");
 
   // ------------------------------------------------------------------------------------------
@@ -99,7 +100,8 @@ int run(lesson::Beats& beats, Options& opt) {
   std::printf("%s: %lld train + %lld val tokens, vocabulary V = %lld characters\n", data_path.c_str(),
               static_cast<long long>(ds.size(data::Split::train)), static_cast<long long>(ds.size(data::Split::val)),
               static_cast<long long>(V));
-  std::vector<std::int32_t> head(train_tokens.begin(), train_tokens.begin() + std::min<std::ptrdiff_t>(48, std::ssize(train_tokens)));
+  const std::ptrdiff_t shown = std::min<std::ptrdiff_t>(48, std::ssize(train_tokens));
+  std::vector<std::int32_t> head(train_tokens.begin(), train_tokens.begin() + shown);
   std::printf("first %zu characters: \"%s\"\nas ids:", head.size(), ds.tokenizer().decode(head).c_str());
   for (std::size_t i = 0; i < std::min<std::size_t>(16, head.size()); ++i) std::printf(" %d", head[i]);
   std::printf(" ...\n");

@@ -98,9 +98,10 @@ int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
     return 0;
   }
   if (!std::filesystem::exists(data_path))  // every rank sees it: rank 0 says it, all stop
-    throw lesson::UsageError("data file '" + data_path + "' not found. Make it with `make data`, or pass --data FILE (any UTF-8 text)");
-  // --quick: 4 evaluation batches instead of 20 (a noisier loss, the same comparison)
-  const std::int64_t eval_iters = beats.quick() ? 4 : 20;
+    throw lesson::UsageError("data file '" + data_path +
+                             "' not found. Make it with `make data`, or pass --data FILE (any UTF-8 text)");
+  // --quick: 2 evaluation batches instead of 20 (a noisier loss, the same comparison)
+  const std::int64_t eval_iters = beats.quick() ? 2 : 20;
   zero::Config cfg = zero::Config::from_json(ddp_config(steps, 8, 1, bucket), N, "lesson-05 (configs/ddp.json)");
   auto ds = data::TextDataset::load(data_path, cfg.training.tokenizer, cfg.model.block_size);
   const std::int64_t V = ds.tokenizer().vocab_size(), T = cfg.model.block_size, B = cfg.train_micro_batch_size_per_gpu;
@@ -199,7 +200,8 @@ int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
     copies.push_back(b.buffer.flat().clone());  // (numel) this rank's averaged gradients, a copy
   }
   const std::int64_t before_ring = world.stats().bytes;
-  for (Tensor& t : copies) dist::ring::all_reduce(t.data<float>(), t.numel(), rank, N, lesson05::counted_shift(world, nullptr));
+  const dist::ring::Shift counted = lesson05::counted_shift(world, nullptr);
+  for (Tensor& t : copies) dist::ring::all_reduce(t.data<float>(), t.numel(), rank, N, counted);
   const auto measured = gather(world, {static_cast<float>(world.stats().bytes - before_ring)});
   const std::int64_t formula = 2 * (N - 1) * flat * 4 / N;
   std::printf("buckets' buffers: %lld elements = psi %lld + padding %lld\n", static_cast<long long>(flat),
@@ -209,10 +211,9 @@ int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
   const bool same_everywhere = std::all_of(measured.begin(), measured.end(), [&](float m) { return m == measured[0]; });
   std::printf("measured %lld bytes per rank%s (%zu ring all-reduces, every isend counted)\n",
               static_cast<long long>(measured[0]), same_everywhere ? "" : " on rank 0 (ranks DIFFER)", copies.size());
+  const bool equal = static_cast<std::int64_t>(measured[0]) == formula && step_bytes == formula;
   std::printf("formula 2*(%d-1)/%d * %lld * 4 = %lld bytes  %s\n", N, N, static_cast<long long>(flat),
-              static_cast<long long>(formula),
-              static_cast<std::int64_t>(measured[0]) == formula && step_bytes == formula ? "(equal: measured = recorded = formula)"
-                                                                                       : "(DIFFERENT)");
+              static_cast<long long>(formula), equal ? "(equal: measured = recorded = formula)" : "(DIFFERENT)");
   std::printf("with gradient accumulation G, the first G-1 micro-steps send nothing (no_sync).\n");
 
   // ------------------------------------------------------------------------------------------

@@ -51,8 +51,8 @@ void print_steps(dist::ProcessGroup& world, const std::vector<RingStep>& seen, C
       const float* sent = &all[static_cast<std::size_t>(r) * per_rank + static_cast<std::size_t>(step) * 2 * kPerChunk];
       const float* got = sent + kPerChunk;
       const int sc = send_chunk(r, N, step), rc = recv_chunk(r, N, step);
-      std::printf("  rank %d: sends chunk %d %s to rank %d | gets chunk %d %s", r, sc, values(sent, kPerChunk, width).c_str(),
-                  (r + 1) % N, rc, values(got, kPerChunk, width).c_str());
+      std::printf("  rank %d: sends chunk %d %s to rank %d | gets chunk %d %s", r, sc,
+                  values(sent, kPerChunk, width).c_str(), (r + 1) % N, rc, values(got, kPerChunk, width).c_str());
       if (adds) {  // what ring::reduce_scatter computes next: received + own
         float own[kPerChunk], sum[kPerChunk];
         for (std::int64_t i = 0; i < kPerChunk; ++i) {
@@ -123,8 +123,10 @@ void ring_beats(lesson::Beats& beats, dist::ProcessGroup& world) {
   print_steps(world, seen, ring::reduce_scatter_send_chunk, ring::reduce_scatter_recv_chunk, /*adds=*/true, width);
   std::vector<float> all = gather(world, data);  // (N, 2N)
   std::printf("after %d steps rank r holds chunk r complete:", N - 1);
-  for (int r = 0; r < N; ++r)
-    std::printf("  rank %d chunk %d %s", r, r, values(&all[static_cast<std::size_t>(r * numel + r * kPerChunk)], kPerChunk, width).c_str());
+  for (int r = 0; r < N; ++r) {
+    const float* own_chunk = &all[static_cast<std::size_t>(r * numel + r * kPerChunk)];  // rank r's chunk r
+    std::printf("  rank %d chunk %d %s", r, r, values(own_chunk, kPerChunk, width).c_str());
+  }
   std::printf("\n(the other chunks of each rank's buffer hold partial sums it no longer needs)\n");
 
   // ------------------------------------------------------------------------------------------

@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -139,32 +140,58 @@ inline void expect_guide_figures(const std::string& nn, const std::string& args,
 
 // ---- the code a guide names ----
 
-/// Every source file of the tree (C++, CUDA, Makefile, CMake), concatenated: what a guide may name.
-inline const std::string& source_corpus() {
-  static const std::string corpus = [] {
-    std::string all = read_text(kSource + "/Makefile") + read_text(kSource + "/CMakeLists.txt");
+/// What a guide may name: every source file of the tree (C++, CUDA, Makefile, CMake) concatenated, its
+/// identifiers, and its GoogleTest suites and tests (those of tests/lessons too). Read once per process.
+struct SourceIndex {
+  std::string text;
+  std::set<std::string> words;   // identifiers
+  std::set<std::string> suites;  // L05_DDP
+  std::set<std::string> tests;   // L05_DDP.Name
+};
+
+inline const SourceIndex& source_index() {
+  static const SourceIndex index = [] {
+    SourceIndex ix;
+    std::string lesson_tests;  // tests/lessons: its test names count, its strings (names that must fail) do not
+    ix.text = read_text(kSource + "/Makefile") + read_text(kSource + "/CMakeLists.txt");
     for (const char* dir : {"minitorch", "cuda", "autograd", "nn", "optim", "data", "dist", "zero", "tools", "lessons",
                             "bench", "tests"}) {
       if (!std::filesystem::exists(kSource + "/" + dir)) continue;
       for (const auto& e : std::filesystem::recursive_directory_iterator(kSource + "/" + dir)) {
         const std::string ext = e.path().extension().string();
-        if (e.is_regular_file() && (ext == ".h" || ext == ".cpp" || ext == ".cu" || ext == ".cuh"))
-          all += read_text(e.path().string()) + "\n";
+        if (!e.is_regular_file() || (ext != ".h" && ext != ".cpp" && ext != ".cu" && ext != ".cuh")) continue;
+        const bool ours = e.path().parent_path() == std::filesystem::path(kSource + "/tests/lessons");
+        (ours ? lesson_tests : ix.text) += read_text(e.path().string()) + "\n";
       }
     }
-    return all;
+    // One pass per text: every identifier, and the suite and name after each TEST( / TEST_F( / TEST_P(.
+    auto scan = [&ix](const std::string& t, bool words) {
+      auto is_word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+      for (std::size_t i = 0; i < t.size();) {
+        if (!is_word(t[i])) {
+          ++i;
+          continue;
+        }
+        std::size_t j = i;
+        while (j < t.size() && is_word(t[j])) ++j;
+        const std::string word = t.substr(i, j - i);
+        if (words) ix.words.insert(word);
+        if ((word == "TEST" || word == "TEST_F" || word == "TEST_P") && j < t.size() && t[j] == '(') {
+          const std::size_t comma = t.find(',', j), close = t.find(')', j);
+          if (comma != std::string::npos && close != std::string::npos && comma < close) {
+            const std::string suite = squeeze(t.substr(j + 1, comma - j - 1));
+            ix.suites.insert(suite);
+            ix.tests.insert(suite + "." + squeeze(t.substr(comma + 1, close - comma - 1)));
+          }
+        }
+        i = j;
+      }
+    };
+    scan(ix.text, true);
+    scan(lesson_tests, false);
+    return ix;
   }();
-  return corpus;
-}
-
-inline bool has_word(const std::string& text, const std::string& word) {
-  auto is_word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
-  for (std::size_t at = text.find(word); at != std::string::npos; at = text.find(word, at + 1)) {
-    const bool starts = at == 0 || !is_word(text[at - 1]);
-    const bool ends = at + word.size() == text.size() || !is_word(text[at + word.size()]);
-    if (starts && ends) return true;
-  }
-  return false;
+  return index;
 }
 
 /// Why `name` (one backticked piece of a guide) names nothing in the tree, or "" if it is fine.
@@ -172,7 +199,7 @@ inline bool has_word(const std::string& text, const std::string& word) {
 /// code identifiers (`release_saved`, `Tensor::view`, `w.grad()`). Prose and commands pass as they are.
 inline std::string stale(const std::string& name) {
   namespace fs = std::filesystem;
-  const std::string& code = source_corpus();
+  const SourceIndex& code = source_index();
   std::smatch m;
   std::string problems;
   // make targets
@@ -180,20 +207,23 @@ inline std::string stale(const std::string& name) {
     const std::string target = m[1];
     std::smatch l;
     const bool lesson_rule = std::regex_match(target, l, std::regex(R"((?:test-)?lesson-(\d\d))")) &&
-                             lesson_dir(l[1]).rfind("(no", 0) != 0 && code.find("lesson-%:") != std::string::npos;
+                             lesson_dir(l[1]).rfind("(no", 0) != 0 && code.text.find("lesson-%:") != std::string::npos;
     if (!lesson_rule && !std::regex_search(read_text(kSource + "/Makefile"), std::regex("(^|\\n|\\s)" + target + ":")))
       problems += "no make target '" + target + "'; ";
   }
-  // test suites and tests: L05_DDP, L05_DDP.Name
+  // test suites and tests: `ctest -R L03_Data` selects the suites that start so; L05_DDP.Name is one test
   const std::regex test_re(R"(\b(L\d\d_[A-Za-z0-9]+)(?:\.([A-Za-z0-9_]+))?)");
   for (auto it = std::sregex_iterator(name.begin(), name.end(), test_re); it != std::sregex_iterator(); ++it) {
     const std::string suite = (*it)[1], test = (*it)[2];
     const bool truncated = name.compare((*it).position() + (*it).length(), 3, "...") == 0;
-    // `ctest -R L03_Data` selects every suite that starts so; L05_DDP.Name names one suite exactly
-    if (!std::regex_search(code, std::regex("TEST(_F|_P)?\\(" + suite + (test.empty() ? "\\w*," : ","))))
-      problems += "no test suite " + suite + (test.empty() ? "..." : "") + "; ";
-    else if (!test.empty() && !truncated && !std::regex_search(code, std::regex("TEST(_F|_P)?\\(" + suite + ",\\s*" + test + "\\)")))
+    if (test.empty()) {
+      auto next = code.suites.lower_bound(suite);
+      if (next == code.suites.end() || next->rfind(suite, 0) != 0) problems += "no test suite " + suite + "...; ";
+    } else if (!code.suites.count(suite)) {
+      problems += "no test suite " + suite + "; ";
+    } else if (!truncated && !code.tests.count(suite + "." + test)) {
       problems += "no test " + suite + "." + test + "; ";
+    }
   }
   // paths: source files, and programs in build/bin
   const std::regex path_re(R"((?:^|\s|')([A-Za-z_][\w.-]*/[\w./{},-]*[\w}]))");
@@ -221,18 +251,20 @@ inline std::string stale(const std::string& name) {
     for (const std::string& e : expanded)
       if (!fs::exists(kSource + "/" + e)) problems += "no file " + e + "; ";
   }
-  // code identifiers: release_saved, Tensor::view, w.grad(), contiguous()
-  if (std::regex_match(name, m, std::regex(R"(([A-Za-z_]\w*(?:(?:::|\.)[A-Za-z_]\w*)*)(?:\(\))?)"))) {
+  // code identifiers: release_saved, Tensor::view, w.grad(), contiguous() (test names are checked above)
+  if (std::regex_match(name, m, std::regex(R"(([A-Za-z_]\w*(?:(?:::|\.)[A-Za-z_]\w*)*)(?:\(\))?)")) &&
+      !std::regex_match(name, std::regex(R"(L\d\d_\w+(\.\w+)?)"))) {
     const std::string id = m[1];
     const std::size_t dot = id.rfind('.');
     bool ok;
     if (dot != std::string::npos)  // w.grad: as written, or through a pointer
-      ok = code.find(id) != std::string::npos || code.find(id.substr(0, dot) + "->" + id.substr(dot + 1)) != std::string::npos;
+      ok = code.text.find(id) != std::string::npos ||
+           code.text.find(id.substr(0, dot) + "->" + id.substr(dot + 1)) != std::string::npos;
     else if (id.find("::") != std::string::npos)
-      ok = code.find(id) != std::string::npos;
+      ok = code.text.find(id) != std::string::npos;
     else
-      ok = has_word(code, id);
-    if (!ok && !std::regex_match(id, std::regex(R"(L\d\d_\w+(\.\w+)?)"))) problems += "no code named '" + id + "'; ";
+      ok = code.words.count(id) > 0;
+    if (!ok) problems += "no code named '" + id + "'; ";
   }
   return problems;
 }
