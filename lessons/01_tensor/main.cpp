@@ -1,4 +1,4 @@
-// Lesson 01: the tensor. build/bin/lesson-01 [--auto]
+// Lesson 01: the tensor. build/bin/lesson-01 [--auto] [--quick] [--beat N] (make lesson-01)
 // A tensor is a handle: shared storage + shape + strides + offset + dtype. Views move no bytes,
 // bf16 halves the bytes, every byte is accounted under a tag, and matmul is where the time goes.
 #include <algorithm>
@@ -42,8 +42,8 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }
 }  // namespace
 
-int main(int argc, char** argv) {
-  lesson::Beats beats(argc, argv, "Lesson 01: the tensor");
+// The lesson's six beats; main() below parses the options and runs it.
+int run(lesson::Beats& beats) {
 
   // ------------------------------------------------------------------------------------------
   beats.beat("storage, shape, strides, offset",
@@ -154,6 +154,8 @@ int main(int argc, char** argv) {
   std::vector<int> settings{1};
   if (cores > 1) settings.push_back(cores);
   const double flops = 2.0 * n * n * n;
+  std::printf("one product: 2*%lld*%lld*%lld = %.0f flops (%.0f M)\n", static_cast<long long>(n), static_cast<long long>(n),
+              static_cast<long long>(n), flops, flops / 1e6);
   for (int t : settings) {
     set_num_threads(t);
     ops::matmul(A, B);  // warm-up
@@ -168,6 +170,11 @@ int main(int argc, char** argv) {
   set_num_threads(default_threads);
   std::printf("(this run's default: %d thread(s); %d core(s) on this machine)\n", default_threads, cores);
 
-  std::printf("\nLesson 01 done. Next: build/bin/lesson-02 (autograd).\n");
+  std::printf("\nLesson 01 done. Next: make lesson-02 (autograd).\n");
   return 0;
+}
+
+int main(int argc, char** argv) {
+  lesson::Beats beats("Lesson 01: the tensor", 6);
+  return beats.run(argc, argv, [&] { return run(beats); });
 }

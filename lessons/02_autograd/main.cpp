@@ -1,4 +1,4 @@
-// Lesson 02: autograd. build/bin/lesson-02 [--auto]
+// Lesson 02: autograd. build/bin/lesson-02 [--auto] [--quick] [--beat N] (make lesson-02)
 // Reverse mode: every op output remembers the op (grad_fn) and its inputs; backward() walks that
 // graph from the loss to the leaves, applying the chain rule, and frees the graph as it goes.
 #include <cmath>
@@ -64,8 +64,8 @@ struct MLP : nn::Module {
 long long kib(std::int64_t bytes) { return static_cast<long long>(bytes / 1024); }
 }  // namespace
 
-int main(int argc, char** argv) {
-  lesson::Beats beats(argc, argv, "Lesson 02: autograd");
+// The lesson's seven beats; main() below parses the options and runs it.
+int run(lesson::Beats& beats) {
 
   // ------------------------------------------------------------------------------------------
   beats.beat("a tiny graph: y = tanh(w.x + b)",
@@ -194,7 +194,8 @@ int main(int argc, char** argv) {
   const std::int64_t held = memory_stats().current(MemTag::activation) - base;
   const double hidden = 512.0 * 1024 * 4;  // one (512, 1024) f32 hidden state: 2 MiB
   std::printf("graph forward:    activation bytes held %6lld KiB = %.2f hidden states of (512, 1024) f32\n"
-              "                  (per hidden layer: the Linear's output and the tanh's output)\n",
+              "                  (per hidden layer the tanh's output, saved by the tanh and by the next Linear:\n"
+              "                  one tensor; the Linear's own output died once the tanh had read it)\n",
               kib(held), static_cast<double>(held) / hidden);
   ag::backward(loss);
   std::printf("after backward:   activation bytes held %6lld KiB; grad bytes %lld KiB = 4 x %lld parameters\n",
@@ -202,6 +203,11 @@ int main(int argc, char** argv) {
               kib(memory_stats().current(MemTag::grad) - grad_base), static_cast<long long>(big.num_parameters()));
   std::printf("%s\n", memory_report().c_str());
 
-  std::printf("\nLesson 02 done. Next: build/bin/lesson-03 (the GPT).\n");
+  std::printf("\nLesson 02 done. Next: make lesson-03 (the GPT).\n");
   return 0;
+}
+
+int main(int argc, char** argv) {
+  lesson::Beats beats("Lesson 02: autograd", 7);
+  return beats.run(argc, argv, [&] { return run(beats); });
 }

@@ -1,4 +1,5 @@
-// Lesson 03: the GPT. build/bin/lesson-03 [--auto] [--data TEXT] [--steps N]
+// Lesson 03: the GPT. build/bin/lesson-03 [--auto] [--quick] [--beat N] [--data TEXT] [--steps N] [--prompt TEXT]
+// (make lesson-03)
 // nanoGPT's model on the King James Bible: its parameter table, Ψ by formula, the loss at init,
 // then a real training run with the engine (AdamW, warmup-decay LR, clipping) and a sample.
 #include <algorithm>
@@ -25,8 +26,9 @@
 using namespace minitorch;
 
 namespace {
-// configs/baby.json, inline (so the lesson runs from any directory), with the step count filled in.
-std::string baby_config(long long steps) {
+// configs/baby.json, inline (so the lesson runs from any directory), with the step count and the
+// number of evaluation batches filled in.
+std::string baby_config(long long steps, long long eval_iters) {
   const long long warmup = std::max(1LL, steps / 12);  // baby.json: 50 of 600
   return R"({
     "train_batch_size": 32, "train_micro_batch_size_per_gpu": 32, "gradient_accumulation_steps": 1,
@@ -37,41 +39,71 @@ std::string baby_config(long long steps) {
          std::to_string(steps) + R"(, "warmup_type": "linear"}},
     "zero_optimization": {"stage": 0},
     "model": {"name": "baby"},
-    "training": {"steps": )" + std::to_string(steps) + R"(, "eval_iters": 20, "seed": 1337, "tokenizer": "char"}
+    "training": {"steps": )" + std::to_string(steps) + R"(, "eval_iters": )" + std::to_string(eval_iters) +
+         R"(, "seed": 1337, "tokenizer": "char"}
   })";
 }
 std::string bar(double value, double full, int width = 40) {
   int n = static_cast<int>(width * std::min(1.0, std::max(0.0, value / full)));
   return std::string(static_cast<std::size_t>(n), '#');
 }
+
+// The sample's prompt as token ids, checked before training. `given`: --prompt was on the command
+// line, and a character outside the vocabulary is a usage error. The default, "And God said", is the
+// KJV's: for a text that lacks one of its characters the prompt becomes the val split's first 12
+// characters, and `note` says why.
+std::vector<std::int32_t> prompt_ids(const data::TextDataset& ds, std::string& prompt, bool given,
+                                     const std::string& data_path, std::string& note) {
+  try {
+    return ds.tokenizer().encode(prompt);
+  } catch (const std::runtime_error& e) {
+    if (given)
+      throw lesson::UsageError("--prompt '" + prompt + "': " + e.what() + " (the characters of " + data_path +
+                               "; the model reads only the characters of its training text)");
+  }
+  const auto& val = ds.tokens(data::Split::val);
+  std::vector<std::int32_t> ids(val.begin(), val.begin() + std::min<std::ptrdiff_t>(12, std::ssize(val)));
+  note = "(\"" + prompt + "\" has characters " + data_path + " lacks: the prompt is the start of the val split)\n";
+  prompt = ds.tokenizer().decode(ids);
+  return ids;
+}
+
+struct Options {
+  std::string data = "datasets/kjv.txt";
+  long long steps = 200;
+  std::string prompt = "And God said";
+  bool prompt_given = false;
+};
 }  // namespace
 
-int main(int argc, char** argv) {
-  lesson::Beats beats(argc, argv, "Lesson 03: the GPT");
-  const std::string data_path = beats.option("--data", "datasets/kjv.txt");
-  const long long steps = beats.int_option("--steps", 200);
-  if (!std::filesystem::exists(data_path)) {
-    std::fprintf(stderr,
-                 "data file '%s' not found.\nMake it with `make data` (writes datasets/kjv.txt from Debian's "
-                 "bible-kjv package), or pass --data FILE (any UTF-8 text).\n",
-                 data_path.c_str());
-    return 1;
-  }
-  zero::Config cfg = zero::Config::from_json(baby_config(steps), 1, "lesson-03 (configs/baby.json)");
+// The lesson's six beats; main() below parses the options and runs it.
+int run(lesson::Beats& beats, Options& opt) {
+  const std::string& data_path = opt.data;
+  const long long steps = opt.steps;
+  if (!std::filesystem::exists(data_path))  // the command line's to fix: a usage error
+    throw lesson::UsageError("data file '" + data_path +
+                             "' not found. Make it with `make data` (writes datasets/kjv.txt from Debian's "
+                             "bible-kjv package), or pass --data FILE (any UTF-8 text)");
+  // --quick: 2 evaluation batches instead of 20 (a noisier loss, the same lesson)
+  const long long eval_iters = beats.quick() ? 2 : 20;
+  zero::Config cfg = zero::Config::from_json(baby_config(steps, eval_iters), 1, "lesson-03 (configs/baby.json)");
 
   // ------------------------------------------------------------------------------------------
-  beats.beat("the data: characters of the King James Bible",
+  beats.beat("the data: one token per character (of the King James Bible by default)",
              "A character tokenizer: one id per distinct character, in code-point order. The tokens\n"
              "are split once and for all: the first 90% train, the last 10% validation.");
   auto ds = data::TextDataset::load(data_path, cfg.training.tokenizer, cfg.model.block_size);
   const std::int64_t V = ds.tokenizer().vocab_size();
+  std::string prompt_note;  // checked now, so that a bad --prompt stops the lesson before training
+  const std::vector<std::int32_t> ids = prompt_ids(ds, opt.prompt, opt.prompt_given, data_path, prompt_note);
   const auto& train_tokens = ds.tokens(data::Split::train);
   std::printf("%s: %lld train + %lld val tokens, vocabulary V = %lld characters\n", data_path.c_str(),
               static_cast<long long>(ds.size(data::Split::train)), static_cast<long long>(ds.size(data::Split::val)),
               static_cast<long long>(V));
-  std::vector<std::int32_t> head(train_tokens.begin(), train_tokens.begin() + 48);
-  std::printf("first 48 characters: \"%s\"\nas ids:", ds.tokenizer().decode(head).c_str());
-  for (std::size_t i = 0; i < 16; ++i) std::printf(" %d", head[i]);
+  const std::ptrdiff_t shown = std::min<std::ptrdiff_t>(48, std::ssize(train_tokens));
+  std::vector<std::int32_t> head(train_tokens.begin(), train_tokens.begin() + shown);
+  std::printf("first %zu characters: \"%s\"\nas ids:", head.size(), ds.tokenizer().decode(head).c_str());
+  for (std::size_t i = 0; i < std::min<std::size_t>(16, head.size()); ++i) std::printf(" %d", head[i]);
   std::printf(" ...\n");
 
   // ------------------------------------------------------------------------------------------
@@ -169,16 +201,28 @@ int main(int argc, char** argv) {
   std::printf("train loss %.4f, val loss %.4f (over %lld fixed batches each; ln(V) = %.4f)\n",
               static_cast<double>(train_loss), static_cast<double>(val_loss),
               static_cast<long long>(cfg.training.eval_iters), ln_v);
-  const std::string prompt = "And God said";
-  std::vector<std::int32_t> ids = ds.tokenizer().encode(prompt);
+  std::printf("%s", prompt_note.c_str());
   Generator sampler(42);
   Tensor out = model->generate(Tensor::from_ints(ids, {1, static_cast<std::int64_t>(ids.size())}), 200, 0.8f, sampler);
-  std::printf("sample (temperature 0.8, 200 characters):\n----\n%s\n----\n",
+  std::printf("sample after \"%s\" (temperature 0.8, 200 characters):\n----\n%s\n----\n", opt.prompt.c_str(),
               ds.tokenizer().decode(out.to_int_vector()).c_str());
 
   std::printf("\nfinal after %lld steps (seed %llu): train loss %.4f  val loss %.4f\n", steps,
               static_cast<unsigned long long>(cfg.training.seed), static_cast<double>(train_loss),
               static_cast<double>(val_loss));
   std::printf("^ the number lesson 05 (DDP) will compare against.\n");
+  std::printf("\nLesson 03 done. Next: make lesson-05 (data parallelism on 4 ranks).\n");
   return 0;
+}
+
+int main(int argc, char** argv) {
+  lesson::Beats beats("Lesson 03: the GPT", 6);
+  Options opt;
+  beats.option("--data", opt.data, "FILE", "the text to train on; `make data` writes the KJV");
+  beats.option("--steps", opt.steps, "optimizer steps", /*quick=*/20);
+  beats.option("--prompt", opt.prompt, "TEXT", "the sample's first characters (each must occur in --data)");
+  return beats.run(argc, argv, [&] {
+    opt.prompt_given = beats.given("--prompt");
+    return run(beats, opt);
+  });
 }

@@ -1,14 +1,17 @@
-// Lesson 05: data parallelism. mpirun -np 4 build/bin/lesson-05 [--auto] [--data TEXT] [--steps N]
+// Lesson 05: data parallelism. mpirun -np 4 build/bin/lesson-05 [--auto] [--quick] [--beat N] [--data TEXT]
+// [--steps N] [--bucket ELEMENTS] (make lesson-05 starts it on 4 ranks)
 // Every rank holds the whole baby GPT and trains on its own micro-batches; DDP averages the gradients
 // in buckets whose all-reduces start from the gradient hooks while backward is still running. The
-// lesson shows the buckets, when each fired on each rank, the bytes against 2(N-1)/N·Ψ·4, and trains
-// on N ranks against the one-rank run with the same global batch.
+// lesson runs the ring all-reduce step by step (watched_ring.cpp), shows the buckets, when each fired
+// on each rank, the bytes each rank sent against 2(N-1)/N·Ψ·4, and trains on N ranks against the
+// one-rank run with the same global batch.
 #include <mpi.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -26,10 +29,13 @@
 #include "zero/config.h"
 #include "zero/engine.h"
 #include "zero/stage0.h"
+#include "watched_ring.h"
 
 using namespace minitorch;
 
 namespace {
+using lesson05::gather;
+
 // configs/ddp.json, inline: lesson 03's run (batch 32 = micro 8 × N ranks for N = 4), `micro` per rank
 // and `accum` micro-steps, with the step count filled in.
 std::string ddp_config(long long steps, long long micro, long long accum, long long bucket) {
@@ -53,43 +59,49 @@ std::shared_ptr<nn::GPT> make_model(const zero::Config& cfg, std::int64_t V, std
   return std::make_shared<nn::GPT>(zero::model_config(cfg, V), init);
 }
 
-/// Every rank's `mine` (same length on each), concatenated in rank order.
-std::vector<float> gather(dist::ProcessGroup& g, const std::vector<float>& mine) {
-  const auto k = static_cast<std::int64_t>(mine.size());
-  return g.all_gather(Tensor::from_vector(mine, {k}), k * g.size()).to_vector();
-}
-
-/// A barrier that sleeps instead of spinning, so ranks that wait leave the cores to the one working.
-void quiet_barrier() {
-  MPI_Request req;
-  MPI_Ibarrier(MPI_COMM_WORLD, &req);
+/// Waits for `req` sleeping, not spinning, and with no deadline: the ranks that wait leave the cores to
+/// the one working, or wait for as long as the student reads.
+void quiet_wait(MPI_Request& req) {
   for (int done = 0; MPI_Test(&req, &done, MPI_STATUS_IGNORE), !done;)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
 }
+void quiet_barrier() {
+  MPI_Request req;
+  MPI_Ibarrier(MPI_COMM_WORLD, &req);
+  quiet_wait(req);
+}
+/// Rank 0's `value` on every rank: what the student typed at a prompt (only rank 0 reads the terminal).
+int from_rank0(int value) {
+  MPI_Request req;
+  MPI_Ibcast(&value, 1, MPI_INT, 0, MPI_COMM_WORLD, &req);
+  quiet_wait(req);
+  return value;
+}
+
+struct Options {
+  std::string data = "datasets/kjv.txt";
+  long long steps = 200, bucket = 200000;
+};
 }  // namespace
 
-int main(int argc, char** argv) {
-  dist::ProcessGroup& world = dist::init(&argc, &argv);
+// The lesson's nine beats on every rank (rank 0 prints); main() below parses the options and runs it.
+int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
   const int N = world.size(), rank = world.rank();
-  if (rank != 0 && !std::freopen("/dev/null", "w", stdout)) return 1;  // rank 0 prints for everyone
-  lesson::Beats beats(argc, argv, "Lesson 05: data parallelism (DDP)");
-  const std::string data_path = beats.option("--data", "datasets/kjv.txt");
-  const long long steps = beats.int_option("--steps", 200);
-  const long long bucket = beats.int_option("--bucket", 200000);
+  const std::string& data_path = opt.data;
+  const long long steps = opt.steps, bucket = opt.bucket;
   if (N == 1) {
     std::printf("This lesson runs on several ranks: each rank is one process with the whole model, and\n"
-                "DDP averages the gradients between them. Start it with mpirun, e.g.\n\n"
+                "DDP averages the gradients between them. Start it with `make lesson-05` (4 ranks), or\n\n"
                 "  mpirun -np 4 build/bin/lesson-05          (as root: add --allow-run-as-root;\n"
                 "                                             fewer cores than ranks: add --oversubscribe)\n\n"
                 "With one rank there is nobody to talk to: DDP would be the single-rank engine of lesson 03.\n");
     return 0;
   }
-  if (!std::filesystem::exists(data_path)) {
-    if (rank == 0)
-      std::fprintf(stderr, "data file '%s' not found.\nMake it with `make data`, or pass --data FILE (any UTF-8 text).\n",
-                   data_path.c_str());
-    return 1;
-  }
+  if (!std::filesystem::exists(data_path))  // every rank sees it: rank 0 says it, all stop
+    throw lesson::UsageError("data file '" + data_path +
+                             "' not found. Make it with `make data`, or pass --data FILE (any UTF-8 text)");
+  // --quick: 2 evaluation batches instead of 20 (a noisier loss, the same comparison)
+  const std::int64_t eval_iters = beats.quick() ? 2 : 20;
   zero::Config cfg = zero::Config::from_json(ddp_config(steps, 8, 1, bucket), N, "lesson-05 (configs/ddp.json)");
   auto ds = data::TextDataset::load(data_path, cfg.training.tokenizer, cfg.model.block_size);
   const std::int64_t V = ds.tokenizer().vocab_size(), T = cfg.model.block_size, B = cfg.train_micro_batch_size_per_gpu;
@@ -110,6 +122,9 @@ int main(int argc, char** argv) {
               static_cast<long long>(cfg.gradient_accumulation_steps), N);
   for (int r = 0; r < N; ++r)
     std::printf("rank %d: wte[0,0] from its own seed %+.6f -> after broadcast %+.6f\n", r, firsts[2 * r], firsts[2 * r + 1]);
+
+  // Beats 2-4: how an all-reduce moves the bytes, step by step on a small tensor (watched_ring.cpp).
+  lesson05::ring_beats(beats, world);
 
   // ------------------------------------------------------------------------------------------
   beats.beat("buckets: gradients in reverse order of use",
@@ -174,13 +189,31 @@ int main(int argc, char** argv) {
 
   // ------------------------------------------------------------------------------------------
   beats.beat("bytes per step: 2(N-1)/N * psi * 4",
-             "A ring all-reduce is a reduce-scatter then an all-gather: each rank sends (N-1)/N of the\n"
-             "buffer in each phase. Per optimizer step DDP all-reduces every gradient once.");
-  const std::int64_t formula = 2 * (N - 1) * psi * 4 / N;
-  std::printf("measured (world.stats(), one step): %lld bytes in %lld all-reduces\n", static_cast<long long>(step_bytes),
+             "Per optimizer step DDP all-reduces every gradient once: the ring's 2(N-1)/N of the buckets'\n"
+             "buffers, Ψ floats (plus padding to a multiple of N). world.stats() *recorded* that volume as\n"
+             "each all-reduce started (MPI's own all-reduce ran). To *measure* it, the same buffers go\n"
+             "through the watched ring of beats 2-4, every message counted as it is sent.");
+  std::int64_t flat = 0;  // Σ bucket buffers, elements: Ψ + padding
+  std::vector<Tensor> copies;
+  for (const auto& b : buckets) {
+    flat += b.buffer.numel();
+    copies.push_back(b.buffer.flat().clone());  // (numel) this rank's averaged gradients, a copy
+  }
+  const std::int64_t before_ring = world.stats().bytes;
+  const dist::ring::Shift counted = lesson05::counted_shift(world, nullptr);
+  for (Tensor& t : copies) dist::ring::all_reduce(t.data<float>(), t.numel(), rank, N, counted);
+  const auto measured = gather(world, {static_cast<float>(world.stats().bytes - before_ring)});
+  const std::int64_t formula = 2 * (N - 1) * flat * 4 / N;
+  std::printf("buckets' buffers: %lld elements = psi %lld + padding %lld\n", static_cast<long long>(flat),
+              static_cast<long long>(psi), static_cast<long long>(flat - psi));
+  std::printf("recorded by world.stats() in that step: %lld bytes in %lld all-reduces\n", static_cast<long long>(step_bytes),
               static_cast<long long>(step_calls));
-  std::printf("formula 2*(%d-1)/%d * %lld * 4 = %lld bytes  %s\n", N, N, static_cast<long long>(psi),
-              static_cast<long long>(formula), step_bytes == formula ? "(equal)" : "(DIFFERENT: Ψ not divisible by N?)");
+  const bool same_everywhere = std::all_of(measured.begin(), measured.end(), [&](float m) { return m == measured[0]; });
+  std::printf("measured %lld bytes per rank%s (%zu ring all-reduces, every isend counted)\n",
+              static_cast<long long>(measured[0]), same_everywhere ? "" : " on rank 0 (ranks DIFFER)", copies.size());
+  const bool equal = static_cast<std::int64_t>(measured[0]) == formula && step_bytes == formula;
+  std::printf("formula 2*(%d-1)/%d * %lld * 4 = %lld bytes  %s\n", N, N, static_cast<long long>(flat),
+              static_cast<long long>(formula), equal ? "(equal: measured = recorded = formula)" : "(DIFFERENT)");
   std::printf("with gradient accumulation G, the first G-1 micro-steps send nothing (no_sync).\n");
 
   // ------------------------------------------------------------------------------------------
@@ -203,7 +236,7 @@ int main(int argc, char** argv) {
   }
   data::BatchSampler train_eval(ds.tokens_ptr(data::Split::train), 32, T, cfg.training.seed + 2);  // lesson 03's
   data::BatchSampler val_eval(ds.tokens_ptr(data::Split::val), 32, T, cfg.training.seed + 1);
-  const float ddp_train = engine->evaluate(train_eval, 20), ddp_val = engine->evaluate(val_eval, 20);
+  const float ddp_train = engine->evaluate(train_eval, eval_iters), ddp_val = engine->evaluate(val_eval, eval_iters);
   std::printf("%d ranks: train loss %.4f, val loss %.4f\n", N, ddp_train, ddp_val);
 
   // ------------------------------------------------------------------------------------------
@@ -213,7 +246,8 @@ int main(int argc, char** argv) {
              "summation order. (Lesson 03 draws its 32 as one micro-batch: other windows, same curve.)");
   if (rank == 0) {
     zero::Config one = zero::Config::from_json(ddp_config(steps, 8, N, bucket), 1, "lesson-05 (1 rank)");
-    set_num_threads(std::max(1u, std::thread::hardware_concurrency()));  // the others sleep meanwhile
+    if (!std::getenv("MINITORCH_NUM_THREADS"))  // the others sleep meanwhile: take every core
+      set_num_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
     auto ref = zero::initialize(make_model(one, V, one.training.seed), one);
     double worst = 0;
     std::printf("step    %d ranks    1 rank   rel. diff\n", N);
@@ -224,7 +258,7 @@ int main(int argc, char** argv) {
       if (s % 20 == 0 || s == 1 || s == steps)
         std::printf("%4lld   %8.4f  %8.4f   %.1e\n", s, static_cast<double>(d), static_cast<double>(l), rel);
     }
-    const float one_train = ref->evaluate(train_eval, 20), one_val = ref->evaluate(val_eval, 20);
+    const float one_train = ref->evaluate(train_eval, eval_iters), one_val = ref->evaluate(val_eval, eval_iters);
     std::printf("1 rank:  train loss %.4f, val loss %.4f\n", one_train, one_val);
     std::printf("largest relative loss difference over %lld steps: %.1e\n", steps, worst);
     std::printf("final after %lld steps: %d ranks val %.4f vs 1 rank val %.4f (lesson 03, 200 steps: ~2.22)\n", steps, N,
@@ -232,5 +266,20 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
   }
   quiet_barrier();
+  std::printf("\nLesson 05 done.\n");
   return 0;
+}
+
+int main(int argc, char** argv) {
+  dist::ProcessGroup& world = dist::init(&argc, &argv);
+  if (world.rank() != 0 && !std::freopen("/dev/null", "w", stdout)) return 1;  // rank 0 prints for everyone
+  lesson::Beats beats("Lesson 05: data parallelism (DDP)", 9);
+  Options opt;
+  beats.option("--data", opt.data, "FILE", "the text to train on; `make data` writes the KJV");
+  beats.option("--steps", opt.steps, "optimizer steps of each training run", /*quick=*/10);
+  beats.option("--bucket", opt.bucket, "DDP's reduce_bucket_size, in elements");
+  if (world.size() > 1) beats.on_ranks(world.rank(), from_rank0);  // rank 0 reads the prompt for all
+  // An error on one rank must end the whole job, not leave the others waiting in a collective.
+  return beats.run(argc, argv, [&] { return run(beats, world, opt); },
+                   [](const std::string& what) { dist::abort_job(what, 1); });
 }

@@ -1,63 +1,247 @@
 #pragma once
 // A lesson is a sequence of beats: print what is about to happen, run it live, wait for Enter.
-// `--auto` runs every beat without waiting (CI runs the lessons this way).
 //
-//   lesson::Beats beats(argc, argv, "Lesson 01: the tensor");
-//   beats.beat("views share storage", "transpose swaps the strides; no byte moves.");
-//   ... live code, printing real numbers ...
-//   std::string data = beats.option("--data", "datasets/kjv.txt");   // "--data PATH" or the default
-#include <cstdlib>
-#include <cstring>
+//   int main(int argc, char** argv) {
+//     lesson::Beats beats("Lesson 03: the GPT", 6);                    // title, number of beats
+//     std::string data = "datasets/kjv.txt";                           // options: name, default, help
+//     long long steps = 200;
+//     beats.option("--data", data, "FILE", "the text to train on");
+//     beats.option("--steps", steps, "optimizer steps", /*quick=*/20);  // --quick uses 20
+//     return beats.run(argc, argv, [&] {
+//       beats.beat("the data", "One id per character ...");
+//       ... live code on real tensors, printing real numbers ...
+//       return 0;
+//     });
+//   }
+//
+// Every lesson also takes
+//   --auto     never wait for Enter (CI runs the lessons this way);
+//   --quick    the small run the tests use: the options declared with a quick value take it;
+//   --beat N   run beats 1..N-1 without waiting and without their output (later beats need their
+//              state), then show beat N on and wait as usual;
+//   --help     print the options and exit 0.
+// An option the lesson did not declare, a malformed value or --beat out of range is a usage error:
+// one "error: ..." line naming it, exit status 2. At the prompt, Enter goes on; q (or the end of the
+// input) quits cleanly with status 0. run() turns an exception into one "error: ..." line and status
+// 1 (lesson::UsageError: status 2) — a lesson never ends in an uncaught exception.
+//
+// Under mpirun every rank runs the lesson and only rank 0 prints and reads the terminal: on_ranks()
+// tells Beats which rank this is and how to broadcast rank 0's choice at a prompt, so that all ranks
+// go on, or quit, together.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <cstdio>
+#include <exception>
+#include <functional>
 #include <iostream>
+#include <limits>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
 namespace lesson {
+
+/// Input the student can fix (an option's value, a --prompt outside the vocabulary): exit status 2.
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 class Beats {
  public:
-  Beats(int argc, char** argv, std::string title) : args_(argv + 1, argv + argc) {
-    for (const auto& a : args_)
-      if (a == "--auto") auto_ = true;
-    std::cout << "\n=== " << title << " ===\n" << (auto_ ? "(--auto: running every beat)\n" : "(Enter: next beat)\n");
+  /// `total`: how many beats the lesson has (the counter prints "beat k/total").
+  Beats(std::string title, int total) : title_(std::move(title)), total_(total), app_(title_) {
+    app_.set_help_flag("--help,-h", "print these options and exit");
+    app_.add_flag("--auto", auto_, "run every beat without waiting for Enter");
+    app_.add_flag("--quick", quick_, "the small, fast run the tests use (see the options that name it)");
+    app_.add_option("--beat", start_, "run beats 1..N-1 silently, then show beat N on (1.." + std::to_string(total_) + ")")
+        ->type_name("N")
+        ->check(positive<int>());
+    app_.allow_extras();  // unknown arguments are collected and reported by run() in one line
+    names_ = {"--auto", "--quick", "--beat N"};
   }
-  /// Starts beat n: prints its heading and the idea in a sentence or two.
-  void beat(const std::string& heading, const std::string& idea) {
-    if (count_ > 0) wait();
-    ++count_;
-    std::cout << "\n--- beat " << count_ << ": " << heading << " ---\n" << idea << "\n\n";
-  }
-  bool is_auto() const { return auto_; }
 
-  /// The value after `name` on the command line ("--steps 30"), or `fallback` if it is absent.
-  std::string option(const std::string& name, const std::string& fallback) const {
-    for (std::size_t i = 0; i + 1 < args_.size(); ++i)
-      if (args_[i] == name) return args_[i + 1];
-    return fallback;
+  /// A text option: `value` holds the default and receives what the command line says.
+  void option(const std::string& name, std::string& value, const std::string& type, const std::string& help) {
+    app_.add_option(name, value, help + " (default: " + (value.empty() ? "none" : value) + ")")->type_name(type);
+    names_.push_back(name + " " + type);
   }
-  /// Same for an integer option; a value that is not a positive integer exits with a message.
-  long long int_option(const std::string& name, long long fallback) const {
-    std::string v = option(name, "");
-    if (v.empty()) return fallback;
-    char* end = nullptr;
-    long long n = std::strtoll(v.c_str(), &end, 10);
-    if (*end != '\0' || n <= 0) {
-      std::cerr << "error: " << name << " needs a positive integer, got '" << v << "'\n";
-      std::exit(2);
+  /// A positive integer option; with --quick (and the option not given) it takes `quick` if > 0.
+  void option(const std::string& name, long long& value, const std::string& help, long long quick = 0) {
+    std::string text = help + " (default: " + std::to_string(value);
+    if (quick > 0) text += "; --quick: " + std::to_string(quick);
+    CLI::Option* opt = app_.add_option(name, value, text + ")")->type_name("N")->check(positive<long long>());
+    if (quick > 0) quick_values_.push_back([opt, &value, quick] { if (opt->count() == 0) value = quick; });
+    names_.push_back(name + " N");
+  }
+
+  /// Under mpirun: this process's rank (only rank 0 prints and reads the terminal) and `share`, a
+  /// collective that every rank calls at the same prompt and that returns rank 0's value everywhere.
+  void on_ranks(int rank, std::function<int(int)> share) {
+    rank_ = rank;
+    share_ = std::move(share);
+  }
+
+  /// Parses the command line, prints the title and runs `body` (which calls beat() `total` times).
+  /// Returns the exit status: body's, 0 after --help or q, 2 for a usage error, 1 for any other
+  /// error. Under on_ranks(), an error that is not a usage error is handed to `fail` (which ends the
+  /// whole job: one rank alone must not leave the others waiting) instead of being printed here.
+  int run(int argc, char** argv, const std::function<int()>& body,
+          const std::function<void(const std::string&)>& fail = {}) {
+    if (int status = parse(argc, argv); status >= 0) return status;
+    try {
+      std::cout << "\n=== " << title_ << " ===\n"
+                << (auto_ ? "(--auto: running every beat)\n" : "(Enter: next beat, q: quit)\n");
+      if (start_ > 1) std::cout << "(--beat " << start_ << ": running beats 1-" << start_ - 1 << " without showing them)\n";
+      std::cout << std::flush;
+      const int status = body();
+      show();
+      if (status == 0 && count_ > 0 && count_ != total_)
+        throw std::logic_error("the lesson declared " + std::to_string(total_) + " beats but ran " + std::to_string(count_));
+      return status;
+    } catch (const Quit&) {
+      show();
+      std::cout << "(quit at beat " << count_ << "/" << total_ << ")\n" << std::flush;
+      return 0;
+    } catch (const UsageError& e) {
+      show();
+      error(e.what());
+      return 2;
+    } catch (const std::exception& e) {
+      show();
+      if (fail) fail(e.what());  // does not return
+      error(e.what());
+      return 1;
     }
-    return n;
   }
+
+  /// Starts the next beat: waits for Enter (from the second beat shown on), then prints the heading,
+  /// "beat k/total" and the idea in a sentence or two.
+  void beat(const std::string& heading, const std::string& idea) {
+    if (count_ >= total_)
+      throw std::logic_error("beat " + std::to_string(count_ + 1) + " is beyond the " + std::to_string(total_) +
+                             " the lesson declared");
+    if (count_ >= start_) pause();
+    ++count_;
+    if (count_ < start_) hide();
+    else show();
+    std::cout << "\n--- beat " << count_ << "/" << total_ << ": " << heading << " ---\n" << idea << "\n\n" << std::flush;
+  }
+
+  bool is_auto() const { return auto_; }
+  bool quick() const { return quick_; }
+  /// True if the option `name` ("--prompt") was on the command line (not just its default).
+  bool given(const std::string& name) const { return app_.count(name) > 0; }
 
  private:
-  void wait() {
-    if (auto_) return;
-    std::cout << "\n[Enter] " << std::flush;
-    std::string line;
-    std::getline(std::cin, line);
+  struct Quit {};
+
+  /// Returns -1 to go on, else the exit status (0 for --help, 2 for a usage error).
+  int parse(int argc, char** argv) {
+    std::string program = argc > 0 ? argv[0] : "lesson";
+    program = program.substr(program.find_last_of('/') + 1);
+    app_.name(program);
+    try {
+      app_.parse(argc, argv);
+    } catch (const CLI::CallForHelp& e) {
+      if (rank_ == 0) app_.exit(e);
+      return 0;
+    } catch (const CLI::ParseError& e) {
+      error(e.what(), program);
+      return 2;
+    }
+    if (const std::vector<std::string> rest = app_.remaining(); !rest.empty()) {
+      const std::string& arg = rest.front();
+      if (arg.rfind('-', 0) == 0) error("unknown option '" + arg.substr(0, arg.find('=')) + "'", program);
+      else error("unexpected argument '" + arg + "'", program);
+      return 2;
+    }
+    if (start_ > total_) {
+      error("--beat " + std::to_string(start_) + " is out of range: this lesson has beats 1.." + std::to_string(total_),
+            program);
+      return 2;
+    }
+    for (auto& apply : quick_values_)
+      if (quick_) apply();
+    return -1;
   }
-  std::vector<std::string> args_;
-  bool auto_ = false;
-  int count_ = 0;
+
+  /// One "error: ..." line on stderr (rank 0 only); with `program`, the options it takes.
+  void error(const std::string& what, const std::string& program = "") const {
+    if (rank_ != 0) return;
+    std::cout << std::flush;
+    std::fflush(stdout);
+    std::cerr << "error: " << what;
+    if (!program.empty()) {
+      std::cerr << " (" << program << " takes";
+      for (std::size_t i = 0; i < names_.size(); ++i) std::cerr << (i ? ", " : " ") << names_[i];
+      std::cerr << ", --help)";
+    }
+    std::cerr << "\n" << std::flush;
+  }
+
+  /// At a prompt: Enter goes on, q or the end of input quits. Under mpirun rank 0 reads and shares.
+  void pause() {
+    if (auto_) return;
+    int quit = 0;
+    if (rank_ == 0) {
+      std::cout << "\n[beat " << count_ << "/" << total_ << " done. Enter: next, q: quit] " << std::flush;
+      std::string line;
+      if (!std::getline(std::cin, line)) quit = 1, std::cout << "(end of input)\n";
+      else if (line == "q" || line == "quit") quit = 1;
+    }
+    if (share_) quit = share_(quit);
+    if (quit) throw Quit{};
+  }
+
+  /// --beat N: beats before N run with standard output going to /dev/null.
+  void hide() {
+    if (saved_stdout_ >= 0) return;
+    std::cout.flush();
+    std::fflush(stdout);
+    const int null = ::open("/dev/null", O_WRONLY);
+    if (null < 0) return;  // cannot hide: the beats just print
+    saved_stdout_ = ::dup(STDOUT_FILENO);
+    ::dup2(null, STDOUT_FILENO);
+    ::close(null);
+  }
+  void show() {
+    if (saved_stdout_ < 0) return;
+    std::cout.flush();
+    std::fflush(stdout);
+    ::dup2(saved_stdout_, STDOUT_FILENO);
+    ::close(saved_stdout_);
+    saved_stdout_ = -1;
+  }
+
+  /// Decimal digits only, >= 1: CLI11 2.1 would read "010" as octal and saturate huge values.
+  template <typename Int>
+  static CLI::Validator positive() {
+    return CLI::Validator(
+        [](std::string& s) -> std::string {
+          Int v{};
+          auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+          if (ec == std::errc::result_out_of_range) return "'" + s + "' is too large";
+          if (ec != std::errc() || end != s.data() + s.size() || v < 1) return "needs a positive integer, got '" + s + "'";
+          return "";
+        },
+        "");  // no description: --help shows "--steps N"
+  }
+
+  std::string title_;
+  int total_;
+  CLI::App app_;
+  std::vector<std::string> names_;                    // the options, for the error message
+  std::vector<std::function<void()>> quick_values_;  // applied after parsing when --quick
+  bool auto_ = false, quick_ = false;
+  int start_ = 1;          // --beat
+  int count_ = 0;          // beats started
+  int rank_ = 0;           // under mpirun; only rank 0 prints errors and reads the terminal
+  std::function<int(int)> share_;
+  int saved_stdout_ = -1;  // the real standard output while a --beat jump hides the beats before it
 };
 
 }  // namespace lesson

@@ -1,0 +1,283 @@
+#pragma once
+// What the lesson tests share: running a lesson as a student does (from the repository root; lesson 05
+// under mpirun on 4 ranks), the figures its guide quotes, and the code names its guide mentions.
+//
+// A guide marks what a run prints with an HTML comment (invisible on GitHub) followed by an indented
+// block of output lines:
+//
+//   <!-- printed by: --auto --quick -->
+//
+//       loss at init 4.1833, ln(V) = ln(63) = 4.1431
+//       bucket 0:  198656 elements, 15 tensors: transformer.ln_f.bias ... transformer.h.2.mlp.c_proj.bias
+//
+// Each quoted line must appear in the output of the lesson run with those options (runs of spaces count
+// as one; "..." stands for anything on the same line). A test runs the lesson once and checks them.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "test_util.h"
+
+namespace lesson_test {
+
+using mt_test::CommandResult;
+
+inline const std::string kSource = MT_SOURCE_DIR;
+inline const std::string kBin = MT_BIN_DIR;
+inline const std::string kData = kSource + "/datasets/kjv.txt";
+/// 4 ranks on any machine (fewer cores: oversubscribe; as root: allowed); -q: no Open MPI banners.
+inline const std::string kMpirun =
+    "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun -q --oversubscribe --bind-to none -np 4 ";
+
+/// The lesson folder of lesson `nn` ("03" -> "03_gpt").
+inline std::string lesson_dir(const std::string& nn) {
+  for (const auto& e : std::filesystem::directory_iterator(kSource + "/lessons"))
+    if (e.path().filename().string().rfind(nn + "_", 0) == 0) return e.path().filename().string();
+  return "(no lesson " + nn + ")";
+}
+
+/// The command line of lesson `nn` with `args`: build/bin/lesson-NN, under mpirun for lesson 05.
+inline std::string lesson_command(const std::string& nn, const std::string& args) {
+  return (nn == "05" ? kMpirun : std::string()) + kBin + "/lesson-" + nn + " " + args;
+}
+
+/// Runs lesson `nn` from the repository root with `args`, standard input empty.
+inline CommandResult run_lesson(const std::string& nn, const std::string& args) {
+  return mt_test::run_command("cd " + kSource + " && " + lesson_command(nn, args));
+}
+
+/// Same, with `typed` (a printf format: "\\nq\\n" is Enter, then q and Enter) on standard input.
+inline CommandResult run_lesson_typing(const std::string& nn, const std::string& args, const std::string& typed) {
+  return mt_test::run_command("cd " + kSource + " && (printf '" + typed + "' | " + lesson_command(nn, args) + ")");
+}
+
+inline std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+/// `s` with each run of blanks as one space and no blanks at either end.
+inline std::string squeeze(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    const bool blank = c == ' ' || c == '\t';
+    if (blank && (out.empty() || out.back() == ' ')) continue;
+    out += blank ? ' ' : c;
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
+}
+
+inline std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+/// The output lines the guide of lesson `nn` quotes for a run with `args` (see the top of this file).
+inline std::vector<std::string> guide_figures(const std::string& nn, const std::string& args) {
+  const std::vector<std::string> lines = lines_of(read_text(kSource + "/lessons/" + lesson_dir(nn) + "/README.md"));
+  const std::string marker = "<!-- printed by: " + args + " -->";
+  std::vector<std::string> figures;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    if (squeeze(lines[i]) != marker) continue;
+    for (std::size_t j = i + 1; j < lines.size(); ++j) {
+      if (lines[j].empty()) continue;
+      if (lines[j].rfind("    ", 0) != 0) break;
+      figures.push_back(squeeze(lines[j]));
+    }
+  }
+  return figures;
+}
+
+/// True if one line of `output` holds the parts of `figure` between its "..." in that order.
+inline bool printed(const std::string& figure, const std::vector<std::string>& output) {
+  std::vector<std::string> parts;
+  for (std::size_t from = 0;;) {
+    const std::size_t dots = figure.find("...", from);
+    parts.push_back(squeeze(figure.substr(from, dots == std::string::npos ? std::string::npos : dots - from)));
+    if (dots == std::string::npos) break;
+    from = dots + 3;
+  }
+  for (const std::string& line : output) {
+    const std::string l = squeeze(line);
+    std::size_t at = 0;
+    bool all = true;
+    for (const std::string& p : parts) {
+      const std::size_t found = l.find(p, at);
+      if (found == std::string::npos) {
+        all = false;
+        break;
+      }
+      at = found + p.size();
+    }
+    if (all) return true;
+  }
+  return false;
+}
+
+/// Checks that the guide of lesson `nn` quotes at least one line for `args` and that every quoted line
+/// is in `output` (the output of that run).
+inline void expect_guide_figures(const std::string& nn, const std::string& args, const std::string& output) {
+  const std::vector<std::string> figures = guide_figures(nn, args);
+  EXPECT_FALSE(figures.empty()) << "lessons/" << lesson_dir(nn) << "/README.md has no <!-- printed by: " << args
+                                << " --> block";
+  const std::vector<std::string> out = lines_of(output);
+  for (const std::string& f : figures)
+    EXPECT_TRUE(printed(f, out)) << "the guide of lesson " << nn << " quotes\n    " << f << "\nbut `lesson-" << nn << " "
+                                 << args << "` did not print it:\n" << output;
+}
+
+// ---- the code a guide names ----
+
+/// What a guide may name: every source file of the tree (C++, CUDA, Makefile, CMake) concatenated, its
+/// identifiers, and its GoogleTest suites and tests (those of tests/lessons too). Read once per process.
+struct SourceIndex {
+  std::string text;
+  std::set<std::string> words;   // identifiers
+  std::set<std::string> suites;  // L05_DDP
+  std::set<std::string> tests;   // L05_DDP.Name
+};
+
+inline const SourceIndex& source_index() {
+  static const SourceIndex index = [] {
+    SourceIndex ix;
+    std::string lesson_tests;  // tests/lessons: its test names count, its strings (names that must fail) do not
+    ix.text = read_text(kSource + "/Makefile") + read_text(kSource + "/CMakeLists.txt");
+    for (const char* dir : {"minitorch", "cuda", "autograd", "nn", "optim", "data", "dist", "zero", "tools", "lessons",
+                            "bench", "tests"}) {
+      if (!std::filesystem::exists(kSource + "/" + dir)) continue;
+      for (const auto& e : std::filesystem::recursive_directory_iterator(kSource + "/" + dir)) {
+        const std::string ext = e.path().extension().string();
+        if (!e.is_regular_file() || (ext != ".h" && ext != ".cpp" && ext != ".cu" && ext != ".cuh")) continue;
+        const bool ours = e.path().parent_path() == std::filesystem::path(kSource + "/tests/lessons");
+        (ours ? lesson_tests : ix.text) += read_text(e.path().string()) + "\n";
+      }
+    }
+    // One pass per text: every identifier, and the suite and name after each TEST( / TEST_F( / TEST_P(.
+    auto scan = [&ix](const std::string& t, bool words) {
+      auto is_word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+      for (std::size_t i = 0; i < t.size();) {
+        if (!is_word(t[i])) {
+          ++i;
+          continue;
+        }
+        std::size_t j = i;
+        while (j < t.size() && is_word(t[j])) ++j;
+        const std::string word = t.substr(i, j - i);
+        if (words) ix.words.insert(word);
+        if ((word == "TEST" || word == "TEST_F" || word == "TEST_P") && j < t.size() && t[j] == '(') {
+          const std::size_t comma = t.find(',', j), close = t.find(')', j);
+          if (comma != std::string::npos && close != std::string::npos && comma < close) {
+            const std::string suite = squeeze(t.substr(j + 1, comma - j - 1));
+            ix.suites.insert(suite);
+            ix.tests.insert(suite + "." + squeeze(t.substr(comma + 1, close - comma - 1)));
+          }
+        }
+        i = j;
+      }
+    };
+    scan(ix.text, true);
+    scan(lesson_tests, false);
+    return ix;
+  }();
+  return index;
+}
+
+/// Why `name` (one backticked piece of a guide) names nothing in the tree, or "" if it is fine.
+/// Checked: paths of source files, build/bin programs, make targets, test suites and test names, and
+/// code identifiers (`release_saved`, `Tensor::view`, `w.grad()`). Prose and commands pass as they are.
+inline std::string stale(const std::string& name) {
+  namespace fs = std::filesystem;
+  const SourceIndex& code = source_index();
+  std::smatch m;
+  std::string problems;
+  // make targets
+  if (std::regex_match(name, m, std::regex(R"(make ([\w-]+).*)"))) {
+    const std::string target = m[1];
+    std::smatch l;
+    const bool lesson_rule = std::regex_match(target, l, std::regex(R"((?:test-)?lesson-(\d\d))")) &&
+                             lesson_dir(l[1]).rfind("(no", 0) != 0 && code.text.find("lesson-%:") != std::string::npos;
+    if (!lesson_rule && !std::regex_search(read_text(kSource + "/Makefile"), std::regex("(^|\\n|\\s)" + target + ":")))
+      problems += "no make target '" + target + "'; ";
+  }
+  // test suites and tests: `ctest -R L03_Data` selects the suites that start so; L05_DDP.Name is one test
+  const std::regex test_re(R"(\b(L\d\d_[A-Za-z0-9]+)(?:\.([A-Za-z0-9_]+))?)");
+  for (auto it = std::sregex_iterator(name.begin(), name.end(), test_re); it != std::sregex_iterator(); ++it) {
+    const std::string suite = (*it)[1], test = (*it)[2];
+    const bool truncated = name.compare((*it).position() + (*it).length(), 3, "...") == 0;
+    if (test.empty()) {
+      auto next = code.suites.lower_bound(suite);
+      if (next == code.suites.end() || next->rfind(suite, 0) != 0) problems += "no test suite " + suite + "...; ";
+    } else if (!code.suites.count(suite)) {
+      problems += "no test suite " + suite + "; ";
+    } else if (!truncated && !code.tests.count(suite + "." + test)) {
+      problems += "no test " + suite + "." + test + "; ";
+    }
+  }
+  // paths: source files, and programs in build/bin
+  const std::regex path_re(R"((?:^|\s|')([A-Za-z_][\w.-]*/[\w./{},-]*[\w}]))");
+  for (auto it = std::sregex_iterator(name.begin(), name.end(), path_re); it != std::sregex_iterator(); ++it) {
+    const std::string path = (*it)[1];
+    if (path.rfind("datasets/", 0) == 0 || path.rfind("out/", 0) == 0) continue;  // made by runs, not in git
+    if (path.rfind("build/bin/", 0) == 0) {
+      const std::string prog = path.substr(10);
+      std::smatch p;
+      bool ok = fs::exists(kSource + "/tools/" + prog + ".cpp");
+      if (std::regex_match(prog, p, std::regex(R"(lesson-(\d\d))"))) ok = lesson_dir(p[1]).rfind("(no", 0) != 0;
+      if (std::regex_match(prog, p, std::regex(R"(test-(\w+))"))) ok = fs::is_directory(kSource + "/tests/" + p[1].str());
+      if (std::regex_match(prog, p, std::regex(R"(bench-(\w+))"))) ok = fs::exists(kSource + "/bench/" + p[1].str() + ".cpp");
+      if (!ok) problems += "no program " + path + "; ";
+      continue;
+    }
+    if (path.rfind("build", 0) == 0) continue;
+    std::vector<std::string> expanded{path};  // dist/ddp.{h,cpp}
+    std::smatch b;
+    if (std::regex_match(path, b, std::regex(R"((.*)\{([^}]*)\}(.*))"))) {
+      expanded.clear();
+      std::istringstream alts(b[2].str());
+      for (std::string alt; std::getline(alts, alt, ',');) expanded.push_back(b[1].str() + alt + b[3].str());
+    }
+    for (const std::string& e : expanded)
+      if (!fs::exists(kSource + "/" + e)) problems += "no file " + e + "; ";
+  }
+  // code identifiers: release_saved, Tensor::view, w.grad(), contiguous() (test names are checked above)
+  if (std::regex_match(name, m, std::regex(R"(([A-Za-z_]\w*(?:(?:::|\.)[A-Za-z_]\w*)*)(?:\(\))?)")) &&
+      !std::regex_match(name, std::regex(R"(L\d\d_\w+(\.\w+)?)"))) {
+    const std::string id = m[1];
+    const std::size_t dot = id.rfind('.');
+    bool ok;
+    if (dot != std::string::npos)  // w.grad: as written, or through a pointer
+      ok = code.text.find(id) != std::string::npos ||
+           code.text.find(id.substr(0, dot) + "->" + id.substr(dot + 1)) != std::string::npos;
+    else if (id.find("::") != std::string::npos)
+      ok = code.text.find(id) != std::string::npos;
+    else
+      ok = code.words.count(id) > 0;
+    if (!ok) problems += "no code named '" + id + "'; ";
+  }
+  return problems;
+}
+
+/// Every backticked name in the guide of lesson `nn` must exist (see stale()).
+inline void expect_guide_names_exist(const std::string& nn) {
+  const std::string guide = read_text(kSource + "/lessons/" + lesson_dir(nn) + "/README.md");
+  ASSERT_FALSE(guide.empty());
+  const std::regex tick("`([^`\\n]+)`");
+  for (auto it = std::sregex_iterator(guide.begin(), guide.end(), tick); it != std::sregex_iterator(); ++it) {
+    const std::string why = stale((*it)[1]);
+    EXPECT_TRUE(why.empty()) << "lessons/" << lesson_dir(nn) << "/README.md names `" << (*it)[1] << "`: " << why;
+  }
+}
+
+}  // namespace lesson_test
