@@ -21,7 +21,8 @@ GPTConfig GPTConfig::named(const std::string& name) {
   } else {
     std::string valid;
     for (const auto& n : names()) valid += (valid.empty() ? "" : ", ") + n;
-    throw std::invalid_argument("GPTConfig: unknown model '" + truncate_for_message(name) + "' (valid names: " + valid + ")");
+    throw std::invalid_argument("GPTConfig: unknown model '" + truncate_for_message(name) + "' (valid names: " + valid +
+                                ")");
   }
   return c;
 }

@@ -32,7 +32,8 @@ void parse_offload(const json& j, const std::string& name, Config& c, OffloadCon
   SectionReader r(j, name, c.source);
   r.get("device", out.device);
   if (out.device == "nvme") r.fail(name + ".device 'nvme' is not supported by minitorch; use 'cpu' or 'none'");
-  if (out.device != "none" && out.device != "cpu") r.fail(name + ".device must be one of none, cpu, got '" + truncate_for_message(out.device) + "'");
+  if (out.device != "none" && out.device != "cpu")
+    r.fail(name + ".device must be one of none, cpu, got '" + truncate_for_message(out.device) + "'");
   r.get("pin_memory", out.pin_memory);
   r.finish(c.warnings, c.zero.stage);
 }
@@ -72,7 +73,9 @@ void parse_optimizer(const json& j, Config& c) {
   const std::string t = lower(o.type_name);
   if (t == "adamw" || t == "adam") o.type = OptimizerType::adamw;
   else if (t == "sgd") o.type = OptimizerType::sgd;
-  else r.fail("optimizer.type '" + truncate_for_message(o.type_name) + "' is not supported; valid: AdamW, Adam (= AdamW, adam_w_mode), SGD");
+  else
+    r.fail("optimizer.type '" + truncate_for_message(o.type_name) +
+           "' is not supported; valid: AdamW, Adam (= AdamW, adam_w_mode), SGD");
   const json* p = r.object("params");
   r.finish(c.warnings);
   if (!p) return;

@@ -78,7 +78,8 @@ json parse_config_json(const std::string& text, const std::string& source) {
   } catch (const JsonLimitError& e) {
     throw ConfigError(e.what());
   }
-  if (!duplicate.empty()) throw ConfigError(source + ": duplicate key '" + truncate_for_message(duplicate) + "' (DeepSpeed rejects it too)");
+  if (!duplicate.empty())
+    throw ConfigError(source + ": duplicate key '" + truncate_for_message(duplicate) + "' (DeepSpeed rejects it too)");
   if (!j.is_object()) throw ConfigError(source + ": the config must be a JSON object, got " + j.type_name());
   return j;
 }

@@ -5,6 +5,7 @@
 // and write a line to stderr.
 #include "fuzz/fuzz_driver.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -121,6 +122,37 @@ class Watchdog {
   bool stop_ = false;
 };
 
+/// <target>-running.bin, rewritten in place for every input. One descriptor for the whole campaign:
+/// truncating a file to 0 and closing it after each rewrite makes ext4 flush it to disk (its
+/// replace-by-truncate heuristic), which cost 3 ms per input.
+class RunningFile {
+ public:
+  explicit RunningFile(std::string path) : path_(std::move(path)) {
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd_ < 0) throw std::runtime_error("fuzz driver: cannot create " + path_);
+  }
+  ~RunningFile() {
+    ::close(fd_);
+    ::unlink(path_.c_str());
+  }
+  RunningFile(const RunningFile&) = delete;
+  RunningFile& operator=(const RunningFile&) = delete;
+  void write(const std::string& bytes) {
+    std::size_t done = 0;
+    while (done < bytes.size()) {
+      const ssize_t n = ::pwrite(fd_, bytes.data() + done, bytes.size() - done, static_cast<off_t>(done));
+      if (n <= 0) throw std::runtime_error("fuzz driver: cannot write " + path_);
+      done += static_cast<std::size_t>(n);
+    }
+    if (::ftruncate(fd_, static_cast<off_t>(bytes.size())) != 0)
+      throw std::runtime_error("fuzz driver: cannot write " + path_);
+  }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+};
+
 std::string input_path(const std::string& dir, const char* target, std::size_t index) {
   return dir + "/" + target + "-" + std::to_string(index) + ".bin";
 }
@@ -182,12 +214,13 @@ CampaignReport run_campaign(const Target& t, const CampaignOptions& o) {
   rep.seeds = seeds.size();
   rep.mutated = o.mutated_inputs;
   const auto campaign_start = Clock::now();
+  RunningFile running(running_path);
   Watchdog watchdog(o.hang_limit_s, t.name);
   for (std::size_t i = 0; i < rep.seeds + rep.mutated; ++i) {
     const std::string input = i < rep.seeds ? seeds[i] : mutate(seeds, t.kind, o.seed, i);
     const std::string path = input_path(o.findings_dir, t.name, i);
     std::snprintf(g_current.path, sizeof g_current.path, "%s", path.c_str());
-    std::ofstream(running_path, std::ios::binary | std::ios::trunc) << input;
+    running.write(input);
     g_current.started_ns = now_ns();
     g_current.running = true;
     Outcome out;
@@ -205,7 +238,6 @@ CampaignReport run_campaign(const Target& t, const CampaignOptions& o) {
       ++(out.accepted ? rep.accepted : rep.rejected);
     }
   }
-  fs::remove(running_path);
   rep.seconds = std::chrono::duration<double>(Clock::now() - campaign_start).count();
   return rep;
 }

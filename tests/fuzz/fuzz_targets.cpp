@@ -94,6 +94,15 @@ TinyRun& tiny_run(bool bf16) {
   return bf16 ? b16 : f32;
 }
 
+/// Sets `t` to multiples of 1/8 (exact in bf16 too). Trained weights differ in their last bits between
+/// builds (-O3 -march=native, the sanitizers' -O1), and so would the seeds and every input mutated
+/// from them; with these values input i is the same bytes in every build.
+void set_exact(const Tensor& t) {
+  std::vector<float> v(static_cast<std::size_t>(t.numel()));
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(static_cast<int>(i % 17) - 8) / 8.f;
+  Tensor(t).copy_(Tensor::from_vector(v, t.shape()));
+}
+
 /// The files of one real save (save_checkpoint after one step): model, .optim and manifest.
 struct SavedFiles {
   std::string model, optim, manifest;
@@ -109,7 +118,9 @@ const SavedFiles& saved(bool bf16) {
       // A run of its own: the targets' engines (tiny_run) stay at step 0.
       TinyRun run(b);
       data::BatchSampler sampler(run.ds.tokens_ptr(data::Split::train), 1, 4, 3);
-      run.engine->train_batch(sampler);
+      run.engine->train_batch(sampler);  // a step, so that there is an optimizer state to save
+      for (const auto& [name, p] : run.engine->model().named_parameters()) set_exact(p);
+      for (const auto& [name, t] : run.engine->strategy().optimizer_state()) set_exact(t);
       const std::string path = (dir / (b ? "bf16.safetensors" : "f32.safetensors")).string();
       zero::save_checkpoint(path, *run.engine, run.ds.tokenizer(), "1718000000-4242-9f3a61c2");
       out[b ? 1 : 0] = {read_file(path), read_file(path + ".optim"), read_file(zero::manifest_path(path))};
@@ -135,19 +146,24 @@ std::string safetensors_bytes(const std::vector<std::pair<std::string, Tensor>>&
 
 const char* const kConfigSource = "fuzz.json";
 
-Outcome run_config(std::string_view input) {
-  // World sizes 1 and 4: configs/baby.json is written for one rank, configs/ddp.json for four.
-  std::vector<Outcome> outcomes;
-  for (int world : {1, 4}) {
-    try {
-      zero::Config c = zero::Config::from_json(std::string(input), world, kConfigSource);
-      zero::model_config(c, 65);  // what a tool does next: the model shape and the memory check
-      outcomes.push_back({true, ""});
-    } catch (const zero::ConfigError& e) {
-      outcomes.push_back(rejected(e));
-    }
+Outcome run_config_on(const std::string& text, int world) {
+  try {
+    zero::Config c = zero::Config::from_json(text, world, kConfigSource);
+    zero::model_config(c, 65);  // what a tool does next: the model shape and the memory check
+    return {true, ""};
+  } catch (const zero::ConfigError& e) {
+    return rejected(e);
   }
-  return any_of(outcomes);
+}
+
+Outcome run_config(std::string_view input) {
+  // One rank, as configs/baby.json is written for. The world size only enters the batch triple, so a
+  // config that fails DeepSpeed's batch check there (configs/ddp.json is written for four ranks) is
+  // read again on four; parsing every input twice would double the cost under make sanitize.
+  const std::string text(input);
+  const Outcome one = run_config_on(text, 1);
+  if (one.accepted || !one.error.starts_with("Check batch related parameters")) return one;
+  return any_of({one, run_config_on(text, 4)});
 }
 
 std::vector<std::string> config_seeds() {
@@ -284,7 +300,8 @@ Outcome run_text(std::string_view input) {
       std::vector<std::int32_t> ids = ds.tokens(data::Split::train);
       const auto& val = ds.tokens(data::Split::val);
       ids.insert(ids.end(), val.begin(), val.end());
-      if (ds.tokenizer().decode(ids) != input) throw FuzzFinding(std::string(kind) + " tokenizer: decode(encode(text)) != text");
+      if (ds.tokenizer().decode(ids) != input)
+        throw FuzzFinding(std::string(kind) + " tokenizer: decode(encode(text)) != text");
       outcomes.push_back({true, ""});
     } catch (const std::runtime_error& e) {
       outcomes.push_back(rejected(e, kTextSource));
@@ -293,7 +310,8 @@ Outcome run_text(std::string_view input) {
   // The same bytes as a checkpoint's character vocabulary (its "vocab" metadata).
   try {
     auto tok = data::tokenizer_from_string("char", input);
-    if (tok->to_string() != input) throw FuzzFinding("char vocabulary: to_string() differs from the string it was read from");
+    if (tok->to_string() != input)
+      throw FuzzFinding("char vocabulary: to_string() differs from the string it was read from");
     outcomes.push_back({true, ""});
   } catch (const std::runtime_error& e) {
     outcomes.push_back(rejected(e));

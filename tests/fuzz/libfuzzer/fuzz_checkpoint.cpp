@@ -1,4 +1,5 @@
-// libFuzzer entry of the `checkpoint` target (tests/fuzz/fuzz_targets.cpp): build-fuzz/bin/fuzz-checkpoint, run by `make fuzz`.
+// libFuzzer entry of the `checkpoint` target (tests/fuzz/fuzz_targets.cpp): build-fuzz/bin/fuzz-checkpoint,
+// run by `make fuzz`.
 #include "fuzz/fuzz_targets.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
