@@ -77,6 +77,19 @@ inline CommandResult run_command(const std::string& cmd) {
 inline std::string bin(const std::string& name) { return std::string(MT_BIN_DIR) + "/" + name; }
 inline std::string source(const std::string& rel) { return std::string(MT_SOURCE_DIR) + "/" + rel; }
 
+#ifdef MT_MPIEXEC
+/// `mpirun -np N build/bin/PROGRAM ARGS` as a shell command, in a clean environment: once the test
+/// process has initialised MPI itself it carries a singleton's OMPI_* / PMIX_* variables, which would
+/// derail mpirun. The sanitizer settings pass through (make sanitize: Open MPI's leak suppressions,
+/// report files); 1 thread per rank, root allowed, at most 120 s.
+inline std::string mpirun_command(const std::string& program, int np, const std::string& args) {
+  return std::string("env -i PATH=\"$PATH\" HOME=\"$HOME\" LD_LIBRARY_PATH=\"$LD_LIBRARY_PATH\" ") +
+         "ASAN_OPTIONS=\"$ASAN_OPTIONS\" LSAN_OPTIONS=\"$LSAN_OPTIONS\" UBSAN_OPTIONS=\"$UBSAN_OPTIONS\" " +
+         "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 MINITORCH_NUM_THREADS=1 timeout 120 " + MT_MPIEXEC +
+         " -np " + std::to_string(np) + " --oversubscribe --bind-to none " + bin(program) + " " + args;
+}
+#endif
+
 /// Number of lines in `text` that start with "error:".
 inline int error_lines(const std::string& text) {
   int n = 0;

@@ -23,14 +23,7 @@ struct Timed {
 };
 
 Timed run_ranks(const std::string& program, int np, const std::string& args) {
-  // A clean environment: once this process has initialised MPI itself (the one-rank tests run in the
-  // same binary), it carries a singleton's OMPI_* / PMIX_* variables, which would derail mpirun.
-  // The sanitizer settings pass through (make sanitize: Open MPI's leak suppressions, report files).
-  const std::string cmd = std::string("env -i PATH=\"$PATH\" HOME=\"$HOME\" LD_LIBRARY_PATH=\"$LD_LIBRARY_PATH\" ") +
-                          "ASAN_OPTIONS=\"$ASAN_OPTIONS\" LSAN_OPTIONS=\"$LSAN_OPTIONS\" UBSAN_OPTIONS=\"$UBSAN_OPTIONS\" " +
-                          "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 MINITORCH_NUM_THREADS=1 " +
-                          "timeout 120 " + MT_MPIEXEC + " -np " + std::to_string(np) + " --oversubscribe --bind-to none " +
-                          mt_test::bin(program) + " " + args;
+  const std::string cmd = mt_test::mpirun_command(program, np, args);
   const auto t0 = std::chrono::steady_clock::now();
   Timed t;
   t.result = mt_test::run_command(cmd);

@@ -157,13 +157,9 @@ std::string config_json(int stage, bool bf16, const std::string& zero_extra = ""
     "training": {"steps": 2, "eval_interval": 0, "log_interval": 1, "seed": 3}})";
 }
 
-/// `mpirun -np n minitorch-train` with a clean environment (as tests/dist runs programs under mpirun).
+/// `mpirun -np n minitorch-train ARGS`.
 mt_test::CommandResult run_ranks(int n, const std::string& args) {
-  return run_command(std::string("env -i PATH=\"$PATH\" HOME=\"$HOME\" LD_LIBRARY_PATH=\"$LD_LIBRARY_PATH\" ") +
-                     "ASAN_OPTIONS=\"$ASAN_OPTIONS\" LSAN_OPTIONS=\"$LSAN_OPTIONS\" UBSAN_OPTIONS=\"$UBSAN_OPTIONS\" " +
-                     "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 MINITORCH_NUM_THREADS=1 timeout 120 " +
-                     MT_MPIEXEC + " -np " + std::to_string(n) + " --oversubscribe --bind-to none " +
-                     bin("minitorch-train") + " " + args);
+  return run_command(mt_test::mpirun_command("minitorch-train", n, args));
 }
 }  // namespace
 
