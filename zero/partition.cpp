@@ -74,7 +74,6 @@ void Partition::adopt_parameters() {
 void Partition::adopt_parameters(std::size_t bucket) {
   ShardedBucket& b = buckets_[bucket];
   const DType dtype = params_[b.members.front()].second.dtype();
-  TagScope scope(MemTag::param);
   b.params = FlatBuffer(shapes(b), dtype, world_, MemTag::param, params_[b.members.front()].second.device());
   for (std::size_t slot = 0; slot < b.members.size(); ++slot) {
     Tensor& p = params_[b.members[slot]].second;

@@ -98,6 +98,8 @@ class Partition {
   std::int64_t numel() const { return numel_; }
   std::int64_t padding() const { return padding_; }
 
+  /// Bucket b's parameters' shapes, slot order (the layout of its flat buffers).
+  std::vector<Shape> shapes(const ShardedBucket& b) const;
   /// (b - a) 1-D views of this rank's pieces, into the buckets' `param_shard` (every bucket's, in order).
   nn::NamedTensors piece_params() const;
   /// The optimizer's groups over piece_params(), with each piece's .grad set to its view of the
@@ -106,8 +108,6 @@ class Partition {
   std::vector<optim::ParamGroup> optimizer_groups(float lr, float weight_decay) const;
 
  private:
-  std::vector<Shape> shapes(const ShardedBucket& b) const;  ///< its parameters' shapes, slot order
-
   nn::NamedTensors params_;
   std::vector<ShardedBucket> buckets_;
   std::vector<ShardPiece> pieces_;

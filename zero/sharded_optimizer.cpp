@@ -29,10 +29,19 @@ double ShardedOptimizer::step(float lr, double max_norm) {
   adamw_->set_lr(lr);
   adamw_->step();
   gather_parameters();
+  partition_.zero_gradients();
   return norm;
 }
 
 // ---- communication: the updated shards back to every rank ----
+
+void adopt_parameters_from_rank0(Partition& partition, dist::ProcessGroup& group) {
+  for (std::size_t b = 0; b < partition.buckets().size(); ++b) {
+    partition.adopt_parameters(b);
+    Tensor flat = partition.buckets()[b].params.flat();
+    group.broadcast(flat, 0);  // one broadcast per bucket
+  }
+}
 
 void ShardedOptimizer::gather_parameters() {
   std::vector<std::unique_ptr<dist::Work>> inflight;

@@ -8,6 +8,7 @@
 ///   clip      my pieces' gradients × max_norm / (norm + 1e-6) when the norm is above max_norm
 ///   update    AdamW on my pieces (they are views into the parameters' flat buffers)
 ///   gather    each bucket's parameters all-gathered from their owners: (N−1)/N·(Ψ + padding) elements
+///   zero      the gradient buffers (they stay attached)
 #include <memory>
 #include <vector>
 
@@ -18,13 +19,18 @@
 
 namespace minitorch::zero {
 
+/// Moves every bucket's parameters into its flat buffer (Partition::adopt_parameters) and gives every
+/// rank rank 0's values, one broadcast per bucket: ZeRO-1 and -2 start from the same weights everywhere.
+void adopt_parameters_from_rank0(Partition& partition, dist::ProcessGroup& group);
+
 class ShardedOptimizer {
  public:
   /// AdamW with the config's `optimizer` settings over `partition`'s pieces; their gradients must be
   /// in place (Partition::adopt_gradients or allocate_gradient_shards). Both must outlive this.
   ShardedOptimizer(Partition& partition, const Config& config, dist::ProcessGroup& group);
 
-  /// One step of this rank's shard, then the gather; returns the global norm before clipping.
+  /// One step of this rank's shard, the gather, the gradients zeroed; returns the global norm before
+  /// clipping.
   double step(float lr, double max_norm);
   /// Every bucket's parameters from their owners (those marked to be gathered after the step).
   void gather_parameters();

@@ -6,15 +6,7 @@ Stage1::Stage1(std::shared_ptr<nn::GPT> model, const Config& config, dist::Proce
     : model_(std::move(model)),
       group_(group),
       partition_(model_->named_parameters(), config.zero.reduce_bucket_size, group.rank(), group.size()) {
-  {
-    TagScope scope(MemTag::param);
-    partition_.adopt_parameters();
-  }
-  // Every rank starts from rank 0's weights (even if the seeds differ): one broadcast per bucket.
-  for (ShardedBucket& b : partition_.buckets()) {
-    Tensor flat = b.params.flat();
-    group_.broadcast(flat, 0);
-  }
+  adopt_parameters_from_rank0(partition_, group_);  // even if the seeds differ
   partition_.adopt_gradients();
   // Two buckets in flight at most: each holds an f32 copy of its bucket while it is reduced.
   reducer_ = std::make_unique<BucketReducer>(
@@ -36,12 +28,6 @@ std::unique_ptr<dist::Work> Stage1::launch(std::size_t b) {
 }
 
 // ---- compute ----
-
-double Stage1::step(float lr, double max_norm) {
-  const double norm = optimizer_->step(lr, max_norm);
-  partition_.zero_gradients();
-  return norm;
-}
 
 ModelStateBytes Stage1::model_state_bytes() const {
   ModelStateBytes b;

@@ -6,14 +6,7 @@ Stage2::Stage2(std::shared_ptr<nn::GPT> model, const Config& config, dist::Proce
     : model_(std::move(model)),
       group_(group),
       partition_(model_->named_parameters(), config.zero.reduce_bucket_size, group.rank(), group.size()) {
-  {
-    TagScope scope(MemTag::param);
-    partition_.adopt_parameters();
-  }
-  for (ShardedBucket& b : partition_.buckets()) {  // every rank starts from rank 0's weights
-    Tensor flat = b.params.flat();
-    group_.broadcast(flat, 0);
-  }
+  adopt_parameters_from_rank0(partition_, group_);  // even if the seeds differ
   partition_.allocate_gradient_shards(config.zero.contiguous_gradients);
   in_flight_.resize(partition_.buckets().size());
   // Two buckets in flight at most (DeepSpeed's double buffer with overlap_comm): the comm memory is
@@ -25,12 +18,6 @@ Stage2::Stage2(std::shared_ptr<nn::GPT> model, const Config& config, dist::Proce
 }
 
 // ---- compute ----
-
-double Stage2::step(float lr, double max_norm) {
-  const double norm = optimizer_->step(lr, max_norm);
-  partition_.zero_gradients();
-  return norm;
-}
 
 ModelStateBytes Stage2::model_state_bytes() const {
   ModelStateBytes b;

@@ -50,12 +50,13 @@ UnitPlan plan_units(const nn::NamedTensors& params, std::size_t n_blocks, const 
 }
 
 Stage3::Stage3(std::shared_ptr<nn::GPT> model, const Config& config, dist::ProcessGroup& group)
+    : Stage3(model, config, group, plan_units(model->named_parameters(), model->blocks.size(), config)) {}
+
+Stage3::Stage3(std::shared_ptr<nn::GPT> model, const Config& config, dist::ProcessGroup& group, const UnitPlan& plan)
     : model_(std::move(model)),
       group_(group),
-      partition_(model_->named_parameters(), plan_units(model_->named_parameters(), model_->blocks.size(), config).buckets,
-                 group.rank(), group.size()),
+      partition_(model_->named_parameters(), plan.buckets, group.rank(), group.size()),
       prefetch_elements_(config.zero.stage3_prefetch_bucket_size) {
-  const UnitPlan plan = plan_units(model_->named_parameters(), model_->blocks.size(), config);
   units_ = plan.units;
   persistent_ = plan.persistent;
   has_outer_ = plan.has_outer;
@@ -126,13 +127,8 @@ Stage3::~Stage3() {
 void Stage3::gather_async(std::size_t b) {
   if (state_[b] != UnitState::sharded) return;
   ShardedBucket& bucket = partition_.buckets()[b];
-  {
-    TagScope scope(MemTag::param);
-    std::vector<Shape> shapes;
-    for (std::size_t p : bucket.members) shapes.push_back(partition_.params()[p].second.shape());
-    bucket.params = FlatBuffer(shapes, bucket.param_shard.dtype(), group_.size(), MemTag::param,
-                               bucket.param_shard.device());
-  }
+  bucket.params = FlatBuffer(partition_.shapes(bucket), bucket.param_shard.dtype(), group_.size(), MemTag::param,
+                             bucket.param_shard.device());
   Tensor full = bucket.params.flat();
   gathers_[b] = group_.all_gather_into_async(full, bucket.param_shard);
   state_[b] = UnitState::gathering;
@@ -189,12 +185,6 @@ void Stage3::end_backward() {
 }
 
 // ---- compute ----
-
-double Stage3::step(float lr, double max_norm) {
-  const double norm = optimizer_->step(lr, max_norm);  // updates the shards; gathers only persistent buckets
-  partition_.zero_gradients();
-  return norm;
-}
 
 ModelStateBytes Stage3::model_state_bytes() const {
   ModelStateBytes bytes;

@@ -60,7 +60,8 @@ class Stage3 final : public GradientStrategy {
   void begin_backward(bool) override { reducer_->begin_backward(/*reduce=*/true); }
   void end_backward() override;
   void reduce_gradients() override { reducer_->wait_all(); }
-  double step(float lr, double max_norm) override;
+  /// Updates the shards; only the persistent buckets are gathered after it.
+  double step(float lr, double max_norm) override { return optimizer_->step(lr, max_norm); }
   ModelStateBytes model_state_bytes() const override;
   bool shards_optimizer_state() const override { return true; }
   optim::AdamW& optimizer() override { return optimizer_->adamw(); }
@@ -77,6 +78,8 @@ class Stage3 final : public GradientStrategy {
   std::int64_t prefetched() const { return prefetched_; }
 
  private:
+  Stage3(std::shared_ptr<nn::GPT> model, const Config& config, dist::ProcessGroup& group, const UnitPlan& plan);
+
   // ---- communication: the unit state machine ----
   void gather_async(std::size_t bucket);  ///< sharded → gathering
   void ensure_gathered(std::size_t bucket);  ///< → gathered (waits for a gather in flight)

@@ -52,26 +52,8 @@ TEST(L06_Zero1, ReducedShardIsTheOneRankGradientOfTheGlobalBatch) {
   zero1.engine->backward(zero1.engine->forward(b.x, b.y));
   zero1.engine->strategy().reduce_gradients();
   const auto* s1 = zero1.engine->strategy_as<zero::Stage1>();
-  std::map<std::string, const zero::ShardPiece*> by_name;
-  for (const zero::ShardPiece& p : s1->partition().pieces()) by_name[p.name] = &p;
-  double worst = 0, scale = 0;
-  std::size_t seen = 0;
-  for (const optim::ParamGroup& g : s1->optimizer().param_groups())
-    for (const auto& [name, piece] : g.params) {
-      ASSERT_TRUE(by_name.count(name)) << name;
-      const zero::ShardPiece& p = *by_name[name];
-      const std::vector<float> got = piece.grad().to_vector();
-      const std::vector<float> whole = ref.engine->model().named_parameters()[p.param].second.grad().to_vector();
-      ASSERT_EQ(piece.grad().numel(), p.range.size()) << p.name;
-      for (std::int64_t k = 0; k < p.range.size(); ++k) {
-        const double want = whole[static_cast<std::size_t>(p.param_offset + k)];
-        worst = std::max(worst, std::abs(got[static_cast<std::size_t>(k)] - want));
-        scale = std::max(scale, std::abs(want));
-      }
-      ++seen;
-    }
-  EXPECT_EQ(seen, s1->partition().pieces().size());
-  EXPECT_LT(worst / scale, 1e-5) << "rank " << world.rank() << ": a sum instead of a mean is off by " << N << "x";
+  EXPECT_LT(shard_gradient_error(s1->partition(), s1->optimizer(), ref.engine->model()), 1e-5)
+      << "rank " << world.rank() << ": a sum instead of a mean is off by " << N << "x";
 }
 
 TEST(L06_Zero1, ShardsCutThroughParametersAndCoverEachElementOnce) {
@@ -139,13 +121,7 @@ TEST(L06_Zero1, EachStepMovesOneReduceScatterAndOneAllGatherOfPsiAndTheNorm) {
     const zero::Partition& part = run.engine->strategy_as<zero::Stage1>()->partition();
     const std::int64_t flat = run.psi() + part.padding(), buckets = static_cast<std::int64_t>(part.buckets().size());
     for (int s = 0; s < 2; ++s) {
-      const std::size_t first = world.stats().log.size();
-      run.engine->train_batch(*run.sampler);
-      std::map<std::string, std::pair<std::int64_t, std::int64_t>> per_op;  // op -> (calls, elements)
-      for (std::size_t i = first; i < world.stats().log.size(); ++i) {
-        per_op[world.stats().log[i].op].first += 1;
-        per_op[world.stats().log[i].op].second += world.stats().log[i].elements;
-      }
+      auto per_op = traffic_of_one_step(run);  // op -> (calls, elements)
       SCOPED_TRACE("accumulation " + std::to_string(accum) + ", step " + std::to_string(s));
       EXPECT_EQ(per_op["reduce_scatter"], std::make_pair(buckets, (N - 1) * flat / N));
       EXPECT_EQ(per_op["all_gather"], std::make_pair(buckets, (N - 1) * flat / N));

@@ -55,21 +55,7 @@ TEST(L06_Zero2, ReducedShardIsTheOneRankGradientOfTheGlobalBatch) {
   const auto* s2 = run.engine->strategy_as<zero::Stage2>();
   for (const auto& [name, p] : run.engine->model().named_parameters())
     EXPECT_FALSE(p.grad().defined()) << name << ": a full gradient outlived its reduction";
-  std::map<std::string, const zero::ShardPiece*> by_name;
-  for (const zero::ShardPiece& p : s2->partition().pieces()) by_name[p.name] = &p;
-  double worst = 0, scale = 0;
-  for (const optim::ParamGroup& g : s2->optimizer().param_groups())
-    for (const auto& [name, piece] : g.params) {
-      const zero::ShardPiece& p = *by_name.at(name);
-      const std::vector<float> got = piece.grad().to_vector();
-      const std::vector<float> whole = ref.engine->model().named_parameters()[p.param].second.grad().to_vector();
-      for (std::int64_t k = 0; k < p.range.size(); ++k) {
-        const double want = whole[static_cast<std::size_t>(p.param_offset + k)];
-        worst = std::max(worst, std::abs(got[static_cast<std::size_t>(k)] - want));
-        scale = std::max(scale, std::abs(want));
-      }
-    }
-  EXPECT_LT(worst / scale, 1e-5) << "rank " << world.rank();
+  EXPECT_LT(shard_gradient_error(s2->partition(), s2->optimizer(), ref.engine->model()), 1e-5) << "rank " << world.rank();
 }
 
 namespace {
@@ -122,13 +108,7 @@ TEST(L06_Zero2, EveryMicroStepReduceScattersAndEachStepGathersOnce) {
     const zero::Partition& part = run.engine->strategy_as<zero::Stage2>()->partition();
     const std::int64_t flat = run.psi() + part.padding(), buckets = static_cast<std::int64_t>(part.buckets().size());
     for (int s = 0; s < 2; ++s) {
-      const std::size_t first = world.stats().log.size();
-      run.engine->train_batch(*run.sampler);
-      std::map<std::string, std::pair<std::int64_t, std::int64_t>> per_op;  // op -> (calls, elements)
-      for (std::size_t i = first; i < world.stats().log.size(); ++i) {
-        per_op[world.stats().log[i].op].first += 1;
-        per_op[world.stats().log[i].op].second += world.stats().log[i].elements;
-      }
+      auto per_op = traffic_of_one_step(run);  // op -> (calls, elements)
       SCOPED_TRACE("accumulation " + std::to_string(accum) + ", step " + std::to_string(s));
       // docs/design.md §8: (G + 1)·(N−1)/N·Ψ elements per step.
       EXPECT_EQ(per_op["reduce_scatter"], std::make_pair(accum * buckets, accum * (N - 1) * flat / N));

@@ -94,13 +94,7 @@ TEST(L07_Zero3, EachMicroStepGathersTwiceAndReduceScattersOnce) {
     const std::int64_t flat = run.psi() + s3->partition().padding();
     const std::int64_t units = static_cast<std::int64_t>(s3->units().size());
     for (int s = 0; s < 2; ++s) {
-      const std::size_t first = world.stats().log.size();
-      run.engine->train_batch(*run.sampler);
-      std::map<std::string, std::pair<std::int64_t, std::int64_t>> per_op;  // op -> (calls, elements)
-      for (std::size_t i = first; i < world.stats().log.size(); ++i) {
-        per_op[world.stats().log[i].op].first += 1;
-        per_op[world.stats().log[i].op].second += world.stats().log[i].elements;
-      }
+      auto per_op = traffic_of_one_step(run);  // op -> (calls, elements)
       SCOPED_TRACE("accumulation " + std::to_string(accum) + ", step " + std::to_string(s));
       // docs/design.md §8: 3G·(N−1)/N·Ψ elements per step (plus padding).
       EXPECT_EQ(per_op["all_gather"], std::make_pair(2 * accum * units, 2 * accum * (N - 1) * flat / N));

@@ -3,12 +3,17 @@
 // equivalence of a stage on N ranks with one rank accumulating over N micro-batches.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dist/process_group.h"
+#include "optim/adamw.h"
 #include "train_util.h"
+#include "zero/partition.h"
 
 namespace zero_test {
 
@@ -53,6 +58,49 @@ inline void expect_equivalent(const std::string& json, const std::string& ref_js
     EXPECT_LT(std::abs(a - b) / std::abs(b), tol) << "step " << s << ": N ranks " << a << " vs 1 rank " << b;
   }
   EXPECT_LT(rel_norm(run.params(), ref.params()), tol) << "parameters after 20 steps, rank " << world.rank();
+}
+
+/// Calls and elements per collective ("all_gather" -> (calls, elements)) of one train_batch of `run`.
+inline std::map<std::string, std::pair<std::int64_t, std::int64_t>> traffic_of_one_step(ZeroRun& run) {
+  auto& world = minitorch::dist::world();
+  const std::size_t first = world.stats().log.size();
+  run.engine->train_batch(*run.sampler);
+  std::map<std::string, std::pair<std::int64_t, std::int64_t>> per_op;
+  for (std::size_t i = first; i < world.stats().log.size(); ++i) {
+    per_op[world.stats().log[i].op].first += 1;
+    per_op[world.stats().log[i].op].second += world.stats().log[i].elements;
+  }
+  return per_op;
+}
+
+/// The largest |g - want| / max |want| over this rank's pieces: their gradients (the reduced shard,
+/// through the optimizer's groups) against the 1-rank gradients of `ref` at the same elements. Adds a
+/// failure for a piece the partition does not know, one of the wrong size, or a piece left out.
+inline double shard_gradient_error(const minitorch::zero::Partition& part, const minitorch::optim::AdamW& optimizer,
+                                   const minitorch::nn::GPT& ref) {
+  std::map<std::string, const minitorch::zero::ShardPiece*> by_name;
+  for (const minitorch::zero::ShardPiece& p : part.pieces()) by_name[p.name] = &p;
+  double worst = 0, scale = 0;
+  std::size_t seen = 0;
+  for (const minitorch::optim::ParamGroup& g : optimizer.param_groups())
+    for (const auto& [name, piece] : g.params) {
+      if (!by_name.count(name)) {
+        ADD_FAILURE() << name << " is not a piece of the partition";
+        continue;
+      }
+      const minitorch::zero::ShardPiece& p = *by_name[name];
+      const std::vector<float> got = piece.grad().to_vector();
+      const std::vector<float> whole = ref.named_parameters()[p.param].second.grad().to_vector();
+      EXPECT_EQ(piece.grad().numel(), p.range.size()) << p.name;
+      for (std::int64_t k = 0; k < p.range.size() && k < piece.grad().numel(); ++k) {
+        const double want = whole[static_cast<std::size_t>(p.param_offset + k)];
+        worst = std::max(worst, std::abs(got[static_cast<std::size_t>(k)] - want));
+        scale = std::max(scale, std::abs(want));
+      }
+      ++seen;
+    }
+  EXPECT_EQ(seen, part.pieces().size());
+  return worst / scale;
 }
 
 }  // namespace zero_test
