@@ -67,14 +67,15 @@ inline int run_tool(CLI::App& app, int argc, char** argv, const std::function<vo
 
 /// Makes sure `path` can be written later (creates its directory, probes it with a temporary file),
 /// so an unwritable output fails before training rather than after it. `what` names the flag.
-inline void ensure_writable(const std::string& path, const std::string& what) {
+/// `directory_ok`: `path` will be a directory (a sharded checkpoint), so an existing one is fine.
+inline void ensure_writable(const std::string& path, const std::string& what, bool directory_ok = false) {
   namespace fs = std::filesystem;
   const fs::path dir = fs::path(path).parent_path();
   std::error_code ec;
   if (!dir.empty()) fs::create_directories(dir, ec);
   if (ec)
     throw std::runtime_error(what + " '" + path + "': cannot create its directory '" + dir.string() + "': " + ec.message());
-  if (fs::is_directory(path, ec))
+  if (!directory_ok && fs::is_directory(path, ec))
     throw std::runtime_error(what + " '" + path + "' is a directory; give a file name");
   const std::string probe = path + ".probe." + std::to_string(::getpid());
   std::FILE* f = std::fopen(probe.c_str(), "w");

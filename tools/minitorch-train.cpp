@@ -1,7 +1,8 @@
 // minitorch-train --config CONFIG.json [--data TEXT] [--steps N] [--seed S] [--resume CKPT] [--out CKPT]
 //                 [--report REPORT.json] [--comm-timeout SECONDS]
 // Trains a GPT as the DeepSpeed-style config says; prints step, loss, lr, tokens/s with a progress bar
-// and the validation loss every eval_interval steps; saves a safetensors checkpoint at the end.
+// and the validation loss every eval_interval steps; saves a safetensors checkpoint at the end (ZeRO
+// stages 1-3 on several ranks: a directory of per-rank shards, zero/sharded_checkpoint.h).
 // Data parallel: `mpirun -np N minitorch-train --config configs/ddp.json` — every rank trains on its own
 // micro-batches (DDP), rank 0 prints and saves, the others are silent. An error on any rank ends the
 // whole job with that rank's message. Without mpirun it is one rank (MPI singleton).
@@ -21,6 +22,7 @@
 #include "dist/process_group.h"
 #include "minitorch/parallel.h"
 #include "zero/checkpoint.h"
+#include "zero/sharded_checkpoint.h"
 #include "zero/engine.h"
 #include "zero/report.h"
 
@@ -57,18 +59,20 @@ void train(const std::string& config_path, std::string data_path, std::int64_t s
   world.set_timeout(cfg.comm.timeout_s);  // the engine sets it too; this covers the traffic before it
   if (data_path.empty()) data_path = cfg.training.data.empty() ? "datasets/kjv.txt" : cfg.training.data;
   const std::string out = out_flag ? *out_flag : cfg.training.checkpoint;  // "" = don't save
-  const std::string run_id = zero::new_run_id();  // names every save of this run (checkpoint manifest)
-  if (cfg.zero.stage >= 1 && world.size() > 1 && (!out.empty() || !resume.empty()))  // found now, not at the end
-    throw zero::ConfigError(zero::sharded_checkpoint_message(cfg));
+  const std::string run_id = zero::new_run_id(world);  // names every save of this run (checkpoint manifest)
+  // Stages 1-3 on several ranks shard the optimizer state: the save is a directory of shards.
+  const bool sharded_save = cfg.zero.stage >= 1 && world.size() > 1;
   if (world.rank() == 0) {  // found now, not after an hour of training
-    if (!out.empty()) tools::ensure_writable(out, "--out");
+    if (!out.empty()) tools::ensure_writable(out, "--out", sharded_save);
+    if (sharded_save && !out.empty())
+      if (std::string problem = zero::sharded_save_problem(out); !problem.empty()) throw std::runtime_error(problem);
     if (!report_path.empty()) tools::ensure_writable(report_path, "--report");
   }
 
   // Tokenizer: a resumed run keeps the checkpoint's vocabulary; a new one learns it from the text.
   zero::CheckpointInfo info;
   if (!resume.empty()) {
-    zero::check_complete_save(resume);  // an incomplete save is named as such, not as a bad file
+    zero::check_complete(resume);  // an incomplete save is named as such, not as a bad file
     info = zero::read_checkpoint_info(resume);
   }
   data::TextDataset ds = resume.empty()
@@ -153,9 +157,11 @@ void train(const std::string& config_path, std::string data_path, std::int64_t s
     }
     std::fflush(stdout);
   }
-  if (!out.empty() && world.rank() == 0) {  // its directory was made by ensure_writable before step 1
+  // Its directory was made by ensure_writable before step 1. A sharded save: every rank writes its shard.
+  if (!out.empty() && (sharded_save || world.rank() == 0)) {
     zero::save_checkpoint(out, *engine, ds.tokenizer(), run_id);
-    std::printf("saved %s\n", out.c_str());
+    std::printf("saved %s%s\n", out.c_str(), sharded_save ? (" (" + std::to_string(world.size()) +
+                                                              " shards and a manifest)").c_str() : "");
   }
   if (report) {
     listening.reset();
@@ -178,7 +184,7 @@ int main(int argc, char** argv) {
   app.add_option("--data", data, "UTF-8 text file to train on (default: training.data, else datasets/kjv.txt)");
   app.add_option("--steps", steps, "optimizer steps (overrides training.steps)")->check(tools::decimal<std::int64_t>(0));
   app.add_option("--seed", seed, "seed for init and batches (overrides training.seed)")->check(tools::decimal<std::int64_t>(0));
-  app.add_option("--resume", resume, "checkpoint to continue from: one complete save (CKPT, CKPT.optim, CKPT.manifest.json)");
+  app.add_option("--resume", resume, "checkpoint to continue from: one complete save (CKPT, CKPT.optim, CKPT.manifest.json; or a sharded CKPT/ directory), from any number of ranks and any stage");
   app.add_option("--report", report, "write the run report (JSON, docs/report.md) to this path at the end");
   app.add_option("--out", out, "where to save the checkpoint (overrides training.checkpoint; \"\" = don't save)");
   app.add_option("--comm-timeout", comm_timeout,

@@ -9,6 +9,7 @@
 #include "minitorch/json_limits.h"
 #include "minitorch/safetensors.h"
 #include "zero/model_budget.h"
+#include "zero/sharded_checkpoint.h"
 
 namespace minitorch::zero {
 
@@ -28,7 +29,10 @@ std::int64_t parse_count(const std::string& s, const std::string& what) {
   return v;
 }
 
-std::map<std::string, std::string> metadata_for(const nn::GPT& model, const data::Tokenizer& tok, std::int64_t step) {
+}  // namespace
+
+std::map<std::string, std::string> checkpoint_metadata(const nn::GPT& model, const data::Tokenizer& tok,
+                                                       std::int64_t step) {
   return {{"format", kFormat},
           {"model_args", model.config().to_json().dump()},
           {"tokenizer", tok.kind()},
@@ -36,7 +40,7 @@ std::map<std::string, std::string> metadata_for(const nn::GPT& model, const data
           {"step", std::to_string(step)}};
 }
 
-CheckpointInfo info_from(const SafetensorsFile& f) {
+CheckpointInfo checkpoint_info_of(const SafetensorsFile& f) {
   auto need = [&](const char* key) -> const std::string& {
     auto it = f.metadata.find(key);
     if (it == f.metadata.end())
@@ -61,6 +65,7 @@ CheckpointInfo info_from(const SafetensorsFile& f) {
   return info;
 }
 
+namespace {
 std::shared_ptr<nn::GPT> model_from(const SafetensorsFile& f, const CheckpointInfo& info) {
   // model_args are checked against the tensors before the GPT is allocated: a header claiming
   // n_layer 1000000 must not allocate terabytes first.
@@ -99,20 +104,13 @@ void check_size(const std::string& path, const std::string& file, const Manifest
 }
 }  // namespace
 
-std::string sharded_checkpoint_message(const Config& config) {
-  return config.source + ": ZeRO stage " + std::to_string(config.zero.stage) + " on " +
-         std::to_string(config.data_parallel_size) + " ranks shards the optimizer state, and sharded checkpoints are "
-         "not implemented yet: train without saving (--out '' or \"training\": {\"checkpoint\": \"\"}), or save "
-         "with stage 0";
-}
-
 void save_model(const std::string& path, const nn::GPT& model, const data::Tokenizer& tokenizer, std::int64_t step) {
-  save_safetensors(path, model.state_dict(), metadata_for(model, tokenizer, step));
+  save_safetensors(path, model.state_dict(), checkpoint_metadata(model, tokenizer, step));
 }
 
 void save_checkpoint(const std::string& path, const Engine& engine, const data::Tokenizer& tokenizer,
                      const std::string& run_id) {
-  if (engine.strategy().shards_optimizer_state()) throw std::runtime_error(sharded_checkpoint_message(engine.config()));
+  if (engine.strategy().shards_optimizer_state()) return save_sharded_checkpoint(path, engine, tokenizer, run_id);
   remove_stale_temp_files(path);
   // From here until the new manifest lands, the files at `path` are not one complete save; with the
   // old manifest gone, a kill in between is seen as "no manifest", never as a mixed pair.
@@ -131,7 +129,7 @@ void save_checkpoint(const std::string& path, const Engine& engine, const data::
   } else {
     std::filesystem::remove(opt_path);  // an older run's state must not sit beside this save
   }
-  auto meta = metadata_for(engine.model(), tokenizer, m.step);
+  auto meta = checkpoint_metadata(engine.model(), tokenizer, m.step);
   meta["run_id"] = run_id;
   save_safetensors(path, engine.model().state_dict(), meta);
   m.model = describe_file(path);
@@ -142,14 +140,25 @@ void save_checkpoint(const std::string& path, const Engine& engine, const data::
   write_manifest(path, m);
 }
 
-CheckpointInfo read_checkpoint_info(const std::string& path) { return info_from(load_safetensors(path)); }
+CheckpointInfo read_checkpoint_info(const std::string& path) {
+  if (is_sharded_checkpoint(path)) {
+    const ShardedManifest m = check_complete_sharded(path);
+    CheckpointInfo info = checkpoint_info_of(load_safetensors(path + "/" + m.shards.front().name));
+    info.path = path;
+    return info;
+  }
+  return checkpoint_info_of(load_safetensors(path));
+}
 
 std::shared_ptr<nn::GPT> load_model(const std::string& path, CheckpointInfo* info_out) {
+  if (is_sharded_checkpoint(path))
+    throw std::runtime_error("'" + path + "' is a sharded checkpoint (a directory of per-rank shards); put it "
+                             "together first: minitorch-consolidate " + path + " model.safetensors");
   return load_model(load_safetensors(path), info_out);
 }
 
 std::shared_ptr<nn::GPT> load_model(const SafetensorsFile& f, CheckpointInfo* info_out) {
-  CheckpointInfo info = info_from(f);
+  CheckpointInfo info = checkpoint_info_of(f);
   auto model = model_from(f, info);
   if (info_out) *info_out = info;
   return model;
@@ -173,8 +182,12 @@ CheckpointManifest check_complete_save(const std::string& path) {
   return m;
 }
 
-ResumeInfo resume_from(const std::string& path, Engine& engine) {
-  if (engine.strategy().shards_optimizer_state()) throw std::runtime_error(sharded_checkpoint_message(engine.config()));
+void check_complete(const std::string& path) {
+  if (is_sharded_checkpoint(path)) check_complete_sharded(path);
+  else check_complete_save(path);
+}
+
+FullState read_single_file_checkpoint(const std::string& path) {
   // Cheap checks first, so each problem gets its own message: presence and size (a truncated copy),
   // then the metadata (another run, another step), then the checksum (changed bytes).
   const CheckpointManifest m = check_complete_save(path);
@@ -193,49 +206,53 @@ ResumeInfo resume_from(const std::string& path, Engine& engine) {
   };
 
   SafetensorsFile f = load_safetensors(path);
-  CheckpointInfo info = info_from(f);
+  FullState st;
+  st.info = checkpoint_info_of(f);
   check_run(f, "model file");
-  if (info.step != m.step)
-    fail("its model file is from step " + std::to_string(info.step) + " but the manifest is from step " +
+  if (st.info.step != m.step)
+    fail("its model file is from step " + std::to_string(st.info.step) + " but the manifest is from step " +
          std::to_string(m.step) + "; use the files of one save together");
   check_sum(path, m.model, "model file");
-  std::optional<SafetensorsFile> o;
-  std::int64_t opt_steps = 0;
+  // Every parameter once, in the model's order (the head's weight is the embedding's: not a parameter);
+  // f32 (a bf16 save widens exactly).
+  st.params = model_from(f, st.info)->named_parameters();
   if (m.optim) {
-    o = load_safetensors(opt_path);
-    check_run(*o, "optimizer state");
+    SafetensorsFile o = load_safetensors(opt_path);
+    check_run(o, "optimizer state");
     try {
-      opt_steps = optimizer_steps_of(*o);
+      st.optimizer_steps = optimizer_steps_of(o);
     } catch (const std::runtime_error& e) {
       fail(std::string("its ") + e.what());
     }
-    if (opt_steps != m.optim->optimizer_steps)
-      fail("its optimizer state '" + opt_path + "' is stale: it holds " + std::to_string(opt_steps) +
+    if (st.optimizer_steps != m.optim->optimizer_steps)
+      fail("its optimizer state '" + opt_path + "' is stale: it holds " + std::to_string(st.optimizer_steps) +
            " optimizer steps but the save had " + std::to_string(m.optim->optimizer_steps) +
            "; use the files of one save together");
     check_sum(opt_path, *m.optim, "optimizer state");
+    st.optim = std::move(o.tensors);
   }
+  st.run_id = m.run_id;
+  st.data_parallel_size = m.data_parallel_size;
+  st.train_micro_batch_size_per_gpu = m.train_micro_batch_size_per_gpu;
+  st.gradient_accumulation_steps = m.gradient_accumulation_steps;
+  return st;
+}
 
-  if (!(info.model == engine.model().config()))
-    fail("it holds " + info.model.describe() + " but the config builds " + engine.model().config().describe());
-  {
-    TagScope scope(MemTag::param);
-    engine.model().load_state_dict(f.tensors, /*strict=*/true);
-  }
-  engine.set_global_steps(info.step);
-  if (o) {
-    TagScope scope(MemTag::optim);
-    engine.strategy().load_optimizer_state(o->tensors, opt_steps);
-  }
-  ResumeInfo r{m.run_id, m.step, m.data_parallel_size, {}};
+ResumeInfo resume_from(const std::string& path, Engine& engine) {
+  const FullState st = is_sharded_checkpoint(path) ? read_sharded_checkpoint(path) : read_single_file_checkpoint(path);
+  if (!(st.info.model == engine.model().config()))
+    resume_fail(path, "it holds " + st.info.model.describe() + " but the config builds " +
+                          engine.model().config().describe());
+  load_full_state(engine, st);
+  ResumeInfo r{st.run_id, st.info.step, st.data_parallel_size, {}};
   const Config& c = engine.config();
-  const bool same_data = m.train_micro_batch_size_per_gpu == c.train_micro_batch_size_per_gpu &&
-                         m.gradient_accumulation_steps * m.data_parallel_size ==
+  const bool same_data = st.train_micro_batch_size_per_gpu == c.train_micro_batch_size_per_gpu &&
+                         st.gradient_accumulation_steps * st.data_parallel_size ==
                              c.gradient_accumulation_steps * engine.dp_size();
-  if (m.data_parallel_size != engine.dp_size() || !same_data) {
-    std::string w = "checkpoint '" + path + "' was saved on " + std::to_string(m.data_parallel_size) +
-                    " data-parallel rank(s) with micro-batch " + std::to_string(m.train_micro_batch_size_per_gpu) +
-                    " x accumulation " + std::to_string(m.gradient_accumulation_steps) + " and resumes on " +
+  if (st.data_parallel_size != engine.dp_size() || !same_data) {
+    std::string w = "checkpoint '" + path + "' was saved on " + std::to_string(st.data_parallel_size) +
+                    " data-parallel rank(s) with micro-batch " + std::to_string(st.train_micro_batch_size_per_gpu) +
+                    " x accumulation " + std::to_string(st.gradient_accumulation_steps) + " and resumes on " +
                     std::to_string(engine.dp_size()) + " with " + std::to_string(c.train_micro_batch_size_per_gpu) +
                     " x " + std::to_string(c.gradient_accumulation_steps) + ": ";
     // Micro-batches are numbered (step * G + micro) * W + rank, so only B and G*W decide the data.

@@ -42,12 +42,18 @@ struct ResumeInfo {
   std::vector<std::string> warnings;  ///< e.g. the data order changes on another number of ranks
 };
 
-/// Why a run whose optimizer state is sharded (stage >= 1 on N > 1 ranks) cannot save or resume yet.
-std::string sharded_checkpoint_message(const Config& config);
-/// Writes the engine's model (and, if it has stepped, its optimizer state) to `path` / `path.optim`,
-/// then `path.manifest.json`. `run_id`: new_run_id(), generated once per training run.
+/// Writes the engine's state. Stage 0 (or one rank): the model (and, if it has stepped, its optimizer
+/// state) to `path` / `path.optim`, then `path.manifest.json`, by the one rank that calls it. A
+/// sharded optimizer state (stages 1–3 on N > 1 ranks): the directory `path` of
+/// zero/sharded_checkpoint.h, and every rank calls it. `run_id`: new_run_id(), generated once per
+/// training run (by rank 0, the same on every rank).
 void save_checkpoint(const std::string& path, const Engine& engine, const data::Tokenizer& tokenizer,
                      const std::string& run_id);
+/// The safetensors metadata of a model file: format, model_args, tokenizer, vocab, step.
+std::map<std::string, std::string> checkpoint_metadata(const nn::GPT& model, const data::Tokenizer& tokenizer,
+                                                       std::int64_t step);
+/// What a file's metadata says (checked: a minitorch checkpoint, valid model args and tokenizer).
+CheckpointInfo checkpoint_info_of(const SafetensorsFile& file);
 /// Writes a model alone (no optimizer file).
 void save_model(const std::string& path, const nn::GPT& model, const data::Tokenizer& tokenizer, std::int64_t step);
 
@@ -58,7 +64,8 @@ std::shared_ptr<nn::GPT> load_model(const std::string& path, CheckpointInfo* inf
 /// The same from a file already read (load_safetensors of a path or of bytes in memory): what
 /// load_model(path) does after reading it. Errors name `file.path`.
 std::shared_ptr<nn::GPT> load_model(const SafetensorsFile& file, CheckpointInfo* info = nullptr);
-/// Reads only the metadata (the weights are validated but not kept).
+/// Reads only the metadata (the weights are validated but not kept). `path` may be a sharded
+/// checkpoint's directory (then its first shard's metadata).
 CheckpointInfo read_checkpoint_info(const std::string& path);
 /// The optimizer step count a `.optim` file records in its `optimizer_steps` metadata: a non-negative
 /// decimal integer, else std::runtime_error "optimizer state '<path>' has no valid optimizer_steps
@@ -67,10 +74,13 @@ std::int64_t optimizer_steps_of(const SafetensorsFile& optim_file);
 /// The cheap part of resume_from()'s checks, before anything is loaded: the manifest is there and
 /// readable, and `path` and `path.optim` have the sizes it names. Throws like resume_from().
 CheckpointManifest check_complete_save(const std::string& path);
-/// Restores weights, optimizer state and step count into an engine built for the same model shape.
-/// Refuses, with one std::runtime_error naming the file and the problem, anything that is not one
-/// complete save: no manifest, a file missing, truncated or changed (size, checksum), a model or
-/// `.optim` from another run or another step.
+/// The same for either kind: a directory is checked as a sharded save (check_complete_sharded).
+void check_complete(const std::string& path);
+/// Restores weights, optimizer state and step count into an engine built for the same model shape,
+/// from a single-file or a sharded checkpoint, saved on any number of ranks at any stage
+/// (zero/sharded_checkpoint.h; every rank calls it). Refuses, with one std::runtime_error naming the
+/// file and the problem, anything that is not one complete save: no manifest, a file or shard
+/// missing, truncated or changed (size, checksum), files from another run or another step.
 ResumeInfo resume_from(const std::string& path, Engine& engine);
 
 }  // namespace minitorch::zero

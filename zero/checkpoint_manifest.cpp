@@ -24,6 +24,13 @@ namespace minitorch::zero {
 namespace {
 constexpr const char* kManifestFormat = "minitorch-manifest-1";
 
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
 std::string hex64(std::uint64_t v) {
   char buf[17];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
@@ -110,6 +117,17 @@ std::string new_run_id() {
   return std::to_string(secs) + "-" + std::to_string(::getpid()) + "-" + buf;
 }
 
+std::string new_run_id(dist::ProcessGroup& group) {
+  std::string id = group.rank() == 0 ? new_run_id() : std::string();
+  Tensor chars = Tensor::zeros({64}, DType::i32);  // an id is < 64 characters: digits, '-', hex
+  auto* c = chars.data<std::int32_t>();
+  for (std::size_t i = 0; i < id.size() && i < 63; ++i) c[i] = static_cast<unsigned char>(id[i]);
+  group.broadcast(chars, 0);
+  id.clear();
+  for (std::int64_t i = 0; i < 64 && c[i] != 0; ++i) id.push_back(static_cast<char>(c[i]));
+  return id;
+}
+
 std::uint64_t fnv1a64_file(const std::string& path) {
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
   if (!f) throw std::runtime_error("cannot read '" + path + "' to check it");
@@ -148,10 +166,7 @@ CheckpointManifest read_manifest(const std::string& checkpoint_path) {
                              "' is missing, so it is not one complete save (the save was interrupted, or the "
                              "files were copied without it); resume from a complete save, or start a new run "
                              "without --resume");
-  std::ifstream in(mpath);
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_manifest(text.str(), checkpoint_path);
+  return parse_manifest(read_text(mpath), checkpoint_path);
 }
 
 CheckpointManifest parse_manifest(const std::string& text, const std::string& checkpoint_path) {
@@ -173,6 +188,96 @@ CheckpointManifest parse_manifest(const std::string& text, const std::string& ch
     throw std::runtime_error("cannot resume from '" + checkpoint_path + "': its manifest '" +
                              manifest_path(checkpoint_path) + "' is unreadable (" + truncate_for_message(e.what(), 300) +
                              "); resume from a complete save");
+  }
+  return m;
+}
+
+// ---- sharded checkpoints ----
+
+namespace {
+constexpr const char* kShardedFormat = "minitorch-sharded-1";
+}  // namespace
+
+std::string sharded_manifest_path(const std::string& dir) { return dir + "/manifest.json"; }
+
+std::string shard_file_name(int rank, int world) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "shard-%05d-of-%05d.safetensors", rank, world);
+  return buf;
+}
+
+void write_sharded_manifest(const std::string& dir, const ShardedManifest& m) {
+  nlohmann::json params = nlohmann::json::array(), shards = nlohmann::json::array();
+  for (const auto& [name, shape] : m.params) params.push_back({{"name", name}, {"shape", shape}});
+  for (const ManifestFile& f : m.shards) shards.push_back(file_json(f, false));
+  const nlohmann::json j = {{"format", kShardedFormat}, {"run_id", m.run_id}, {"step", m.step}, {"stage", m.stage},
+                            {"data_parallel_size", m.data_parallel_size},
+                            {"train_micro_batch_size_per_gpu", m.train_micro_batch_size_per_gpu},
+                            {"gradient_accumulation_steps", m.gradient_accumulation_steps},
+                            {"optimizer_steps", m.optimizer_steps}, {"dtype", m.dtype}, {"numel", m.numel},
+                            {"params", params}, {"shards", shards}};
+  const std::string text = j.dump(2) + "\n";
+  write_file_atomic(sharded_manifest_path(dir), {{text.data(), text.size()}}, "checkpoint manifest");
+}
+
+ShardedManifest read_sharded_manifest(const std::string& dir) {
+  const std::string mpath = sharded_manifest_path(dir);
+  if (!std::filesystem::exists(mpath))
+    throw std::runtime_error("cannot resume from '" + dir + "': its manifest '" + mpath +
+                             "' is missing, so it is not one complete sharded save (the save was interrupted, or "
+                             "the directory was copied without it); resume from a complete save");
+  return parse_sharded_manifest(read_text(mpath), dir);
+}
+
+ShardedManifest parse_sharded_manifest(const std::string& text, const std::string& dir) {
+  ShardedManifest m;
+  try {
+    const nlohmann::json j = parse_json_bounded(text, "the manifest");
+    const std::string format = string_at(j, "", "format");
+    if (format != kShardedFormat)
+      throw std::invalid_argument("format is '" + truncate_for_message(format) + "', expected '" + kShardedFormat + "'");
+    m.run_id = string_at(j, "", "run_id");
+    m.step = int_at(j, "", "step", 0);
+    m.stage = static_cast<int>(int_at(j, "", "stage", 1, 3));
+    m.data_parallel_size = static_cast<int>(int_at(j, "", "data_parallel_size", 1, 99999));
+    m.train_micro_batch_size_per_gpu = int_at(j, "", "train_micro_batch_size_per_gpu", 1);
+    m.gradient_accumulation_steps = int_at(j, "", "gradient_accumulation_steps", 1);
+    m.optimizer_steps = int_at(j, "", "optimizer_steps", 0);
+    m.dtype = string_at(j, "", "dtype");
+    if (m.dtype != "f32" && m.dtype != "bf16") throw std::invalid_argument("dtype must be \"f32\" or \"bf16\"");
+    m.numel = int_at(j, "", "numel", 1);
+    const nlohmann::json& params = field(j, "", "params");
+    if (!params.is_array() || params.empty()) throw std::invalid_argument("params must be a non-empty array");
+    std::int64_t total = 0;
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      const std::string at = "params[" + std::to_string(i) + "]";
+      const nlohmann::json& shape = field(params[i], at, "shape");
+      if (!shape.is_array() || shape.size() > 8) throw std::invalid_argument(at + ".shape must be an array of sizes");
+      std::vector<std::int64_t> dims;
+      std::int64_t n = 1;
+      for (const auto& d : shape) {
+        if (!d.is_number_unsigned() || d.get<std::uint64_t>() > (1ull << 40)) throw std::invalid_argument(at + ".shape has a bad size");
+        dims.push_back(d.get<std::int64_t>());
+        n *= dims.back();
+      }
+      total += n;
+      m.params.emplace_back(string_at(params[i], at, "name"), dims);
+    }
+    if (total != m.numel)
+      throw std::invalid_argument("the params' shapes hold " + std::to_string(total) + " elements but numel is " +
+                                  std::to_string(m.numel));
+    const nlohmann::json& shards = field(j, "", "shards");
+    if (!shards.is_array() || shards.size() != static_cast<std::size_t>(m.data_parallel_size))
+      throw std::invalid_argument("shards must list one file per rank (" + std::to_string(m.data_parallel_size) + ")");
+    for (std::size_t r = 0; r < shards.size(); ++r) {
+      m.shards.push_back(file_from(shards[r], "shards[" + std::to_string(r) + "]", false));
+      if (m.shards.back().name != shard_file_name(static_cast<int>(r), m.data_parallel_size))
+        throw std::invalid_argument("shards[" + std::to_string(r) + "] is '" + truncate_for_message(m.shards.back().name) +
+                                    "', expected '" + shard_file_name(static_cast<int>(r), m.data_parallel_size) + "'");
+    }
+  } catch (const std::exception& e) {
+    throw std::runtime_error("cannot resume from '" + dir + "': its manifest '" + sharded_manifest_path(dir) +
+                             "' is unreadable (" + truncate_for_message(e.what(), 300) + "); resume from a complete save");
   }
   return m;
 }

@@ -19,6 +19,10 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
+
+#include "dist/process_group.h"
 
 namespace minitorch::zero {
 
@@ -42,12 +46,51 @@ struct CheckpointManifest {
   std::optional<ManifestFile> optim;  ///< absent for a save before the first optimizer step
 };
 
+/// What `DIR/manifest.json` of a sharded checkpoint says (zero/sharded_checkpoint.h): the run, the
+/// stage and ranks that wrote it, the model's parameters (names, shapes: Ψ = Σ numel) and one file
+/// per rank.
+///
+/// \code
+///   {"format": "minitorch-sharded-1", "run_id": "...", "step": 600, "stage": 2, "data_parallel_size": 4,
+///    "train_micro_batch_size_per_gpu": 8, "gradient_accumulation_steps": 1, "optimizer_steps": 600,
+///    "dtype": "f32", "numel": 809600,
+///    "params": [{"name": "transformer.wte.weight", "shape": [65, 128]}, ...],
+///    "shards": [{"name": "shard-00000-of-00004.safetensors", "bytes": 3243880, "fnv1a64": "..."}, ...]}
+/// \endcode
+struct ShardedManifest {
+  std::string run_id;
+  std::int64_t step = 0;
+  int stage = 1;
+  int data_parallel_size = 1;
+  std::int64_t train_micro_batch_size_per_gpu = 0, gradient_accumulation_steps = 0;
+  std::int64_t optimizer_steps = 0;  ///< 0: saved before the first optimizer step (no optimizer state)
+  std::string dtype;                 ///< the parameters' dtype P: "f32" or "bf16"
+  std::int64_t numel = 0;            ///< Ψ
+  std::vector<std::pair<std::string, std::vector<std::int64_t>>> params;  ///< named_parameters() order
+  std::vector<ManifestFile> shards;  ///< shard r is rank r's file
+};
+
+/// `dir + "/manifest.json"`.
+std::string sharded_manifest_path(const std::string& dir);
+/// `dir/shard-0000r-of-0000N.safetensors`.
+std::string shard_file_name(int rank, int world);
+/// Writes `dir`'s manifest atomically.
+void write_sharded_manifest(const std::string& dir, const ShardedManifest& manifest);
+/// Reads and checks it like read_manifest(): one std::runtime_error "cannot resume from '<dir>': ..."
+/// for a missing or malformed manifest (every field checked for type and range; the shards' count
+/// equals data_parallel_size; the shapes' sizes add up to numel).
+ShardedManifest read_sharded_manifest(const std::string& dir);
+ShardedManifest parse_sharded_manifest(const std::string& text, const std::string& dir);
+
 /// `path + ".manifest.json"`.
 std::string manifest_path(const std::string& checkpoint_path);
 
 /// A fresh id for one training run: seconds since the epoch, pid and 32 random bits, e.g.
 /// "1718000000-4242-9f3a61c2". Generate it once per run and pass it to every save.
 std::string new_run_id();
+/// The same, made by rank 0 and broadcast: every rank of a job names its saves alike (a sharded
+/// save's shards carry it). Every rank calls it.
+std::string new_run_id(dist::ProcessGroup& group);
 
 /// FNV-1a 64 of a file's bytes. Throws std::runtime_error naming the file if it cannot be read.
 std::uint64_t fnv1a64_file(const std::string& path);

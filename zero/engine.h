@@ -100,6 +100,8 @@ class Engine {
   /// Data-parallel rank and size (0 and 1 without a group).
   int dp_rank() const { return group_ ? group_->rank() : 0; }
   int dp_size() const { return group_ ? group_->size() : 1; }
+  /// The data-parallel ranks (nullptr: one rank).
+  dist::ProcessGroup* group() const { return group_; }
   /// Model-state bytes measured by the allocator (tags param, grad, optim on this rank) at the last
   /// optimizer step, after the gradients were reduced and before the update (docs/design.md §9).
   const ModelStateBytes& measured_model_states() const { return measured_states_; }

@@ -1,6 +1,8 @@
 #include "zero/sharded_optimizer.h"
 
 #include <cmath>
+#include <map>
+#include <stdexcept>
 
 #include "optim/clip.h"
 
@@ -41,6 +43,20 @@ void adopt_parameters_from_rank0(Partition& partition, dist::ProcessGroup& group
     Tensor flat = partition.buckets()[b].params.flat();
     group.broadcast(flat, 0);  // one broadcast per bucket
   }
+}
+
+void ShardedOptimizer::load_parameters(const nn::NamedTensors& whole) {
+  std::map<std::string, Tensor> by_name(whole.begin(), whole.end());
+  nn::NamedTensors views = partition_.piece_params();  // (b - a) views of my shards, piece order
+  for (std::size_t i = 0; i < views.size(); ++i) {
+    const ShardPiece& piece = partition_.pieces()[i];
+    const std::string& name = partition_.params()[piece.param].first;
+    auto it = by_name.find(name);
+    if (it == by_name.end()) throw std::runtime_error("ShardedOptimizer::load_parameters: no values for '" + name + "'");
+    // whole[a:b] of the flattened parameter -> this rank's piece
+    views[i].second.copy_(it->second.reshape({it->second.numel()}).narrow(0, piece.param_offset, piece.range.size()));
+  }
+  gather_parameters();
 }
 
 void ShardedOptimizer::gather_parameters() {

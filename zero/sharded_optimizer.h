@@ -34,6 +34,9 @@ class ShardedOptimizer {
   double step(float lr, double max_norm);
   /// Every bucket's parameters from their owners (those marked to be gathered after the step).
   void gather_parameters();
+  /// Copies this rank's pieces out of `whole` (name -> the parameter's values, any shape), then
+  /// gather_parameters(): what a resumed run does, on any number of ranks. Every rank calls it.
+  void load_parameters(const nn::NamedTensors& whole);
   /// Whether step() all-gathers bucket b (default: every bucket). ZeRO-3 keeps its units sharded:
   /// their next forward gathers them.
   void set_gather_after_step(std::size_t bucket, bool gather) { gather_after_step_.at(bucket) = gather; }

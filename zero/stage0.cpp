@@ -47,6 +47,8 @@ double Stage0::step(float lr, double max_norm) {
   return norm;
 }
 
+void Stage0::load_parameters(const nn::NamedTensors& whole) { model_->load_state_dict(whole, /*strict=*/true); }
+
 ModelStateBytes Stage0::model_state_bytes() const {
   ModelStateBytes b;
   for (const Tensor& p : model_->parameters()) {

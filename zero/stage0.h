@@ -27,6 +27,7 @@ class Stage0 final : public GradientStrategy {
   void reduce_gradients() override;
   double step(float lr, double max_norm) override;
   ModelStateBytes model_state_bytes() const override;
+  void load_parameters(const nn::NamedTensors& whole) override;
   optim::AdamW& optimizer() override { return *optimizer_; }
   const optim::AdamW& optimizer() const override { return *optimizer_; }
 

@@ -42,6 +42,8 @@ class Stage2 final : public GradientStrategy {
   double step(float lr, double max_norm) override { return optimizer_->step(lr, max_norm); }
   ModelStateBytes model_state_bytes() const override;
   bool shards_optimizer_state() const override { return true; }
+  nn::NamedTensors parameter_pieces() const override { return partition_.piece_params(); }
+  void load_parameters(const nn::NamedTensors& whole) override { optimizer_->load_parameters(whole); }
   optim::AdamW& optimizer() override { return optimizer_->adamw(); }
   const optim::AdamW& optimizer() const override { return optimizer_->adamw(); }
 

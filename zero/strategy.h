@@ -65,8 +65,15 @@ class GradientStrategy {
   virtual const optim::AdamW& optimizer() const = 0;
 
   /// True when each rank holds only its shard of the optimizer state (stages 1–3 on N > 1 ranks):
-  /// one file cannot hold it, and sharded checkpoints have not landed yet.
+  /// a checkpoint is then a directory of per-rank shards (zero/sharded_checkpoint.h).
   virtual bool shards_optimizer_state() const { return false; }
+  /// What a sharded checkpoint saves of the parameters from this rank: its pieces "<param>[a:b]"
+  /// (1-D views, dtype P; zero/partition.h). Empty at stage 0 (the model file holds them).
+  virtual nn::NamedTensors parameter_pieces() const { return {}; }
+  /// Sets every parameter to `whole` (name -> tensor of the parameter's shape, every parameter of
+  /// named_parameters()): the model's tensors at stages 0–2, this rank's shards at stage 3, then the
+  /// parameters that stay whole are gathered (a collective at stages 1–3: every rank calls it).
+  virtual void load_parameters(const nn::NamedTensors& whole) = 0;
   /// The optimizer state a checkpoint saves (exp_avg.<name>, exp_avg_sq.<name>, master.<name>): the
   /// whole model's at stage 0, this rank's shard at stages 1–3; and its step count.
   virtual nn::NamedTensors optimizer_state() const { return optimizer().state_tensors(); }
