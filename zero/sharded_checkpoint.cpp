@@ -145,8 +145,9 @@ void save_sharded_checkpoint(const std::string& dir, const Engine& engine, const
   const int rank = group.rank(), world = group.size();
   const std::string partial = dir + ".partial";
   const GradientStrategy& s = engine.strategy();
+  // Every rank looks (the same answer on a shared file system), so a refusal needs no collective.
+  if (std::string problem = sharded_save_problem(dir); !problem.empty()) throw std::runtime_error(problem);
   if (rank == 0) {
-    if (std::string problem = sharded_save_problem(dir); !problem.empty()) throw std::runtime_error(problem);
     fs::remove_all(partial);  // what a killed save left
     fs::create_directories(partial);
   }

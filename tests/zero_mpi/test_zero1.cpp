@@ -6,14 +6,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <map>
 
 #include "dist/process_group.h"
 #include "minitorch/allocator.h"
 #include "test_util.h"
 #include "zero_test_util.h"
-#include "zero/checkpoint.h"
 #include "zero/engine.h"
 #include "zero/stage1.h"
 
@@ -132,22 +130,6 @@ TEST(L06_Zero1, EachStepMovesOneReduceScatterAndOneAllGatherOfPsiAndTheNorm) {
       EXPECT_EQ(per_op.size(), 3u);
     }
   }
-}
-
-TEST(L06_Zero1, SavingOrResumingTheShardedOptimizerStateIsOneClearErrorAndWritesNothing) {
-  auto& world = dist::world();
-  ZeroRun run(config_json(1, 2, 1), &world, 11);
-  run.train(1);
-  mt_test::TempDir dir;
-  const std::string path = dir.path("z1.safetensors");
-  const std::string save = mt_test::error_of([&] { zero::save_checkpoint(path, *run.engine, run.ds.tokenizer(), "run"); });
-  EXPECT_TRUE(mt_test::contains(save, "ZeRO stage 1 on " + std::to_string(world.size()) +
-                                          " ranks shards the optimizer state, and sharded checkpoints are not implemented yet"))
-      << save;
-  EXPECT_FALSE(std::filesystem::exists(path));
-  EXPECT_FALSE(std::filesystem::exists(path + ".optim"));
-  const std::string resume = mt_test::error_of([&] { zero::resume_from(path, *run.engine); });
-  EXPECT_TRUE(mt_test::contains(resume, "sharded checkpoints are not implemented yet")) << resume;
 }
 
 TEST(L06_Zero1, OverlapCommReduceScattersFromTheHooksWhileBackwardRuns) {

@@ -1,0 +1,107 @@
+// Sharded checkpoints as a user runs them: mpirun minitorch-train --out DIR at stage >= 1, then
+// --resume DIR on another number of ranks (4 -> 2, 4 -> 1, 2 -> 4), each continuing with the losses of
+// the run that was never interrupted; minitorch-consolidate's file evaluates and samples.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "test_util.h"
+
+using mt_test::run_command;
+using testing::HasSubstr;
+
+namespace {
+std::string corpus(const mt_test::TempDir& dir) {
+  std::string text;
+  for (int i = 0; i < 80; ++i) text += "In the beginning God created the heaven and the earth.\n";
+  return dir.write("corpus.txt", text);
+}
+
+/// The per-step losses a run report holds.
+std::vector<double> losses_of(const std::string& report) {
+  std::vector<double> out;
+  const nlohmann::json j = nlohmann::json::parse(std::ifstream(report));  // kept: the loop reads into it
+  for (const auto& s : j["steps"]) out.push_back(s["loss"].get<double>());
+  return out;
+}
+
+/// minitorch-train on `np` ranks with `config`, up to step `steps`; extra flags after.
+mt_test::CommandResult train(int np, const std::string& config, const std::string& data, int steps,
+                             const std::string& extra) {
+  return run_command(mt_test::mpirun_command("minitorch-train", np,
+                                             "--config " + mt_test::source(config) + " --data " + data + " --steps " +
+                                                 std::to_string(steps) + " " + extra));
+}
+}  // namespace
+
+TEST(L06_ShardedCheckpointCli, ResumeOnAnotherNumberOfRanksContinuesTheSameTraining) {
+  mt_test::TempDir dir;
+  const std::string data = corpus(dir);
+  struct Case {
+    const char* config;
+    int save_np, resume_np;
+  };
+  // The batch (32) is micro 8 x accumulation x ranks on any N: every run sees the same micro-batches.
+  for (const Case& c : {Case{"configs/zero2.json", 4, 2}, Case{"configs/zero2.json", 4, 1}, Case{"configs/zero3.json", 2, 4}}) {
+    const std::string tag = std::string(c.config).substr(8, 5) + "_" + std::to_string(c.save_np) + "to" +
+                            std::to_string(c.resume_np);
+    SCOPED_TRACE(tag);
+    const std::string ckpt = dir.path(tag), whole = dir.path(tag + "_whole.json"), resumed = dir.path(tag + "_resumed.json");
+    auto r = train(c.save_np, c.config, data, 6, "--report " + whole);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    r = train(c.save_np, c.config, data, 3, "--out " + ckpt);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_THAT(r.output, HasSubstr("saved " + ckpt + " (" + std::to_string(c.save_np) + " shards and a manifest)"));
+    r = train(c.resume_np, c.config, data, 6, "--resume " + ckpt + " --out '' --report " + resumed);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_THAT(r.output, HasSubstr("the data order changes among the ranks")) << "a warning, once";
+    const std::vector<double> a = losses_of(whole), b = losses_of(resumed);
+    ASSERT_EQ(a.size(), 6u);
+    ASSERT_EQ(b.size(), 3u) << "steps 4..6";
+    for (std::size_t s = 0; s < 3; ++s)
+      EXPECT_NEAR(b[s], a[s + 3], 1e-5 * a[s + 3]) << "step " << s + 4 << ": re-partitioned, same training";
+  }
+}
+
+TEST(L06_ShardedCheckpointCli, ResumeOnTheSameRanksIsBitIdenticalAndConsolidatedWeightsEvaluate) {
+  mt_test::TempDir dir;
+  const std::string data = corpus(dir), ckpt = dir.path("ckpt"), model = dir.path("model.safetensors");
+  auto r = train(2, "configs/zero1.json", data, 4, "--report " + dir.path("whole.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_EQ(train(2, "configs/zero1.json", data, 2, "--out " + ckpt).exit_code, 0);
+  r = train(2, "configs/zero1.json", data, 4, "--resume " + ckpt + " --out '' --report " + dir.path("resumed.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::vector<double> a = losses_of(dir.path("whole.json")), b = losses_of(dir.path("resumed.json"));
+  ASSERT_EQ(b.size(), 2u);
+  EXPECT_EQ(b[0], a[2]);
+  EXPECT_EQ(b[1], a[3]);
+
+  r = run_command(mt_test::bin("minitorch-consolidate") + " " + ckpt + " " + model);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("(stage 1, 2 shards, step 2) -> " + model));
+  r = run_command(mt_test::bin("minitorch-eval") + " --checkpoint " + model + " --data " + data);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  r = run_command(mt_test::bin("minitorch-sample") + " --checkpoint " + model + " --tokens 5 --prompt In");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  // The directory itself is not a model file: one clear error that says what to do.
+  r = run_command(mt_test::bin("minitorch-sample") + " --checkpoint " + ckpt + " --tokens 5");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("is a sharded checkpoint (a directory of per-rank shards); put it together first: "
+                                  "minitorch-consolidate"));
+  r = run_command(mt_test::bin("minitorch-consolidate") + " " + model + " " + dir.path("x.safetensors"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("is not a sharded checkpoint directory (a single-file checkpoint is already whole"));
+  EXPECT_FALSE(std::filesystem::exists(dir.path("x.safetensors")));
+}
+
+TEST(L06_ShardedCheckpointCli, OutThatIsAFileIsRefusedBeforeTraining) {
+  mt_test::TempDir dir;
+  const std::string file = dir.write("taken", "not a checkpoint");
+  auto r = train(2, "configs/zero2.json", corpus(dir), 2, "--out " + file);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.output, HasSubstr("is a file (a single-file checkpoint?), but a sharded save"));
+  EXPECT_THAT(r.output, testing::Not(HasSubstr("model GPTConfig"))) << "refused before the model is built";
+}
