@@ -20,6 +20,7 @@
 #include "minitorch/random.h"
 #include "minitorch/safetensors.h"
 #include "zero/checkpoint.h"
+#include "zero/checkpoint_manifest.h"
 #include "zero/config.h"
 #include "zero/engine.h"
 
@@ -287,6 +288,41 @@ Outcome run_manifest(std::string_view input) {
 
 std::vector<std::string> manifest_seeds() { return {saved(false).manifest, saved(true).manifest}; }
 
+// ---------------- sharded checkpoint manifest ----------------
+
+const char* const kShardedDir = "fuzz-ckpt";
+
+Outcome run_sharded_manifest(std::string_view input) {
+  try {
+    zero::parse_sharded_manifest(std::string(input), kShardedDir);
+    return {true, ""};
+  } catch (const std::runtime_error& e) {
+    return rejected(e, kShardedDir);
+  }
+}
+
+/// What write_sharded_manifest writes for a 2-rank stage-3 bf16 save of a two-tensor model.
+std::vector<std::string> sharded_manifest_seeds() {
+  zero::ShardedManifest m;
+  m.run_id = "1718000000-4242-9f3a61c2";
+  m.step = 600;
+  m.stage = 3;
+  m.data_parallel_size = 2;
+  m.train_micro_batch_size_per_gpu = 8;
+  m.gradient_accumulation_steps = 2;
+  m.optimizer_steps = 600;
+  m.dtype = "bf16";
+  m.params = {{"transformer.wte.weight", {63, 24}}, {"transformer.ln_f.bias", {24}}};
+  m.numel = 63 * 24 + 24;
+  for (int r = 0; r < 2; ++r) m.shards.push_back({zero::shard_file_name(r, 2), 4242u + static_cast<unsigned>(r), 0x0123456789abcdefull, 0});
+  const auto dir = std::filesystem::temp_directory_path() / ("minitorch_fuzz_seed_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  zero::write_sharded_manifest(dir.string(), m);
+  std::string text = read_file(zero::sharded_manifest_path(dir.string()));
+  std::filesystem::remove_all(dir);
+  return {text};
+}
+
 // ---------------- text data ----------------
 
 const char* const kTextSource = "fuzz.txt";
@@ -347,6 +383,8 @@ const std::vector<Target>& targets() {
        InputKind::safetensors, run_optim_state, optim_state_seeds},
       {"manifest", "zero::parse_manifest (--resume): std::runtime_error naming the checkpoint", InputKind::json,
        run_manifest, manifest_seeds},
+      {"sharded_manifest", "zero::parse_sharded_manifest (--resume DIR): std::runtime_error naming the directory",
+       InputKind::json, run_sharded_manifest, sharded_manifest_seeds},
       {"text", "TextDataset::from_text (char, byte), tokenizer_from_string: std::runtime_error", InputKind::text,
        run_text, text_seeds},
   };

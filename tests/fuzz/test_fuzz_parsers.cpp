@@ -72,6 +72,7 @@ TEST(L03_Fuzz, Safetensors) { fuzz_target("safetensors"); }
 TEST(L03_Fuzz, Checkpoint) { fuzz_target("checkpoint"); }
 TEST(L03_Fuzz, OptimState) { fuzz_target("optim_state"); }
 TEST(L03_Fuzz, Manifest) { fuzz_target("manifest"); }
+TEST(L06_Fuzz, ShardedManifest) { fuzz_target("sharded_manifest"); }
 TEST(L03_Fuzz, Text) { fuzz_target("text"); }
 
 TEST(L03_Fuzz, MutationsAreAFunctionOfTheIndex) {

@@ -50,7 +50,7 @@ TEST(L06_ShardedCheckpointCli, ResumeOnAnotherNumberOfRanksContinuesTheSameTrain
                             std::to_string(c.resume_np);
     SCOPED_TRACE(tag);
     const std::string ckpt = dir.path(tag), whole = dir.path(tag + "_whole.json"), resumed = dir.path(tag + "_resumed.json");
-    auto r = train(c.save_np, c.config, data, 6, "--report " + whole);
+    auto r = train(c.save_np, c.config, data, 6, "--out '' --report " + whole);
     ASSERT_EQ(r.exit_code, 0) << r.output;
     r = train(c.save_np, c.config, data, 3, "--out " + ckpt);
     ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -69,7 +69,7 @@ TEST(L06_ShardedCheckpointCli, ResumeOnAnotherNumberOfRanksContinuesTheSameTrain
 TEST(L06_ShardedCheckpointCli, ResumeOnTheSameRanksIsBitIdenticalAndConsolidatedWeightsEvaluate) {
   mt_test::TempDir dir;
   const std::string data = corpus(dir), ckpt = dir.path("ckpt"), model = dir.path("model.safetensors");
-  auto r = train(2, "configs/zero1.json", data, 4, "--report " + dir.path("whole.json"));
+  auto r = train(2, "configs/zero1.json", data, 4, "--out '' --report " + dir.path("whole.json"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   ASSERT_EQ(train(2, "configs/zero1.json", data, 2, "--out " + ckpt).exit_code, 0);
   r = train(2, "configs/zero1.json", data, 4, "--resume " + ckpt + " --out '' --report " + dir.path("resumed.json"));

@@ -28,8 +28,9 @@ TEST(L06_ZeroConfigs, EachStageConfigTrainsOnTwoRanksAsItsStage) {
     auto r = run_command(mt_test::mpirun_command(
         "minitorch-train", 2,
         "--config " + mt_test::source("configs/zero" + std::to_string(stage) + ".json") + " --data " + data +
-            " --steps 2 --report " + report));
+            " --steps 2 --report " + report + " --out " + dir.path("zero" + std::to_string(stage))));
     ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_THAT(r.output, HasSubstr("(2 shards and a manifest)")) << "a sharded checkpoint: a directory";
     EXPECT_THAT(r.output, HasSubstr("batch 32 = micro 8 x accumulation 2 x ranks 2"));
     const nlohmann::json j = nlohmann::json::parse(std::ifstream(report));
     EXPECT_EQ(j["zero_stage"], stage);

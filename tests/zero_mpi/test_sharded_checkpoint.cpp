@@ -255,3 +255,26 @@ TEST(L06_ShardedCheckpoint, OutThatIsAFileOrAnotherDirectoryIsRefusedBeforeWriti
   EXPECT_TRUE(fs::exists(dir.path("notes/a.txt")));
   EXPECT_FALSE(fs::exists(dir.path("notes.partial")));
 }
+
+TEST(L06_ShardedCheckpoint, ASingleFileSaveOfDdpResumesAtStage3AndBack) {
+  SharedDir dir;
+  auto& world = dist::world();
+  const std::string single = dir.path("ddp.safetensors"), sharded = dir.path("z3");
+  const std::string ddp = config_json(0, 2, 1), z3 = config_json(3, 2, 1, false, 2500, R"(, "stage3_param_persistence_threshold": 0)");
+  ZeroRun run(ddp, &world, 11);
+  run.train(3);
+  if (world.rank() == 0) zero::save_checkpoint(single, *run.engine, run.ds.tokenizer(), "run-a");  // stage 0: rank 0 writes
+  world.barrier();
+  const std::vector<float> uninterrupted = run.train(3);
+
+  ZeroRun at3(z3, &world, 99);
+  zero::resume_from(single, *at3.engine);  // the whole state, cut into this rank's pieces
+  std::vector<float> losses = at3.train(1);
+  zero::save_checkpoint(sharded, *at3.engine, at3.ds.tokenizer(), "run-b");
+  ZeroRun back(ddp, &world, 77);
+  zero::resume_from(sharded, *back.engine);  // and put back together for DDP
+  for (float l : back.train(2)) losses.push_back(l);
+  ASSERT_EQ(losses.size(), uninterrupted.size());
+  for (std::size_t s = 0; s < losses.size(); ++s)
+    EXPECT_NEAR(losses[s], uninterrupted[s], 1e-5 * uninterrupted[s]) << "step " << s + 4;
+}
