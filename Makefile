@@ -148,16 +148,17 @@ demo: build data
 # root; ARGS passes options (make lesson-03 ARGS="--auto --quick"). The lessons of MPI_LESSONS run under
 # mpirun on LESSON_NP ranks, as `make demo` does (-q: Open MPI's own banners off; the lesson prints its errors).
 # `make test-lesson-NN` builds everything, then runs lesson NN's tests: the ctest tests named LNN_... and,
-# for lesson 05, the multi-rank suites (dist_mpi, zero_mpi: every test in them is lesson 05's today).
+# for lesson 05, the multi-rank suites (dist_mpi, zero_mpi), for lesson 06 zero_mpi (its L06_Zero1/2 tests).
 LESSON_NUMS := $(sort $(foreach d,$(wildcard lessons/[0-9][0-9]_*/main.cpp),$(word 2,$(subst /, ,$(d)))))
 LESSON_NUMS := $(foreach d,$(LESSON_NUMS),$(firstword $(subst _, ,$(d))))
-MPI_LESSONS := 05
+MPI_LESSONS := 05 06
 LESSON_NP ?= 4
 LESSON_TESTS_05 := ^L05_|^dist_mpi_np|^zero_mpi_np
+LESSON_TESTS_06 := ^L06_|^zero_mpi_np
 lesson_tests = $(or $(LESSON_TESTS_$(1)),^L$(1)_)
 ALLOW_ROOT = if [ "$$(id -u)" = 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
 .PHONY: $(addprefix lesson-,$(LESSON_NUMS)) $(addprefix test-lesson-,$(LESSON_NUMS))
-lesson-03 lesson-05 test-lesson-03 test-lesson-05: data
+lesson-03 lesson-05 lesson-06 test-lesson-03 test-lesson-05 test-lesson-06: data
 $(addprefix lesson-,$(LESSON_NUMS)): lesson-%: configure
 	cmake --build $(BUILD) -j$(JOBS) --target lesson-$*
 	@$(ALLOW_ROOT); set -x; \
