@@ -91,8 +91,9 @@ void print_partition(dist::ProcessGroup& world, const zero::Partition& part) {
       if (p.bucket == b) in.push_back(&p), elements += p.range.size();
     const std::int64_t begin = buckets[b].shard_begin(part.rank(), N);
     mine.insert(mine.end(), {begin, begin + buckets[b].numel / N, static_cast<std::int64_t>(in.size()), elements});
-    for (const zero::ShardPiece* p : {in.front(), in.back()})
-      mine.insert(mine.end(), {static_cast<std::int64_t>(p->param), p->param_offset, p->param_offset + p->range.size()});
+    for (const zero::ShardPiece* p : {in.empty() ? nullptr : in.front(), in.empty() ? nullptr : in.back()})
+      if (p) mine.insert(mine.end(), {static_cast<std::int64_t>(p->param), p->param_offset, p->param_offset + p->range.size()});
+      else mine.insert(mine.end(), {0, 0, 0});  // a shard of padding only (tiny buckets on many ranks)
   }
   const std::vector<std::int64_t> all = gather(world, mine);
   const std::size_t per_rank = mine.size();
@@ -104,7 +105,7 @@ void print_partition(dist::ProcessGroup& world, const zero::Partition& part) {
       const std::int64_t* v = &all[static_cast<std::size_t>(r) * per_rank + b * kPer];
       owned[static_cast<std::size_t>(r)] += v[3];
       std::printf("bucket %zu rank %d [%6lld, %6lld) %2lld piece%s: %s", b, r, ll(v[0]), ll(v[1]), ll(v[2]),
-                  v[2] == 1 ? " " : "s", piece_name(part, v[4], v[5], v[6]).c_str());
+                  v[2] == 1 ? " " : "s", v[2] == 0 ? "(padding only)" : piece_name(part, v[4], v[5], v[6]).c_str());
       if (v[2] > 1) std::printf(" ... %s", piece_name(part, v[7], v[8], v[9]).c_str());
       std::printf("\n");
     }
@@ -129,22 +130,31 @@ std::vector<events::Event> collectives(const std::vector<events::Event>& recorde
 void print_step_traffic(dist::ProcessGroup& world, const zero::Partition& part,
                         const std::vector<events::Event>& recorded, double formula_elements) {
   const int N = world.size();
-  const std::vector<events::Event> comm = collectives(recorded);
+  std::vector<events::Event> comm = collectives(recorded);
+  for (const events::Event& e : recorded)  // where the update happens: the engine's optimizer_step span
+    if (e.category == events::Category::compute && e.name == "optimizer_step" && e.kind == events::Kind::begin)
+      comm.insert(std::find_if(comm.begin(), comm.end(), [&](const events::Event& c) { return c.time_us >= e.time_us; }), e);
+  std::int64_t mine = 0;
+  for (const zero::ShardPiece& p : part.pieces()) mine += p.range.size();
   std::printf("rank 0's collectives in this step, in the order it started them (its event sink):\n");
-  std::printf("collective       of                                elements       bytes   ring: (N-1)/N * numel\n");
+  std::printf("collective       of                           elements       bytes   ring: (N-1)/N * numel\n");
   std::size_t scattered = 0, gathered = 0;  // the k-th of each is bucket k
   std::int64_t grad_bytes = 0, other_bytes = 0;
   for (const events::Event& e : comm) {
+    if (e.category == events::Category::compute) {
+      std::printf("optimizer_step: the norm from one scalar, clip, AdamW on rank 0's %lld elements, gather:\n", ll(mine));
+      continue;
+    }
     const bool rs = e.name == "reduce_scatter", ag = e.name == "all_gather";
-    std::string of = "the gradient norm: 1 scalar (sum of g^2)";
+    std::string of = "sum of g^2 (1 scalar)";
     std::int64_t numel = 0;
     if ((rs || ag) && (rs ? scattered : gathered) < part.buckets().size()) {
       const std::size_t b = rs ? scattered++ : gathered++;
       numel = part.buckets()[b].numel;
-      of = "bucket " + std::to_string(b) + (rs ? " gradients" : " parameters") + " (" + std::to_string(numel) + ")";
+      of = "bucket " + std::to_string(b) + (rs ? " grads" : " params") + " (" + std::to_string(numel) + ")";
     }
     (rs || ag ? grad_bytes : other_bytes) += e.bytes;
-    std::printf("%-15s  %-31s  %8lld  %10lld", e.name.c_str(), of.c_str(), ll(e.elements), ll(e.bytes));
+    std::printf("%-15s  %-26s  %8lld  %10lld", e.name.c_str(), of.c_str(), ll(e.elements), ll(e.bytes));
     if (numel > 0) std::printf("   %d/%d * %lld = %lld", N - 1, N, ll(numel), ll((N - 1) * numel / N));
     std::printf("\n");
   }
