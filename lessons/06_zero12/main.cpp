@@ -128,9 +128,10 @@ int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
   const auto* s1 = engine->strategy_as<zero::Stage1>();
   lesson06::print_partition(world, s1->partition());
   const auto shapes = nn::GPT::parameter_shapes(zero::model_shape(cfg[1], V));
-  const zero::Partition three(zero::meta_parameters(shapes), opt.bucket, 0, 3);  // planned only: no storage
-  std::printf("(on 3 ranks the same buckets would need %lld elements of padding: LESSON_NP=3 shows it)\n",
-              static_cast<long long>(three.padding()));
+  const int other = N == 3 ? 4 : 3;
+  const zero::Partition plan(zero::meta_parameters(shapes), opt.bucket, 0, other);  // planned only: no storage
+  std::printf("(on %d ranks the same buckets would need %lld elements of padding: LESSON_NP=%d shows it)\n", other,
+              static_cast<long long>(plan.padding()), other);
 
   // ------------------------------------------------------------------------------------------
   beats.beat("ZeRO-1: one step, live",
@@ -177,7 +178,7 @@ int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
 
   // ------------------------------------------------------------------------------------------
   beats.beat("train the baby GPT at stages 0, 1 and 2",
-             "Lesson 05's run (4 ranks x micro-batch 8, AdamW, warmup-decay, clip 1.0, seed 1337) three times:\n"
+             "Lesson 05's run (N ranks x micro-batch 8, AdamW, warmup-decay, clip 1.0, seed 1337) three times:\n"
              "DDP, ZeRO-1, ZeRO-2, on the same micro-batches. Sharding changes who computes what, not the\n"
              "math: the losses agree up to float summation order.");
   const char* names[] = {"DDP", "ZeRO-1", "ZeRO-2"};
@@ -212,7 +213,7 @@ int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
                 static_cast<long long>(states[s]));
   std::printf("largest relative loss difference from DDP over %lld steps: ZeRO-1 %.1e, ZeRO-2 %.1e\n", opt.steps,
               worst[1], worst[2]);
-  std::printf("(DDP here is lesson 05's 4-rank run: the same config, seed and micro-batches, so the same numbers)\n");
+  std::printf("(DDP here is lesson 05's run on %d ranks: the same config, seed and micro-batches, the same numbers)\n", N);
   lesson06::quiet_barrier();
   std::printf("\nLesson 06 done.\n");
   return 0;
