@@ -101,9 +101,11 @@ int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
   const std::int64_t eval_iters = beats.quick() ? 2 : 20;  // lesson 05's: a noisier loss, the same comparison
   std::vector<zero::Config> cfg;                            // stages 0 (DDP), 1, 2
   for (int s = 0; s <= 2; ++s)
-    cfg.push_back(zero::Config::from_json(zero_config(s, opt.steps, opt.bucket), N, "lesson-06 (stage " + std::to_string(s) + ")"));
+    cfg.push_back(zero::Config::from_json(zero_config(s, opt.steps, opt.bucket), N,
+                                          "lesson-06 (stage " + std::to_string(s) + ")"));
   auto ds = data::TextDataset::load(opt.data, cfg[0].training.tokenizer, cfg[0].model.block_size);
-  const std::int64_t V = ds.tokenizer().vocab_size(), T = cfg[0].model.block_size, B = cfg[0].train_micro_batch_size_per_gpu;
+  const std::int64_t V = ds.tokenizer().vocab_size(), T = cfg[0].model.block_size;
+  const std::int64_t B = cfg[0].train_micro_batch_size_per_gpu;
   data::BatchSampler train_sampler(ds.tokens_ptr(data::Split::train), B, T, cfg[0].training.seed);
   const zero::BytesPerParameter fp32 = zero::bytes_per_parameter(/*bf16=*/false);  // P=4 G=4 K=8
 
@@ -145,7 +147,8 @@ int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
               "configs/zero1.json: the reduce-scatters start once backward is done)\n\n",
               s1->reducer().launched_in_backward(), s1->partition().buckets().size());
   const std::int64_t flat = psi + s1->partition().padding();
-  lesson06::print_step_traffic(world, s1->partition(), seen, zero::comm_elements_per_step(1, static_cast<double>(flat), N, 1));
+  const auto flat_elements = static_cast<double>(flat);
+  lesson06::print_step_traffic(world, s1->partition(), seen, zero::comm_elements_per_step(1, flat_elements, N, 1));
   std::printf("\n");
   lesson06::print_model_states(world, 1, engine->measured_model_states(), planned(1, cfg[1], V, world), psi, fp32);
 
@@ -160,12 +163,13 @@ int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
   seen = recorded_step(*engine, train_sampler);
   lesson06::print_backward_timeline(seen);
   const auto buckets = static_cast<int>(s2->partition().buckets().size());
-  std::printf("%d of %d buckets started from a gradient hook while backward ran\n", s2->reducer().launched_in_backward(),
-              buckets);
+  std::printf("%d of %d buckets started from a gradient hook while backward ran\n",
+              s2->reducer().launched_in_backward(), buckets);
   int full = 0;  // parameters still holding a whole gradient after the step
   for (const auto& [name, p] : engine->model().named_parameters()) full += p.grad().defined();
-  std::printf("parameters holding a full .grad after the step: %d of %zu\n\n", full, engine->model().named_parameters().size());
-  lesson06::print_step_traffic(world, s2->partition(), seen, zero::comm_elements_per_step(2, static_cast<double>(flat), N, 1));
+  std::printf("parameters holding a full .grad after the step: %d of %zu\n\n", full,
+              engine->model().named_parameters().size());
+  lesson06::print_step_traffic(world, s2->partition(), seen, zero::comm_elements_per_step(2, flat_elements, N, 1));
   std::printf("\n");
   lesson06::print_model_states(world, 2, engine->measured_model_states(), planned(2, cfg[2], V, world), psi, fp32);
 
@@ -191,7 +195,8 @@ int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
     engine.reset();
     engine = make_engine(cfg[static_cast<std::size_t>(s)], V, world);
     const auto t0 = std::chrono::steady_clock::now();
-    while (engine->global_steps() < opt.steps) losses[static_cast<std::size_t>(s)].push_back(engine->train_batch(train_sampler));
+    while (engine->global_steps() < opt.steps)
+      losses[static_cast<std::size_t>(s)].push_back(engine->train_batch(train_sampler));
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     train[static_cast<std::size_t>(s)] = engine->evaluate(train_eval, eval_iters);
     val[static_cast<std::size_t>(s)] = engine->evaluate(val_eval, eval_iters);
@@ -204,7 +209,7 @@ int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
   for (long long i = 1; i <= opt.steps; ++i) {
     const auto k = static_cast<std::size_t>(i - 1);
     for (std::size_t s = 1; s <= 2; ++s)
-      worst[s] = std::max(worst[s], static_cast<double>(std::abs(losses[s][k] - losses[0][k]) / std::abs(losses[0][k])));
+      worst[s] = std::max(worst[s], std::abs(static_cast<double>(losses[s][k]) / losses[0][k] - 1));
     if (i % 20 == 0 || i == 1 || i == opt.steps)
       std::printf("%4lld  %8.4f  %8.4f  %8.4f\n", i, losses[0][k], losses[1][k], losses[2][k]);
   }
@@ -213,7 +218,8 @@ int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
                 static_cast<long long>(states[s]));
   std::printf("largest relative loss difference from DDP over %lld steps: ZeRO-1 %.1e, ZeRO-2 %.1e\n", opt.steps,
               worst[1], worst[2]);
-  std::printf("(DDP here is lesson 05's run on %d ranks: the same config, seed and micro-batches, the same numbers)\n", N);
+  std::printf("(DDP here is lesson 05's run on %d ranks: the same config, seed and micro-batches, the same numbers)\n",
+              N);
   lesson06::quiet_barrier();
   std::printf("\nLesson 06 done.\n");
   return 0;

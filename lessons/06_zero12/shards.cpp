@@ -92,8 +92,8 @@ void print_partition(dist::ProcessGroup& world, const zero::Partition& part) {
     const std::int64_t begin = buckets[b].shard_begin(part.rank(), N);
     mine.insert(mine.end(), {begin, begin + buckets[b].numel / N, static_cast<std::int64_t>(in.size()), elements});
     for (const zero::ShardPiece* p : {in.empty() ? nullptr : in.front(), in.empty() ? nullptr : in.back()})
-      if (p) mine.insert(mine.end(), {static_cast<std::int64_t>(p->param), p->param_offset, p->param_offset + p->range.size()});
-      else mine.insert(mine.end(), {0, 0, 0});  // a shard of padding only (tiny buckets on many ranks)
+      if (!p) mine.insert(mine.end(), {0, 0, 0});  // a shard of padding only (tiny buckets on many ranks)
+      else mine.insert(mine.end(), {static_cast<std::int64_t>(p->param), p->param_offset, p->param_offset + p->range.size()});
   }
   const std::vector<std::int64_t> all = gather(world, mine);
   const std::size_t per_rank = mine.size();
@@ -111,7 +111,10 @@ void print_partition(dist::ProcessGroup& world, const zero::Partition& part) {
     }
   std::int64_t total = 0;
   std::printf("elements each rank's AdamW updates:");
-  for (int r = 0; r < N; ++r) std::printf(" rank %d %lld", r, ll(owned[static_cast<std::size_t>(r)])), total += owned[static_cast<std::size_t>(r)];
+  for (int r = 0; r < N; ++r) {
+    std::printf(" rank %d %lld", r, ll(owned[static_cast<std::size_t>(r)]));
+    total += owned[static_cast<std::size_t>(r)];
+  }
   std::printf("\nsum over the ranks %lld = psi %lld: every parameter element has exactly one owner\n", ll(total),
               ll(part.numel()));
 }
@@ -120,9 +123,10 @@ void print_partition(dist::ProcessGroup& world, const zero::Partition& part) {
 
 std::vector<events::Event> collectives(const std::vector<events::Event>& recorded) {
   std::vector<events::Event> out;
-  for (const events::Event& e : recorded)  // the engine's "reduce_gradients" span is comm too, but no collective
+  const auto& ops = zero::RunReport::kOps;  // the engine's "reduce_gradients" span is comm too, but no collective
+  for (const events::Event& e : recorded)
     if (e.category == events::Category::comm && e.kind == events::Kind::begin &&
-        std::find(std::begin(zero::RunReport::kOps), std::end(zero::RunReport::kOps), e.name) != std::end(zero::RunReport::kOps))
+        std::find(ops.begin(), ops.end(), e.name) != ops.end())
       out.push_back(e);
   return out;
 }
@@ -133,7 +137,8 @@ void print_step_traffic(dist::ProcessGroup& world, const zero::Partition& part,
   std::vector<events::Event> comm = collectives(recorded);
   for (const events::Event& e : recorded)  // where the update happens: the engine's optimizer_step span
     if (e.category == events::Category::compute && e.name == "optimizer_step" && e.kind == events::Kind::begin)
-      comm.insert(std::find_if(comm.begin(), comm.end(), [&](const events::Event& c) { return c.time_us >= e.time_us; }), e);
+      comm.insert(std::find_if(comm.begin(), comm.end(), [&](const events::Event& c) { return c.time_us >= e.time_us; }),
+                  e);
   std::int64_t mine = 0;
   for (const zero::ShardPiece& p : part.pieces()) mine += p.range.size();
   std::printf("rank 0's collectives in this step, in the order it started them (its event sink):\n");
@@ -142,7 +147,8 @@ void print_step_traffic(dist::ProcessGroup& world, const zero::Partition& part,
   std::int64_t grad_bytes = 0, other_bytes = 0;
   for (const events::Event& e : comm) {
     if (e.category == events::Category::compute) {
-      std::printf("optimizer_step: the norm from one scalar, clip, AdamW on rank 0's %lld elements, gather:\n", ll(mine));
+      std::printf("optimizer_step: the norm from one scalar, clip, AdamW on rank 0's %lld elements, gather:\n",
+                  ll(mine));
       continue;
     }
     const bool rs = e.name == "reduce_scatter", ag = e.name == "all_gather";
@@ -204,7 +210,8 @@ void print_model_states(dist::ProcessGroup& world, int stage, const zero::ModelS
   const zero::ModelStateEstimate f = zero::model_state_bytes(stage, static_cast<double>(psi), N, b);
   const std::vector<std::int64_t> all =
       gather(world, {measured.param, measured.grad, measured.optim, planned.param, planned.grad, planned.optim});
-  std::printf("%s: bytes of model states per rank at the step (allocator tags param / grad / optim):\n", stage_name(stage));
+  std::printf("%s: bytes of model states per rank at the step (allocator tags param / grad / optim):\n",
+              stage_name(stage));
   std::printf("rank       param        grad       optim       total   estimator's plan\n");
   int as_planned = 0, as_formula = 0;
   for (int r = 0; r < N; ++r) {
@@ -227,8 +234,8 @@ void print_model_states(dist::ProcessGroup& world, int stage, const zero::ModelS
 
 void print_table1_7_5b() {
   const zero::BytesPerParameter b = zero::bytes_per_parameter(/*bf16=*/true);
-  std::printf("psi = 7.5B, bf16 mixed precision (P=%d G=%d K=%d), GB (1e9 bytes) per rank; [the paper's Table 1]\n", b.P,
-              b.G, b.K);
+  std::printf("psi = 7.5B, bf16 mixed precision (P=%d G=%d K=%d), GB (1e9 bytes) per rank; [the paper's Table 1]\n",
+              b.P, b.G, b.K);
   std::printf("%6s  %7s  %16s  %16s  %16s\n", "N", "DDP", "ZeRO-1", "ZeRO-2", "ZeRO-3");
   int agree = 0, cells = 0;
   for (const zero::PaperTable1Row& row : zero::paper_table1()) {

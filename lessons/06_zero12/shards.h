@@ -42,7 +42,8 @@ void print_backward_timeline(const std::vector<minitorch::events::Event>& record
 
 /// Every rank's model-state bytes as its allocator measured them at the step (param, grad, optim),
 /// beside the estimator's exact plan for that rank and the paper's formula for `stage`. Collective.
-void print_model_states(minitorch::dist::ProcessGroup& world, int stage, const minitorch::zero::ModelStateBytes& measured,
+void print_model_states(minitorch::dist::ProcessGroup& world, int stage,
+                        const minitorch::zero::ModelStateBytes& measured,
                         const minitorch::zero::ModelStateBytes& planned, std::int64_t psi,
                         minitorch::zero::BytesPerParameter b);
 

@@ -21,7 +21,9 @@ using namespace lesson_test;
 
 const std::string kLesson06 = kBin + "/lesson-06 ";
 
-CommandResult run06(const std::string& args) { return mt_test::run_command("cd " + kSource + " && " + kMpirun + kLesson06 + args); }
+CommandResult run06(const std::string& args) {
+  return mt_test::run_command("cd " + kSource + " && " + kMpirun + kLesson06 + args);
+}
 
 bool has(const CommandResult& r, const std::string& text) { return r.output.find(text) != std::string::npos; }
 
@@ -62,7 +64,8 @@ TEST(L06_Lesson, RunsQuickOn4RanksAndPrintsWhatItsGuideQuotes) {
   EXPECT_TRUE(has(r, "3238400 + 3238400 + 1619200 = 8096000 bytes = 10.00 psi")) << r.output;
   EXPECT_TRUE(has(r, "3238400 + 809600 + 1619200 = 5667200 bytes = 7.00 psi")) << r.output;
   // The partition: every element has one owner.
-  EXPECT_TRUE(has(r, "sum over the ranks 809600 = psi 809600: every parameter element has exactly one owner")) << r.output;
+  EXPECT_TRUE(has(r, "sum over the ranks 809600 = psi 809600: every parameter element has exactly one owner"))
+      << r.output;
   // Gradient traffic of a ZeRO-1 and a ZeRO-2 step: DDP's 2(N-1)/N·Ψ·4 bytes, measured by every rank's sink.
   const std::vector<double> measured = numbers(r.output, R"(measured (\d+) bytes per rank on 4 of 4 ranks)");
   const std::vector<double> formula = numbers(r.output, R"(formula \d+ elements \* 4 = (\d+) bytes  \(equal\))");
@@ -77,7 +80,8 @@ TEST(L06_Lesson, RunsQuickOn4RanksAndPrintsWhatItsGuideQuotes) {
   EXPECT_TRUE(has(r, "5 of 5 buckets started from a gradient hook while backward ran\n")) << r.output;
   EXPECT_TRUE(has(r, "parameters holding a full .grad after the step: 0 of")) << r.output;
   // The paper's Table 1 for 7.5B: N = 64 is 31.4 / 16.6 / 1.88 GB.
-  EXPECT_TRUE(std::regex_search(r.output, std::regex(R"(\n\s*64\s+120\.0\s+31\.41 \[31\.4\]\s+16\.64 \[16\.6\]\s+1\.88 \[1\.88\])")))
+  const std::regex n64(R"(\n\s*64\s+120\.0\s+31\.41 \[31\.4\]\s+16\.64 \[16\.6\]\s+1\.88 \[1\.88\])");
+  EXPECT_TRUE(std::regex_search(r.output, n64))
       << r.output;
   EXPECT_TRUE(has(r, "18 of 18 cells within one unit of the paper's last printed digit")) << r.output;
   // Training: ZeRO-1 and -2 give DDP's losses up to float summation order ...
