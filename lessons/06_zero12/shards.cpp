@@ -115,8 +115,8 @@ void print_partition(dist::ProcessGroup& world, const zero::Partition& part) {
     std::printf(" rank %d %lld", r, ll(owned[static_cast<std::size_t>(r)]));
     total += owned[static_cast<std::size_t>(r)];
   }
-  std::printf("\nsum over the ranks %lld = psi %lld: every parameter element has exactly one owner\n", ll(total),
-              ll(part.numel()));
+  std::printf("\nsum over the ranks %lld %s psi %lld%s\n", ll(total), total == part.numel() ? "=" : "!=", ll(part.numel()),
+              total == part.numel() ? ": every parameter element has exactly one owner" : " (DIFFERENT)");
 }
 
 // ---- one step's collectives ----
