@@ -176,8 +176,8 @@ int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
   // ------------------------------------------------------------------------------------------
   beats.beat("7.5B parameters on 1 to 1024 ranks: the paper's Table 1",
              "The same formulas (zero/formulas.h) for the paper's 7.5B model in mixed precision: DDP's 16 psi\n"
-             "never shrinks; ZeRO-1 tends to 4 psi (P+G), ZeRO-2 to 2 psi (P), ZeRO-3 to nothing. `build/bin/\n"
-             "minitorch-estimate --table1` prints all three models; the lesson prints the 7.5B rows.");
+             "never shrinks; ZeRO-1 tends to 4 psi (P+G), ZeRO-2 to 2 psi (P), ZeRO-3 to nothing.\n"
+             "build/bin/minitorch-estimate --table1 prints all three models; the lesson prints the 7.5B rows.");
   lesson06::print_table1_7_5b();
 
   // ------------------------------------------------------------------------------------------
