@@ -1,0 +1,240 @@
+// Lesson 06: ZeRO-1 and ZeRO-2. mpirun -np 4 build/bin/lesson-06 [--auto] [--quick] [--beat N] [--data TEXT]
+// [--steps N] [--bucket ELEMENTS] (make lesson-06 starts it on 4 ranks)
+// DDP keeps every model state on every rank: N copies of the same bytes. ZeRO-1 shards the optimizer
+// states over the ranks (each rank updates its shard, then the parameters are all-gathered), ZeRO-2
+// the gradients too (each bucket is reduce-scattered from the gradient hooks while backward runs and a
+// rank keeps only its shard). The lesson shows the partition, one step's collectives with their bytes,
+// the model-state bytes of every rank beside the formula, the paper's 7.5B table, and trains the baby
+// GPT at stages 0, 1 and 2 on the same batches: the same losses, for fewer bytes per rank.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/beat.h"
+#include "data/batch_sampler.h"
+#include "data/text_dataset.h"
+#include "dist/process_group.h"
+#include "minitorch/allocator.h"
+#include "minitorch/events.h"
+#include "nn/phase_events.h"
+#include "shards.h"
+#include "zero/config.h"
+#include "zero/engine.h"
+#include "zero/estimate.h"
+#include "zero/stage1.h"
+#include "zero/stage2.h"
+
+using namespace minitorch;
+
+namespace {
+// Lesson 05's run (configs/ddp.json: batch 32 = micro 8 x 4 ranks) at `stage`, with configs/zero2.json's
+// overlap_comm at stage 2 (stage 1 reduces after backward, as configs/zero1.json does).
+std::string zero_config(int stage, long long steps, long long bucket) {
+  const long long warmup = std::max(1LL, steps / 12);
+  return R"({
+    "train_micro_batch_size_per_gpu": 8, "gradient_accumulation_steps": 1, "gradient_clipping": 1.0,
+    "optimizer": {"type": "AdamW", "params": {"lr": 2e-3, "betas": [0.9, 0.99], "eps": 1e-8, "weight_decay": 0.1}},
+    "scheduler": {"type": "WarmupDecayLR", "params": {"warmup_min_lr": 0.0, "warmup_max_lr": 2e-3,
+                  "warmup_num_steps": )" + std::to_string(warmup) + R"(, "total_num_steps": )" +
+         std::to_string(steps) + R"(, "warmup_type": "linear"}},
+    "zero_optimization": {"stage": )" + std::to_string(stage) + R"(, "reduce_bucket_size": )" + std::to_string(bucket) +
+         (stage == 2 ? R"(, "overlap_comm": true)" : "") + R"(},
+    "model": {"name": "baby"},
+    "training": {"steps": )" + std::to_string(steps) + R"(, "eval_iters": 20, "seed": 1337, "tokenizer": "char"}
+  })";
+}
+
+std::unique_ptr<zero::Engine> make_engine(const zero::Config& cfg, std::int64_t V, dist::ProcessGroup& world) {
+  Generator init(cfg.training.seed);  // the same seed on every rank, as lesson 05's training run
+  std::shared_ptr<nn::GPT> model;
+  {
+    TagScope scope(MemTag::param);
+    model = std::make_shared<nn::GPT>(zero::model_config(cfg, V), init);
+  }
+  return zero::initialize(model, cfg, &world);
+}
+
+/// What the estimator predicts this rank holds at `stage`: the stages' own Partition, planned on the
+/// model's parameter shapes alone (no storage), as `minitorch-estimate --config` does.
+zero::ModelStateBytes planned(int stage, const zero::Config& cfg, std::int64_t V, const dist::ProcessGroup& world) {
+  const auto shapes = nn::GPT::parameter_shapes(zero::model_shape(cfg, V));
+  zero::Partition plan(zero::meta_parameters(shapes), cfg.zero.reduce_bucket_size, world.rank(), world.size());
+  return zero::exact_model_states(stage, plan, zero::bytes_per_parameter(false));
+}
+
+/// One optimizer step with an event recorder attached (and a backward span per module): what it saw.
+std::vector<events::Event> recorded_step(zero::Engine& engine, const data::BatchSampler& sampler) {
+  events::Recorder rec;
+  {
+    events::Attach listen(rec);
+    nn::ModulePhaseEvents phases(engine.model());  // "backward" begin / end per module
+    engine.train_batch(sampler);
+  }
+  return rec.events();
+}
+
+struct Options {
+  std::string data = "datasets/kjv.txt";
+  long long steps = 200, bucket = 200000;
+};
+}  // namespace
+
+// The lesson's six beats on every rank (rank 0 prints); main() below parses the options and runs it.
+int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
+  const int N = world.size();
+  if (N == 1) {
+    std::printf("This lesson runs on several ranks: ZeRO shards the model states over them. Start it with\n"
+                "`make lesson-06` (4 ranks), or\n\n"
+                "  mpirun -np 4 build/bin/lesson-06          (as root: add --allow-run-as-root;\n"
+                "                                             fewer cores than ranks: add --oversubscribe)\n\n"
+                "On one rank there is nothing to shard: every stage is the single-rank engine of lesson 03.\n");
+    return 0;
+  }
+  if (!std::filesystem::exists(opt.data))  // every rank sees it: rank 0 says it, all stop
+    throw lesson::UsageError("data file '" + opt.data +
+                             "' not found. Make it with `make data`, or pass --data FILE (any UTF-8 text)");
+  const std::int64_t eval_iters = beats.quick() ? 2 : 20;  // lesson 05's: a noisier loss, the same comparison
+  std::vector<zero::Config> cfg;                            // stages 0 (DDP), 1, 2
+  for (int s = 0; s <= 2; ++s)
+    cfg.push_back(zero::Config::from_json(zero_config(s, opt.steps, opt.bucket), N,
+                                          "lesson-06 (stage " + std::to_string(s) + ")"));
+  auto ds = data::TextDataset::load(opt.data, cfg[0].training.tokenizer, cfg[0].model.block_size);
+  const std::int64_t V = ds.tokenizer().vocab_size(), T = cfg[0].model.block_size;
+  const std::int64_t B = cfg[0].train_micro_batch_size_per_gpu;
+  data::BatchSampler train_sampler(ds.tokens_ptr(data::Split::train), B, T, cfg[0].training.seed);
+  const zero::BytesPerParameter fp32 = zero::bytes_per_parameter(/*bf16=*/false);  // P=4 G=4 K=8
+
+  // ------------------------------------------------------------------------------------------
+  beats.beat("DDP's model states: 16 psi bytes on every rank",
+             "Per parameter a rank holds its value (P bytes), its gradient (G) and AdamW's state (K). We train in\n"
+             "fp32: P=4, G=4, K=8 (m and v; the parameters are their own master copy). The paper's mixed\n"
+             "precision has P=2, G=2, K=12 (fp32 master, m, v): 16 bytes per parameter either way, on every rank.");
+  auto engine = make_engine(cfg[0], V, world);
+  for (int s = 0; s < 2; ++s) engine->train_batch(train_sampler);  // AdamW allocates m, v at its first step
+  const std::int64_t psi = engine->model().num_parameters();
+  lesson06::print_model_states(world, 0, engine->measured_model_states(), planned(0, cfg[0], V, world), psi, fp32);
+  std::printf("%d ranks hold %d copies of the same %.1f MB: ZeRO keeps one, cut in %d shards\n", N, N,
+              static_cast<double>(engine->measured_model_states().total()) / 1e6, N);
+
+  // ------------------------------------------------------------------------------------------
+  beats.beat("the partition: buckets cut in N shards, rank r owns shard r",
+             "ZeRO lays the parameters out in buckets (DDP's: reverse order of use, at most reduce_bucket_size\n"
+             "elements), each one flat buffer padded to a multiple of N and cut in N equal shards. A shard cuts\n"
+             "through parameters: the optimizer of rank r sees pieces <param>[a:b] (zero/partition.h).");
+  engine = make_engine(cfg[1], V, world);  // ZeRO-1: the parameters now live in the buckets' buffers
+  const auto* s1 = engine->strategy_as<zero::Stage1>();
+  lesson06::print_partition(world, s1->partition());
+  const auto shapes = nn::GPT::parameter_shapes(zero::model_shape(cfg[1], V));
+  const int other = N == 3 ? 4 : 3;
+  const zero::Partition plan(zero::meta_parameters(shapes), opt.bucket, 0, other);  // planned only: no storage
+  std::printf("(on %d ranks the same buckets would need %lld elements of padding: LESSON_NP=%d shows it)\n", other,
+              static_cast<long long>(plan.padding()), other);
+
+  // ------------------------------------------------------------------------------------------
+  beats.beat("ZeRO-1: one step, live",
+             "Backward fills every rank's full gradients. At the boundary each bucket is reduce-scattered:\n"
+             "rank r gets the average of its shard only. Each rank runs AdamW on its pieces, then every bucket's\n"
+             "parameters are all-gathered from their owners. (N-1)/N psi + (N-1)/N psi: DDP's bytes exactly.");
+  engine->train_batch(train_sampler);  // warm-up: AdamW's first step allocates m, v for my pieces
+  std::vector<events::Event> seen = recorded_step(*engine, train_sampler);
+  lesson06::print_backward_timeline(seen);
+  std::printf("%d of %zu buckets started from a gradient hook while backward ran (overlap_comm off, as in\n"
+              "configs/zero1.json: the reduce-scatters start once backward is done)\n\n",
+              s1->reducer().launched_in_backward(), s1->partition().buckets().size());
+  const std::int64_t flat = psi + s1->partition().padding();
+  const auto flat_elements = static_cast<double>(flat);
+  lesson06::print_step_traffic(world, s1->partition(), seen, zero::comm_elements_per_step(1, flat_elements, N, 1));
+  std::printf("\n");
+  lesson06::print_model_states(world, 1, engine->measured_model_states(), planned(1, cfg[1], V, world), psi, fp32);
+
+  // ------------------------------------------------------------------------------------------
+  beats.beat("ZeRO-2: gradients sharded too, reduce-scattered during backward",
+             "A rank keeps only its shard of the reduced gradient. The hook of each bucket's last gradient\n"
+             "copies the bucket into a comm buffer, frees the gradients and starts its reduce-scatter, while\n"
+             "backward goes on with the earlier layers (overlap_comm, configs/zero2.json): last layer first.");
+  engine = make_engine(cfg[2], V, world);
+  const auto* s2 = engine->strategy_as<zero::Stage2>();
+  engine->train_batch(train_sampler);  // warm-up
+  seen = recorded_step(*engine, train_sampler);
+  lesson06::print_backward_timeline(seen);
+  const auto buckets = static_cast<int>(s2->partition().buckets().size());
+  std::printf("%d of %d buckets started from a gradient hook while backward ran\n",
+              s2->reducer().launched_in_backward(), buckets);
+  int full = 0;  // parameters still holding a whole gradient after the step
+  for (const auto& [name, p] : engine->model().named_parameters()) full += p.grad().defined();
+  std::printf("parameters holding a full .grad after the step: %d of %zu\n\n", full,
+              engine->model().named_parameters().size());
+  lesson06::print_step_traffic(world, s2->partition(), seen, zero::comm_elements_per_step(2, flat_elements, N, 1));
+  std::printf("\n");
+  lesson06::print_model_states(world, 2, engine->measured_model_states(), planned(2, cfg[2], V, world), psi, fp32);
+
+  // ------------------------------------------------------------------------------------------
+  beats.beat("7.5B parameters on 1 to 1024 ranks: the paper's Table 1",
+             "The same formulas (zero/formulas.h) for the paper's 7.5B model in mixed precision: DDP's 16 psi\n"
+             "never shrinks; ZeRO-1 tends to 4 psi (P+G), ZeRO-2 to 2 psi (P), ZeRO-3 to nothing.\n"
+             "build/bin/minitorch-estimate --table1 prints all three models; the lesson prints the 7.5B rows.");
+  lesson06::print_table1_7_5b();
+
+  // ------------------------------------------------------------------------------------------
+  beats.beat("train the baby GPT at stages 0, 1 and 2",
+             "Lesson 05's run (N ranks x micro-batch 8, AdamW, warmup-decay, clip 1.0, seed 1337) three times:\n"
+             "DDP, ZeRO-1, ZeRO-2, on the same micro-batches. Sharding changes who computes what, not the\n"
+             "math: the losses agree up to float summation order.");
+  const char* names[] = {"DDP", "ZeRO-1", "ZeRO-2"};
+  std::vector<std::vector<float>> losses(3);
+  std::vector<float> train(3), val(3);
+  std::vector<std::int64_t> states(3);
+  data::BatchSampler train_eval(ds.tokens_ptr(data::Split::train), 32, T, cfg[0].training.seed + 2);  // lesson 03's
+  data::BatchSampler val_eval(ds.tokens_ptr(data::Split::val), 32, T, cfg[0].training.seed + 1);
+  for (int s = 0; s <= 2; ++s) {
+    engine.reset();
+    engine = make_engine(cfg[static_cast<std::size_t>(s)], V, world);
+    const auto t0 = std::chrono::steady_clock::now();
+    while (engine->global_steps() < opt.steps)
+      losses[static_cast<std::size_t>(s)].push_back(engine->train_batch(train_sampler));
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    train[static_cast<std::size_t>(s)] = engine->evaluate(train_eval, eval_iters);
+    val[static_cast<std::size_t>(s)] = engine->evaluate(val_eval, eval_iters);
+    states[static_cast<std::size_t>(s)] = engine->measured_model_states().total();
+    std::printf("%-6s %lld steps, %.0f ms/step\n", names[s], opt.steps, ms / static_cast<double>(opt.steps));
+    std::fflush(stdout);
+  }
+  std::printf("\nstep       DDP    ZeRO-1    ZeRO-2\n");
+  double worst[3] = {0, 0, 0};  // largest relative difference from DDP
+  for (long long i = 1; i <= opt.steps; ++i) {
+    const auto k = static_cast<std::size_t>(i - 1);
+    for (std::size_t s = 1; s <= 2; ++s)
+      worst[s] = std::max(worst[s], std::abs(static_cast<double>(losses[s][k]) / losses[0][k] - 1));
+    if (i % 20 == 0 || i == 1 || i == opt.steps)
+      std::printf("%4lld  %8.4f  %8.4f  %8.4f\n", i, losses[0][k], losses[1][k], losses[2][k]);
+  }
+  for (std::size_t s = 0; s <= 2; ++s)
+    std::printf("%-6s train loss %.4f, val loss %.4f, model states %lld bytes per rank\n", names[s], train[s], val[s],
+                static_cast<long long>(states[s]));
+  std::printf("largest relative loss difference from DDP over %lld steps: ZeRO-1 %.1e, ZeRO-2 %.1e\n", opt.steps,
+              worst[1], worst[2]);
+  std::printf("(DDP here is lesson 05's run on %d ranks: the same config, seed and micro-batches, the same numbers)\n",
+              N);
+  lesson06::quiet_barrier();
+  std::printf("\nLesson 06 done.\n");
+  return 0;
+}
+
+int main(int argc, char** argv) {
+  dist::ProcessGroup& world = dist::init(&argc, &argv);
+  if (world.rank() != 0 && !std::freopen("/dev/null", "w", stdout)) return 1;  // rank 0 prints for everyone
+  lesson::Beats beats("Lesson 06: ZeRO-1 and ZeRO-2", 6);
+  Options opt;
+  beats.option("--data", opt.data, "FILE", "the text to train on; `make data` writes the KJV");
+  beats.option("--steps", opt.steps, "optimizer steps of each training run", /*quick=*/10);
+  beats.option("--bucket", opt.bucket, "reduce_bucket_size, in elements");
+  if (world.size() > 1) beats.on_ranks(world.rank(), lesson06::from_rank0);  // rank 0 reads the prompt for all
+  // An error on one rank must end the whole job, not leave the others waiting in a collective.
+  return beats.run(argc, argv, [&] { return run(beats, world, opt); },
+                   [](const std::string& what) { dist::abort_job(what, 1); });
+}
