@@ -1,0 +1,55 @@
+#pragma once
+// Lesson 07's window on ZeRO-3's units (zero/stage3.h). UnitTrace is an events::Sink: attached while
+// a forward or a backward runs, it prints, as they happen, every gather (all-gather of a unit's
+// shards into its full buffer), every reduce-scatter of a unit's gradients and every release, with
+// each unit's state and the `param` pool's current bytes after the event. It only reads what the
+// library reports (the collectives' and the allocator's events) and what Stage3 shows (state(),
+// partition()): the lesson watches the library, it does not drive it.
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "dist/process_group.h"
+#include "minitorch/events.h"
+#include "nn/gpt.h"
+#include "zero/config.h"
+#include "zero/stage3.h"
+
+namespace lesson07 {
+
+/// Every rank's `mine` (the same length on each), concatenated in rank order. Bookkeeping for the
+/// printout: not recorded in g.stats() nor seen by an attached sink.
+std::vector<double> gather(minitorch::dist::ProcessGroup& g, const std::vector<double>& mine);
+
+/// Who holds what: for each unit, rank r's shard [a, b) and the parameter pieces it cuts (planned
+/// for every rank here, as zero::Partition plans them on each).
+void print_owners(const minitorch::zero::Stage3& s3, const minitorch::nn::GPT& model, const minitorch::zero::Config& cfg);
+
+/// "outer" for the unit of the embeddings and ln_f, "h.K" for block K (short, for the state columns).
+std::string unit_name(const minitorch::zero::Stage3& s3, std::size_t bucket);
+
+/// Prints one line per unit event while attached (only rank 0's stdout is open: the others print
+/// into /dev/null).
+class UnitTrace : public minitorch::events::Sink {
+ public:
+  explicit UnitTrace(const minitorch::zero::Stage3& s3);
+  void on_event(const minitorch::events::Event& e) override;
+  /// The column heads: "outer h.0 h.1 ...", after the event's text.
+  void print_header() const;
+
+ private:
+  /// One line: `what`, then each unit's state (the one named `changing` shown as `now`), then the
+  /// param pool's current bytes (+ `not_yet_freed`: a line about the moment before a free).
+  void line(const std::string& what, std::size_t changing = SIZE_MAX, char now = ' ',
+            std::int64_t not_yet_freed = 0) const;
+  std::size_t gathering_now() const;  ///< the unit whose gather is starting (buffer made, not yet gathering)
+  std::size_t releasing_now() const;  ///< the unit being released (gathered, its parameters dropped)
+
+  const minitorch::zero::Stage3& s3_;
+  std::mutex mutex_;
+  std::size_t current_ = 0;     // the unit whose forward / backward began last (0: the outer unit)
+  std::string pending_rs_;      // a reduce-scatter begun: printed with the release that follows it
+};
+
+}  // namespace lesson07
