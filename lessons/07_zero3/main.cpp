@@ -113,7 +113,7 @@ int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
   const double formula = zero::model_state_bytes(3, double(flat), N, fp32).total();
   bool every = true;
   for (int r = 0; r < N; ++r) every = every && ll(all[3 * r] + all[3 * r + 1] + all[3 * r + 2]) == ll(formula);
-  std::printf("measured %lld B on %s rank = formula 16*%lld/%d = %lld B  %s\n", ll(all[0] + all[1] + all[2]),
+  std::printf("measured %lld B on %s rank = formula 16*%lld/%d = %lld B %s\n", ll(all[0] + all[1] + all[2]),
               every ? "every" : "rank 0's", ll(flat), N, ll(formula), every ? "(equal)" : "(DIFFERENT)");
 
   // ------------------------------------------------------------------------------------------
@@ -189,7 +189,7 @@ int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
     if (op != "all_reduce") moved += c[1];
   }
   const double f3 = zero::comm_elements_per_step(3, double(flat), N, 1), f2 = zero::comm_elements_per_step(2, double(flat), N, 1);
-  std::printf("gathers + reduce-scatters: measured %lld elements; formula 3*(%d-1)/%d * %lld = %lld elements  %s\n",
+  std::printf("gathers + reduce-scatters: measured %lld elements; formula 3*(%d-1)/%d * %lld = %lld elements %s\n",
               ll(moved), N, N, ll(flat), ll(f3), ll(moved) == ll(f3) ? "(equal)" : "(DIFFERENT)");
   std::printf("ZeRO-1/2: 2*(%d-1)/%d * %lld = %lld elements = %lld B; ZeRO-3: %lld B (x%.2f)\n", N, N, ll(flat), ll(f2),
               ll(4 * f2), ll(4 * f3), f3 / f2);
