@@ -102,19 +102,29 @@ int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
   std::printf("psi = %lld parameters in %zu units, padding %lld; fp32: P = 4, G = 4, K = 8 (Adam m, v)\n",
               ll(psi), s3->units().size(), ll(part.padding()));
   lesson07::print_owners(*s3, engine->model(), cfg);
-  std::printf("rank   param B    grad B   optim B   total B   (measured by the allocator at the step)\n");
-  for (int r = 0; r < N; ++r)
-    std::printf("%4d %9lld %9lld %9lld %9lld\n", r, ll(all[3 * r]), ll(all[3 * r + 1]), ll(all[3 * r + 2]),
-                ll(all[3 * r] + all[3 * r + 1] + all[3 * r + 2]));
+  // Each rank's bytes as its allocator counted them, beside what zero::Partition plans for that rank.
+  const std::vector<double> planned = lesson07::planned_totals(engine->model(), cfg, N);
+  std::printf("rank   param B    grad B   optim B   total B   planned B (exact_model_states)\n");
+  bool as_planned = true, as_formula = true;
   const zero::BytesPerParameter fp32 = zero::bytes_per_parameter(false);
+  const double formula = zero::model_state_bytes(3, double(psi), N, fp32).total();  // 16Ψ/N
+  for (int r = 0; r < N; ++r) {
+    const double total = all[3 * r] + all[3 * r + 1] + all[3 * r + 2];
+    std::printf("%4d %9lld %9lld %9lld %9lld %11lld\n", r, ll(all[3 * r]), ll(all[3 * r + 1]), ll(all[3 * r + 2]),
+                ll(total), ll(planned[static_cast<std::size_t>(r)]));
+    as_planned = as_planned && ll(total) == ll(planned[static_cast<std::size_t>(r)]);
+    as_formula = as_formula && std::abs(total - formula) < 0.5;
+  }
   for (int stage = 0; stage <= 3; ++stage)
-    std::printf("stage %d: %-14s = %9lld B per rank\n", stage, zero::model_states_text(stage).c_str(),
-                ll(zero::model_state_bytes(stage, double(flat), N, fp32).total()));
-  const double formula = zero::model_state_bytes(3, double(flat), N, fp32).total();
-  bool every = true;
-  for (int r = 0; r < N; ++r) every = every && ll(all[3 * r] + all[3 * r + 1] + all[3 * r + 2]) == ll(formula);
-  std::printf("measured %lld B on %s rank = formula 16*%lld/%d = %lld B %s\n", ll(all[0] + all[1] + all[2]),
-              every ? "every" : "rank 0's", ll(flat), N, ll(formula), every ? "(equal)" : "(DIFFERENT)");
+    std::printf("stage %d: %-14s = %9.0f B per rank\n", stage, zero::model_states_text(stage).c_str(),
+                zero::model_state_bytes(stage, double(psi), N, fp32).total());
+  if (as_formula)
+    std::printf("measured %lld B on every rank = formula 16*%lld/%d = %.0f B (equal)\n", ll(all[0] + all[1] + all[2]),
+                ll(psi), N, formula);
+  else  // N does not divide a unit: its flat buffer is padded, and the ranks holding the padding pay P + G for it
+    std::printf("measured %s the plan on every rank; formula 16*%lld/%d = %.0f B, but the p and g shards hold\n"
+                "(psi + padding)/N = %lld elements each, Adam's m and v only the real ones\n",
+                as_planned ? "=" : "DIFFERS FROM", ll(psi), N, formula, ll(flat / N));
 
   // ------------------------------------------------------------------------------------------
   beats.beat("units: gathered to compute, released after",

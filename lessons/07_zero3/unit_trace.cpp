@@ -49,6 +49,17 @@ void print_owners(const zero::Stage3& s3, const nn::GPT& model, const zero::Conf
   }
 }
 
+std::vector<double> planned_totals(const nn::GPT& model, const zero::Config& cfg, int N) {
+  const nn::NamedTensors meta = zero::meta_parameters(nn::GPT::parameter_shapes(model.config()));
+  const zero::UnitPlan plan = zero::plan_units(meta, model.blocks.size(), cfg);
+  std::vector<double> totals;
+  for (int r = 0; r < N; ++r) {
+    const zero::Partition mine(meta, plan.buckets, r, N);
+    totals.push_back(double(zero::exact_model_states(3, mine, zero::bytes_per_parameter(false), plan.persistent).total()));
+  }
+  return totals;
+}
+
 std::string unit_name(const zero::Stage3& s3, std::size_t bucket) {
   const zero::Partition& part = s3.partition();
   const std::string& first = part.params()[part.buckets()[bucket].members.front()].first;

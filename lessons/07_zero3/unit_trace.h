@@ -26,6 +26,10 @@ std::vector<double> gather(minitorch::dist::ProcessGroup& g, const std::vector<d
 /// for every rank here, as zero::Partition plans them on each).
 void print_owners(const minitorch::zero::Stage3& s3, const minitorch::nn::GPT& model, const minitorch::zero::Config& cfg);
 
+/// The model-state bytes rank 0..N-1 holds at a step by zero::exact_model_states (zero/estimate.h):
+/// the partition each rank builds, planned from names and shapes alone.
+std::vector<double> planned_totals(const minitorch::nn::GPT& model, const minitorch::zero::Config& cfg, int N);
+
 /// "outer" for the unit of the embeddings and ln_f, "h.K" for block K (short, for the state columns).
 std::string unit_name(const minitorch::zero::Stage3& s3, std::size_t bucket);
 

@@ -42,12 +42,12 @@ TEST(L07_Lesson, RunsQuickOn4RanksAndPrintsWhatItsGuideQuotes) {
   for (int k = 1; k <= 7; ++k) EXPECT_TRUE(has(r, "--- beat " + std::to_string(k) + "/7: ")) << k << "\n" << r.output;
   EXPECT_TRUE(has(r, "Lesson 07 done.")) << r.output;
 
-  // Beat 1: the allocator's bytes on every rank are the formula 16(Ψ + padding)/N, to the byte.
+  // Beat 1: the allocator's bytes on every rank are the partition's plan and the formula 16Ψ/N, to the byte.
   const std::int64_t psi = 809600, N = 4;
   EXPECT_EQ(number_after(r, "psi ="), psi) << r.output;
   for (int rank = 0; rank < N; ++rank)
     EXPECT_TRUE(std::regex_search(r.output, std::regex("\\n\\s*" + std::to_string(rank) +
-                                                       R"(\s+809600\s+809600\s+1619200\s+3238400\n)")))
+                                                       R"(\s+809600\s+809600\s+1619200\s+3238400\s+3238400\n)")))
         << "rank " << rank << "\n" << r.output;
   EXPECT_TRUE(has(r, "measured 3238400 B on every rank = formula 16*809600/4 = 3238400 B (equal)")) << r.output;
 
