@@ -154,10 +154,14 @@ int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
     events::Attach watching(trace);
     loss = engine->forward(batch.x, batch.y);  // () the mean cross-entropy
   }
+  trace.flush();
   const auto peaks = gather(world, {double(memory_stats().peak(MemTag::param))});
   const double peak = *std::max_element(peaks.begin(), peaks.end());
-  std::printf("param pool: shards %lld B; peak during forward %lld B (max over ranks) = shards + outer + 2 blocks\n",
-              ll(shards), ll(peak));
+  // The peak in units: the outer unit (4·numel bytes) and how many blocks were whole at once.
+  const double outer = 4.0 * double(part.buckets()[s3->units().front()].numel), block = 4.0 * double(part.buckets()[s3->units().back()].numel);
+  std::printf("param pool: shards %lld B; peak during forward %lld B (max over ranks) = shards + outer + %lld block%s\n",
+              ll(shards), ll(peak), ll((peak - double(shards) - outer) / block),
+              ll((peak - double(shards) - outer) / block) == 1 ? "" : "s");
   std::printf("the whole model, as DDP and ZeRO-1/2 hold it on every rank: 4 psi = %lld B (peak %s)\n", ll(4.0 * psi),
               peak < 4.0 * psi ? "is below it" : "is NOT below it");
 
@@ -173,6 +177,7 @@ int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
     engine->backward(loss);
     engine->step();
   }
+  trace.flush();
   std::printf("after the step: param pool %lld B = the shards again; nothing is gathered until the next forward\n",
               ll(memory_stats().current(MemTag::param)));
 

@@ -68,22 +68,35 @@ std::string unit_name(const zero::Stage3& s3, std::size_t bucket) {
   return "h." + first.substr(prefix.size(), first.find('.', prefix.size()) - prefix.size());
 }
 
-UnitTrace::UnitTrace(const zero::Stage3& s3) : s3_(s3) { current_ = s3.units().front(); }
-
 void UnitTrace::print_header() const {
   std::printf("%-58s", "event (S sharded, g gathering, G gathered)");
   for (std::size_t b : s3_.units()) std::printf(" %5s", unit_name(s3_, b).c_str());
   std::printf("   param pool\n");
 }
 
-void UnitTrace::line(const std::string& what, std::size_t changing, char now, std::int64_t not_yet_freed) const {
-  std::printf("%-58s", what.c_str());
+std::string UnitTrace::states(std::size_t changing, char now, std::int64_t not_yet_freed) const {
+  std::string out;
+  char cell[32];
   for (std::size_t b : s3_.units()) {
     char c = "SgG"[static_cast<int>(s3_.state(b))];
     if (b == changing) c = now;
-    std::printf(" %5c", c);
+    std::snprintf(cell, sizeof cell, " %5c", c);
+    out += cell;
   }
-  std::printf("  %9lld B\n", static_cast<long long>(memory_stats().current(MemTag::param) + not_yet_freed));
+  std::snprintf(cell, sizeof cell, "  %9lld B", static_cast<long long>(memory_stats().current(MemTag::param) + not_yet_freed));
+  return out + cell;
+}
+
+void UnitTrace::line(const std::string& what, const std::string& tail) const {
+  std::printf("%-58s%s\n", what.c_str(), tail.c_str());
+}
+
+void UnitTrace::flush() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!gather_.active) return;
+  const bool prefetch = s3_.prefetched() > gather_.prefetched;
+  line((prefetch ? "  prefetch " : "  gather   ") + gather_.what, gather_.tail);
+  gather_.active = false;
 }
 
 std::size_t UnitTrace::gathering_now() const {
@@ -105,32 +118,29 @@ void UnitTrace::on_event(const events::Event& e) {
   using events::Category, events::Kind;
   // Only the main thread's events matter here: the unit hooks, the collectives and the gathers'
   // buffers (tag param). Kernel threads allocate activations; those are skipped before the lock.
-  const bool param_free = e.category == Category::memory && e.kind == Kind::free && e.tag == MemTag::param;
-  const bool comm_begin = e.category == Category::comm && e.kind == Kind::begin;
+  const bool param_memory = e.category == Category::memory && e.tag == MemTag::param;
+  const bool comm = e.category == Category::comm;
   const bool compute_begin = e.category == Category::compute && e.kind == Kind::begin;
-  if (!param_free && !comm_begin && !compute_begin) return;
+  if (!param_memory && !comm && !compute_begin) return;
+  if (gather_.active && !(comm && e.kind == Kind::end && e.id == gather_.id)) flush();
   std::lock_guard<std::mutex> lock(mutex_);
   char text[160];
   if (compute_begin) {
     const std::string prefix = "transformer.h.";
-    if (e.micro_step >= 0 && (e.name == "forward" || e.name == "backward")) {  // the engine's own span
-      current_ = s3_.units().front();
-      line(e.name == "forward" ? "engine forward: model.loss(idx, targets)" : "engine backward: autograd from the loss");
-    } else if (e.scope.starts_with(prefix) && e.scope.find('.', prefix.size()) == std::string::npos) {
-      const std::string block = "h." + e.scope.substr(prefix.size());
-      for (std::size_t b : s3_.units())
-        if (unit_name(s3_, b) == block) current_ = b;
-      line(e.name + " " + e.scope);
-    }
+    if (e.micro_step >= 0 && (e.name == "forward" || e.name == "backward"))  // the engine's own span
+      line(e.name == "forward" ? "engine forward: model.loss(idx, targets)" : "engine backward: autograd from the loss",
+           states());
+    else if (e.scope.starts_with(prefix) && e.scope.find('.', prefix.size()) == std::string::npos)
+      line(e.name + " " + e.scope, states());  // a block's forward, or its backward (nn::ModulePhaseEvents)
     return;
   }
-  if (comm_begin) {
+  if (comm && e.kind == Kind::begin) {
     if (e.name == "all_gather") {
       const std::size_t b = gathering_now();
       if (b == SIZE_MAX) return;
-      std::snprintf(text, sizeof text, "  %s %-5s all-gather %7lld elements %8lld B", b == current_ ? "gather  " : "prefetch",
-                    unit_name(s3_, b).c_str(), static_cast<long long>(e.elements), static_cast<long long>(e.bytes));
-      line(text, b, 'g');
+      std::snprintf(text, sizeof text, "%-5s all-gather %7lld elements %8lld B", unit_name(s3_, b).c_str(),
+                    static_cast<long long>(e.elements), static_cast<long long>(e.bytes));
+      gather_ = {true, e.id, s3_.prefetched(), text, states(b, 'g')};
     } else if (e.name == "reduce_scatter") {
       std::snprintf(text, sizeof text, "reduce-scatter %7lld elements %8lld B", static_cast<long long>(e.elements),
                     static_cast<long long>(e.bytes));
@@ -138,18 +148,19 @@ void UnitTrace::on_event(const events::Event& e) {
     } else if (e.name == "all_reduce") {
       std::snprintf(text, sizeof text, "  %s of %lld elements (the gradient norm)", e.name.c_str(),
                     static_cast<long long>(e.elements));
-      line(text);
+      line(text, states());
     }
     return;
   }
-  const std::size_t b = releasing_now();  // a param free: a unit's full buffer going back
+  if (!param_memory || e.kind != Kind::free) return;
+  const std::size_t b = releasing_now();  // a unit's full buffer going back
   if (b == SIZE_MAX) return;
   if (!pending_rs_.empty()) {
-    line("  grads " + unit_name(s3_, b) + " " + pending_rs_, SIZE_MAX, ' ', e.bytes);
+    line("  grads " + unit_name(s3_, b) + " " + pending_rs_, states(SIZE_MAX, ' ', e.bytes));
     pending_rs_.clear();
   }
   std::snprintf(text, sizeof text, "  release  %-5s free %8lld B", unit_name(s3_, b).c_str(), static_cast<long long>(e.bytes));
-  line(text, b, 'S');
+  line(text, states(b, 'S'));
 }
 
 }  // namespace lesson07

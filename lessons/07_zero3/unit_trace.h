@@ -37,23 +37,32 @@ std::string unit_name(const minitorch::zero::Stage3& s3, std::size_t bucket);
 /// into /dev/null).
 class UnitTrace : public minitorch::events::Sink {
  public:
-  explicit UnitTrace(const minitorch::zero::Stage3& s3);
+  explicit UnitTrace(const minitorch::zero::Stage3& s3) : s3_(s3) {}
   void on_event(const minitorch::events::Event& e) override;
   /// The column heads: "outer h.0 h.1 ...", after the event's text.
   void print_header() const;
+  /// Prints a gather still waiting for its label (call after detaching).
+  void flush();
 
  private:
-  /// One line: `what`, then each unit's state (the one named `changing` shown as `now`), then the
-  /// param pool's current bytes (+ `not_yet_freed`: a line about the moment before a free).
-  void line(const std::string& what, std::size_t changing = SIZE_MAX, char now = ' ',
-            std::int64_t not_yet_freed = 0) const;
+  /// Each unit's state (the one named `changing` shown as `now`), then the param pool's current bytes
+  /// (+ `not_yet_freed`: for a line about the moment before a free).
+  std::string states(std::size_t changing = SIZE_MAX, char now = ' ', std::int64_t not_yet_freed = 0) const;
+  void line(const std::string& what, const std::string& tail) const;
   std::size_t gathering_now() const;  ///< the unit whose gather is starting (buffer made, not yet gathering)
   std::size_t releasing_now() const;  ///< the unit being released (gathered, its parameters dropped)
 
   const minitorch::zero::Stage3& s3_;
   std::mutex mutex_;
-  std::size_t current_ = 0;     // the unit whose forward / backward began last (0: the outer unit)
-  std::string pending_rs_;      // a reduce-scatter begun: printed with the release that follows it
+  // A gather begun: on demand or a prefetch? Stage3 counts its prefetches once the gather has started,
+  // so the line is printed at the next event, when prefetched() has or has not moved.
+  struct Gather {
+    bool active = false;
+    std::uint64_t id = 0;          // its comm begin event (its end event does not settle it)
+    std::int64_t prefetched = 0;   // s3.prefetched() when it began
+    std::string what, tail;        // the line, less its label
+  } gather_;
+  std::string pending_rs_;  // a reduce-scatter begun: printed with the release that follows it
 };
 
 }  // namespace lesson07
