@@ -85,7 +85,7 @@ int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
   const zero::Config cfg = lesson_config(3, opt, N);
   auto ds = data::TextDataset::load(opt.data, cfg.training.tokenizer, cfg.model.block_size);
   const std::int64_t V = ds.tokenizer().vocab_size(), T = cfg.model.block_size;
-  data::BatchSampler train_sampler(ds.tokens_ptr(data::Split::train), 8, T, cfg.training.seed);
+  data::BatchSampler train_sampler(ds.tokens_ptr(data::Split::train), cfg.train_micro_batch_size_per_gpu, T, cfg.training.seed);
 
   // ------------------------------------------------------------------------------------------
   beats.beat("ZeRO-3: the parameters are sharded too",
@@ -121,7 +121,7 @@ int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
   if (as_formula)
     std::printf("measured %lld B on every rank = formula 16*%lld/%d = %.0f B (equal)\n", ll(all[0] + all[1] + all[2]),
                 ll(psi), N, formula);
-  else  // N does not divide a unit: its flat buffer is padded, and the ranks holding the padding pay P + G for it
+  else  // N does not divide a unit: its buffer is padded; every rank's p and g shards carry the padding's share
     std::printf("measured %s the plan on every rank; formula 16*%lld/%d = %.0f B, but the p and g shards hold\n"
                 "(psi + padding)/N = %lld elements each, Adam's m and v only the real ones\n",
                 as_planned ? "=" : "DIFFERS FROM", ll(psi), N, formula, ll(flat / N));
@@ -141,8 +141,9 @@ int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
   deepspeed.zero.stage3_param_persistence_threshold = 100000;  // DeepSpeed's default
   const zero::UnitPlan ds_plan = zero::plan_units(
       zero::meta_parameters(nn::GPT::parameter_shapes(engine->model().config())), engine->model().blocks.size(), deepspeed);
-  std::printf("persistent (<= stage3_param_persistence_threshold = 0 elements, kept whole): none\n"
+  std::printf("persistent buckets (tensors <= stage3_param_persistence_threshold = %lld elements, kept whole): %zu\n"
               "with DeepSpeed's default threshold 100000: %zu units, %zu persistent buckets (nothing sharded)\n\n",
+              ll(double(cfg.zero.stage3_param_persistence_threshold)), part.buckets().size() - s3->units().size(),
               ds_plan.units.size(), ds_plan.buckets.size() - ds_plan.units.size());
   const data::Batch batch = train_sampler.sample(rank, engine->global_steps(), N);  // x, y: (8, 64) i32
   const std::int64_t shards = memory_stats().current(MemTag::param);
@@ -158,10 +159,10 @@ int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
   const auto peaks = gather(world, {double(memory_stats().peak(MemTag::param))});
   const double peak = *std::max_element(peaks.begin(), peaks.end());
   // The peak in units: the outer unit (4·numel bytes) and how many blocks were whole at once.
-  const double outer = 4.0 * double(part.buckets()[s3->units().front()].numel), block = 4.0 * double(part.buckets()[s3->units().back()].numel);
+  const double outer = 4.0 * double(part.buckets()[s3->units().front()].numel);
+  const long long blocks = ll((peak - double(shards) - outer) / (4.0 * double(part.buckets()[s3->units().back()].numel)));
   std::printf("param pool: shards %lld B; peak during forward %lld B (max over ranks) = shards + outer + %lld block%s\n",
-              ll(shards), ll(peak), ll((peak - double(shards) - outer) / block),
-              ll((peak - double(shards) - outer) / block) == 1 ? "" : "s");
+              ll(shards), ll(peak), blocks, blocks == 1 ? "" : "s");
   std::printf("the whole model, as DDP and ZeRO-1/2 hold it on every rank: 4 psi = %lld B (peak %s)\n", ll(4.0 * psi),
               peak < 4.0 * psi ? "is below it" : "is NOT below it");
 
