@@ -1,0 +1,236 @@
+// Lesson 07: ZeRO-3. mpirun -np 4 build/bin/lesson-07 [--auto] [--quick] [--beat N] [--data TEXT]
+// [--steps N] [--prefetch ELEMENTS] (make lesson-07 starts it on 4 ranks)
+// ZeRO-3 shards the parameters too: a rank holds a whole parameter only while its unit (a block, or
+// the embeddings + ln_f) computes. The lesson shows who holds which shard, watches one forward and one
+// backward gather, prefetch, reduce-scatter and release each unit (unit_trace.cpp), counts the bytes
+// of a step against 3(N-1)/N·Ψ, prints the paper's 7.5B table, maps the stages onto PyTorch FSDP, and
+// trains the baby GPT at stage 3 beside lesson 05's DDP run.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/beat.h"
+#include "data/batch_sampler.h"
+#include "data/text_dataset.h"
+#include "dist/process_group.h"
+#include "minitorch/allocator.h"
+#include "nn/phase_events.h"
+#include "later_beats.h"
+#include "unit_trace.h"
+#include "zero/config.h"
+#include "zero/engine.h"
+#include "zero/estimate.h"
+#include "zero/formulas.h"
+#include "zero/stage3.h"
+
+using namespace minitorch;
+using lesson07::gather;
+
+namespace {
+struct Options {
+  std::string data = "datasets/kjv.txt";
+  long long steps = 200, prefetch = 200000;
+};
+
+// configs/zero3.json's ZeRO settings on lesson 05's run (batch 32 = micro 8 × 4 ranks, AdamW,
+// warmup-decay, clip 1.0, seed 1337): `stage` 3 here, 0 for lesson 05's DDP run beside it.
+zero::Config lesson_config(int stage, const Options& opt, int N) {
+  const long long warmup = std::max(1LL, opt.steps / 12);
+  const std::string json = R"({
+    "train_micro_batch_size_per_gpu": 8, "gradient_accumulation_steps": 1, "gradient_clipping": 1.0,
+    "optimizer": {"type": "AdamW", "params": {"lr": 2e-3, "betas": [0.9, 0.99], "eps": 1e-8, "weight_decay": 0.1}},
+    "scheduler": {"type": "WarmupDecayLR", "params": {"warmup_min_lr": 0.0, "warmup_max_lr": 2e-3,
+                  "warmup_num_steps": )" + std::to_string(warmup) + R"(, "total_num_steps": )" +
+                           std::to_string(opt.steps) + R"(, "warmup_type": "linear"}},
+    "zero_optimization": {"stage": )" + std::to_string(stage) + R"(, "reduce_bucket_size": 200000,
+      "stage3_param_persistence_threshold": 0, "stage3_prefetch_bucket_size": )" + std::to_string(opt.prefetch) + R"(},
+    "model": {"name": "baby"},
+    "training": {"steps": )" + std::to_string(opt.steps) + R"(, "eval_iters": 20, "seed": 1337, "tokenizer": "char"}
+  })";
+  return zero::Config::from_json(json, N, "lesson-07 (configs/zero3.json)");
+}
+
+std::unique_ptr<zero::Engine> make_engine(int stage, const Options& opt, dist::ProcessGroup& world, std::int64_t V) {
+  const zero::Config cfg = lesson_config(stage, opt, world.size());
+  Generator init(cfg.training.seed);
+  std::shared_ptr<nn::GPT> model;
+  {
+    TagScope scope(MemTag::param);
+    model = std::make_shared<nn::GPT>(zero::model_config(cfg, V), init);
+  }
+  return zero::initialize(model, cfg, &world);
+}
+
+long long ll(double x) { return std::llround(x); }
+}  // namespace
+
+int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
+  const int N = world.size(), rank = world.rank();
+  if (N == 1) {
+    std::printf("This lesson runs on several ranks: ZeRO-3 shards the model over them. Start it with\n"
+                "`make lesson-07` (4 ranks), or\n\n"
+                "  mpirun -np 4 build/bin/lesson-07          (as root: add --allow-run-as-root;\n"
+                "                                             fewer cores than ranks: add --oversubscribe)\n");
+    return 0;
+  }
+  if (!std::filesystem::exists(opt.data))
+    throw lesson::UsageError("data file '" + opt.data + "' not found. Make it with `make data`, or pass --data FILE");
+  const std::int64_t eval_iters = beats.quick() ? 2 : 20;  // --quick: a noisier loss, the same comparison
+  const zero::Config cfg = lesson_config(3, opt, N);
+  auto ds = data::TextDataset::load(opt.data, cfg.training.tokenizer, cfg.model.block_size);
+  const std::int64_t V = ds.tokenizer().vocab_size(), T = cfg.model.block_size;
+  data::BatchSampler train_sampler(ds.tokens_ptr(data::Split::train), cfg.train_micro_batch_size_per_gpu, T, cfg.training.seed);
+
+  // ------------------------------------------------------------------------------------------
+  beats.beat("ZeRO-3: the parameters are sharded too",
+             "ZeRO-1 sharded the optimizer states, ZeRO-2 the gradients; ZeRO-3 shards the parameters as\n"
+             "well. Each unit (a block, or the embeddings + ln_f) is one flat buffer cut into N shards, and\n"
+             "rank r keeps shard r of its parameters, gradients and Adam m, v: (P+G+K)Ψ/N bytes, 16Ψ/N in fp32.");
+  auto engine = make_engine(3, opt, world, V);
+  const auto* s3 = engine->strategy_as<zero::Stage3>();
+  const zero::Partition& part = s3->partition();
+  const std::int64_t psi = part.numel(), flat = psi + part.padding();
+  for (int s = 0; s < 2; ++s) engine->train_batch(train_sampler);  // Adam's m, v exist from the 1st update on
+  const zero::ModelStateBytes m = engine->measured_model_states();  // the allocator's tags at the step
+  const auto all = gather(world, {double(m.param), double(m.grad), double(m.optim)});
+  std::printf("psi = %lld parameters in %zu units, padding %lld; fp32: P = 4, G = 4, K = 8 (Adam m, v)\n",
+              ll(psi), s3->units().size(), ll(part.padding()));
+  lesson07::print_owners(*s3, engine->model(), cfg);
+  // Each rank's bytes as its allocator counted them, beside what zero::Partition plans for that rank.
+  const std::vector<double> planned = lesson07::planned_totals(engine->model(), cfg, N);
+  std::printf("rank   param B    grad B   optim B   total B   planned B (exact_model_states)\n");
+  bool as_planned = true, as_formula = true;
+  const zero::BytesPerParameter fp32 = zero::bytes_per_parameter(false);
+  const double formula = zero::model_state_bytes(3, double(psi), N, fp32).total();  // 16Ψ/N
+  for (int r = 0; r < N; ++r) {
+    const double total = all[3 * r] + all[3 * r + 1] + all[3 * r + 2];
+    std::printf("%4d %9lld %9lld %9lld %9lld %11lld\n", r, ll(all[3 * r]), ll(all[3 * r + 1]), ll(all[3 * r + 2]),
+                ll(total), ll(planned[static_cast<std::size_t>(r)]));
+    as_planned = as_planned && ll(total) == ll(planned[static_cast<std::size_t>(r)]);
+    as_formula = as_formula && std::abs(total - formula) < 0.5;
+  }
+  for (int stage = 0; stage <= 3; ++stage)
+    std::printf("stage %d: %-14s = %9.0f B per rank\n", stage, zero::model_states_text(stage).c_str(),
+                zero::model_state_bytes(stage, double(psi), N, fp32).total());
+  if (as_formula)
+    std::printf("measured %lld B on every rank = formula 16*%lld/%d = %.0f B (equal)\n", ll(all[0] + all[1] + all[2]),
+                ll(psi), N, formula);
+  else  // N does not divide a unit: its buffer is padded; every rank's p and g shards carry the padding's share
+    std::printf("measured %s the plan on every rank; formula 16*%lld/%d = %.0f B, but the p and g shards hold\n"
+                "(psi + padding)/N = %lld elements each, Adam's m and v only the real ones\n",
+                as_planned ? "=" : "DIFFERS FROM", ll(psi), N, formula, ll(flat / N));
+
+  // ------------------------------------------------------------------------------------------
+  beats.beat("units: gathered to compute, released after",
+             "Hooks on each unit's module drive a state machine: sharded -> gathering (all-gather started)\n"
+             "-> gathered (waited) -> sharded again (released: the full buffer is freed). While a unit\n"
+             "computes, the next one is prefetched (stage3_prefetch_bucket_size elements ahead).");
+  for (std::size_t b : s3->units()) {
+    const zero::ShardedBucket& u = part.buckets()[b];
+    std::printf("unit %-5s %2zu tensors, %6lld elements, shard %6lld: %s ... %s\n", lesson07::unit_name(*s3, b).c_str(),
+                u.members.size(), ll(u.numel), ll(u.numel / N), part.params()[u.members.front()].first.c_str(),
+                part.params()[u.members.back()].first.c_str());
+  }
+  zero::Config deepspeed = cfg;
+  deepspeed.zero.stage3_param_persistence_threshold = 100000;  // DeepSpeed's default
+  const zero::UnitPlan ds_plan = zero::plan_units(
+      zero::meta_parameters(nn::GPT::parameter_shapes(engine->model().config())), engine->model().blocks.size(), deepspeed);
+  std::printf("persistent buckets (tensors <= stage3_param_persistence_threshold = %lld elements, kept whole): %zu\n"
+              "with DeepSpeed's default threshold 100000: %zu units, %zu persistent buckets (nothing sharded)\n\n",
+              ll(double(cfg.zero.stage3_param_persistence_threshold)), part.buckets().size() - s3->units().size(),
+              ds_plan.units.size(), ds_plan.buckets.size() - ds_plan.units.size());
+  const data::Batch batch = train_sampler.sample(rank, engine->global_steps(), N);  // x, y: (8, 64) i32
+  const std::int64_t shards = memory_stats().current(MemTag::param);
+  lesson07::UnitTrace trace(*s3);
+  trace.print_header();
+  reset_peak_memory();
+  Tensor loss;
+  {
+    events::Attach watching(trace);
+    loss = engine->forward(batch.x, batch.y);  // () the mean cross-entropy
+  }
+  trace.flush();
+  const auto peaks = gather(world, {double(memory_stats().peak(MemTag::param))});
+  const double peak = *std::max_element(peaks.begin(), peaks.end());
+  // The peak in units: the outer unit (4·numel bytes) and how many blocks were whole at once.
+  const double outer = 4.0 * double(part.buckets()[s3->units().front()].numel);
+  const long long blocks = ll((peak - double(shards) - outer) / (4.0 * double(part.buckets()[s3->units().back()].numel)));
+  std::printf("param pool: shards %lld B; peak during forward %lld B (max over ranks) = shards + outer + %lld block%s\n",
+              ll(shards), ll(peak), blocks, blocks == 1 ? "" : "s");
+  std::printf("the whole model, as DDP and ZeRO-1/2 hold it on every rank: 4 psi = %lld B (peak %s)\n", ll(4.0 * psi),
+              peak < 4.0 * psi ? "is below it" : "is NOT below it");
+
+  // ------------------------------------------------------------------------------------------
+  beats.beat("backward: gather again, reduce-scatter, release",
+             "Backward needs the parameters again: each unit is gathered once more (the head's outer unit\n"
+             "first), and when all its gradients are final they are reduce-scattered (rank r keeps the\n"
+             "average of shard r) and the unit is released. The step then updates the shards only.");
+  {
+    nn::ModulePhaseEvents phases(engine->model());  // "backward transformer.h.K" events
+    trace.print_header();
+    events::Attach watching(trace);
+    engine->backward(loss);
+    engine->step();
+  }
+  trace.flush();
+  std::printf("after the step: param pool %lld B = the shards again; nothing is gathered until the next forward\n",
+              ll(memory_stats().current(MemTag::param)));
+
+  // ------------------------------------------------------------------------------------------
+  beats.beat("bytes per step: 3(N-1)/N * psi",
+             "Every parameter is all-gathered twice (forward, backward) and its gradient reduce-scattered\n"
+             "once: 3 ring passes of (N-1)/N·Ψ. ZeRO-1/2 (and DDP) need 2: ZeRO-3 trades 1.5x the traffic\n"
+             "for parameters that take 1/N of the memory. Counted from the events of one train_batch.");
+  std::map<std::string, std::array<std::int64_t, 3>> sent;  // op -> calls, elements, bytes this rank sent
+  {
+    events::Recorder rec;
+    events::Attach listening(rec);
+    engine->train_batch(train_sampler);
+    for (const events::Event& e : rec.events())
+      if (e.category == events::Category::comm && e.kind == events::Kind::begin) {
+        auto& c = sent[e.name];
+        c[0] += 1, c[1] += e.elements, c[2] += e.bytes;
+      }
+  }
+  std::int64_t moved = 0;
+  for (const std::string op : {"all_gather", "reduce_scatter", "all_reduce"}) {
+    const auto& c = sent[op];
+    std::printf("%-15s %3lld calls %8lld elements %9lld B\n", op.c_str(), ll(c[0]), ll(c[1]), ll(c[2]));
+    if (op != "all_reduce") moved += c[1];
+  }
+  const double f3 = zero::comm_elements_per_step(3, double(flat), N, 1), f2 = zero::comm_elements_per_step(2, double(flat), N, 1);
+  std::printf("gathers + reduce-scatters: measured %lld elements; formula 3*(%d-1)/%d * %lld = %lld elements %s\n",
+              ll(moved), N, N, ll(flat), ll(f3), ll(moved) == ll(f3) ? "(equal)" : "(DIFFERENT)");
+  std::printf("ZeRO-1/2: 2*(%d-1)/%d * %lld = %lld elements = %lld B; ZeRO-3: %lld B (x%.2f)\n", N, N, ll(flat), ll(f2),
+              ll(4 * f2), ll(4 * f3), f3 / f2);
+  std::printf("(the all_reduce is the global gradient norm for clipping: one float, in every stage)\n");
+
+  // Beats 5-6: the paper's 7.5B table from the estimator, and PyTorch FSDP's sharding strategies.
+  lesson07::table_beats(beats, double(flat), N);
+
+  // ------------------------------------------------------------------------------------------
+  beats.beat("train the baby GPT at stage 3, beside lesson 05's DDP",
+             "The same run as lesson 05 (seed 1337, batch 8 per rank, AdamW, warmup-decay, clip 1.0), at\n"
+             "stage 3 and at stage 0 (DDP). The same micro-batches and the same averaged gradients: the\n"
+             "losses must agree to float summation order.");
+  return lesson07::train_beat(world, opt.steps, eval_iters, ds, [&](int stage) { return make_engine(stage, opt, world, V); });
+}
+
+int main(int argc, char** argv) {
+  dist::ProcessGroup& world = dist::init(&argc, &argv);
+  if (world.rank() != 0 && !std::freopen("/dev/null", "w", stdout)) return 1;  // rank 0 prints for everyone
+  lesson::Beats beats("Lesson 07: ZeRO-3 (parameters sharded too)", 7);
+  Options opt;
+  beats.option("--data", opt.data, "FILE", "the text to train on; `make data` writes the KJV");
+  beats.option("--steps", opt.steps, "optimizer steps of each training run", /*quick=*/10);
+  beats.option("--prefetch", opt.prefetch, "stage3_prefetch_bucket_size, in elements (1: no prefetch)");
+  if (world.size() > 1) beats.on_ranks(world.rank(), lesson07::from_rank0);
+  return beats.run(argc, argv, [&] { return run(beats, world, opt); },
+                   [](const std::string& what) { dist::abort_job(what, 1); });
+}

@@ -1,0 +1,166 @@
+#include "unit_trace.h"
+
+#include <cstdio>
+
+#include "minitorch/allocator.h"
+#include "zero/estimate.h"
+
+using namespace minitorch;
+
+namespace lesson07 {
+
+std::vector<double> gather(dist::ProcessGroup& g, const std::vector<double>& mine) {
+  dist::NoRecordScope bookkeeping(g);
+  const auto k = static_cast<std::int64_t>(mine.size());
+  std::vector<float> hi(mine.size()), lo(mine.size());  // a double as two floats: byte counts stay exact
+  for (std::size_t i = 0; i < mine.size(); ++i) {
+    hi[i] = static_cast<float>(mine[i]);
+    lo[i] = static_cast<float>(mine[i] - static_cast<double>(hi[i]));
+  }
+  const std::vector<float> H = g.all_gather(Tensor::from_vector(hi, {k}), k * g.size()).to_vector();  // (k·N)
+  const std::vector<float> L = g.all_gather(Tensor::from_vector(lo, {k}), k * g.size()).to_vector();  // (k·N)
+  std::vector<double> all(H.size());
+  for (std::size_t i = 0; i < H.size(); ++i) all[i] = static_cast<double>(H[i]) + static_cast<double>(L[i]);
+  return all;
+}
+
+void print_owners(const zero::Stage3& s3, const nn::GPT& model, const zero::Config& cfg) {
+  const nn::NamedTensors meta = zero::meta_parameters(nn::GPT::parameter_shapes(model.config()));
+  const zero::UnitPlan plan = zero::plan_units(meta, model.blocks.size(), cfg);
+  const int N = s3.partition().world();
+  std::printf("who holds what: rank r keeps shard r of every unit, the same slice of p, g, m and v\n");
+  for (std::size_t b : s3.units()) {
+    if (b > plan.units[1]) break;  // the blocks are all alike: h.0 stands for them
+    const std::int64_t n = s3.partition().buckets()[b].numel;
+    std::printf("%-5s %6lld elements = %d shards of %lld%s\n", unit_name(s3, b).c_str(), static_cast<long long>(n), N,
+                static_cast<long long>(n / N), b == plan.units[0] ? "" : " (every block alike)");
+    for (int r = 0; r < N; ++r) {
+      const zero::Partition mine(meta, plan.buckets, r, N);  // what rank r plans for itself
+      std::vector<std::string> names;
+      for (const zero::ShardPiece& p : mine.pieces())
+        if (p.bucket == b) names.push_back(p.name);
+      std::printf("  rank %d [%6lld, %6lld) %zu piece%s: %s", r, static_cast<long long>(r * (n / N)),
+                  static_cast<long long>((r + 1) * (n / N)), names.size(), names.size() == 1 ? "" : "s",
+                  names.front().c_str());
+      if (names.size() > 2) std::printf(" ...");
+      if (names.size() > 1) std::printf(" %s", names.back().c_str());
+      std::printf("\n");
+    }
+  }
+}
+
+std::vector<double> planned_totals(const nn::GPT& model, const zero::Config& cfg, int N) {
+  const nn::NamedTensors meta = zero::meta_parameters(nn::GPT::parameter_shapes(model.config()));
+  const zero::UnitPlan plan = zero::plan_units(meta, model.blocks.size(), cfg);
+  std::vector<double> totals;
+  for (int r = 0; r < N; ++r) {
+    const zero::Partition mine(meta, plan.buckets, r, N);
+    totals.push_back(double(zero::exact_model_states(3, mine, zero::bytes_per_parameter(false), plan.persistent).total()));
+  }
+  return totals;
+}
+
+std::string unit_name(const zero::Stage3& s3, std::size_t bucket) {
+  const zero::Partition& part = s3.partition();
+  const std::string& first = part.params()[part.buckets()[bucket].members.front()].first;
+  const std::string prefix = "transformer.h.";
+  if (!first.starts_with(prefix)) return "outer";
+  return "h." + first.substr(prefix.size(), first.find('.', prefix.size()) - prefix.size());
+}
+
+void UnitTrace::print_header() const {
+  std::printf("%-58s", "event (S sharded, g gathering, G gathered)");
+  for (std::size_t b : s3_.units()) std::printf(" %5s", unit_name(s3_, b).c_str());
+  std::printf("   param pool\n");
+}
+
+std::string UnitTrace::states(std::size_t changing, char now, std::int64_t not_yet_freed) const {
+  std::string out;
+  char cell[32];
+  for (std::size_t b : s3_.units()) {
+    char c = "SgG"[static_cast<int>(s3_.state(b))];
+    if (b == changing) c = now;
+    std::snprintf(cell, sizeof cell, " %5c", c);
+    out += cell;
+  }
+  std::snprintf(cell, sizeof cell, "  %9lld B", static_cast<long long>(memory_stats().current(MemTag::param) + not_yet_freed));
+  return out + cell;
+}
+
+void UnitTrace::line(const std::string& what, const std::string& tail) const {
+  std::printf("%-58s%s\n", what.c_str(), tail.c_str());
+}
+
+void UnitTrace::flush() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!gather_.active) return;
+  const bool prefetch = s3_.prefetched() > gather_.prefetched;
+  line((prefetch ? "  prefetch " : "  gather   ") + gather_.what, gather_.tail);
+  gather_.active = false;
+}
+
+std::size_t UnitTrace::gathering_now() const {
+  for (std::size_t b : s3_.units())  // gather_async has made the full buffer, and not yet said "gathering"
+    if (s3_.state(b) == zero::Stage3::UnitState::sharded && s3_.partition().buckets()[b].params.numel() > 0) return b;
+  return SIZE_MAX;
+}
+
+std::size_t UnitTrace::releasing_now() const {
+  const zero::Partition& part = s3_.partition();
+  for (std::size_t b : s3_.units())  // release(): still "gathered", its parameters already dropped
+    if (s3_.state(b) == zero::Stage3::UnitState::gathered &&
+        part.params()[part.buckets()[b].members.front()].second.is_released())
+      return b;
+  return SIZE_MAX;
+}
+
+void UnitTrace::on_event(const events::Event& e) {
+  using events::Category, events::Kind;
+  // Only the main thread's events matter here: the unit hooks, the collectives and the gathers'
+  // buffers (tag param). Kernel threads allocate activations; those are skipped before the lock.
+  const bool param_memory = e.category == Category::memory && e.tag == MemTag::param;
+  const bool comm = e.category == Category::comm;
+  const bool compute_begin = e.category == Category::compute && e.kind == Kind::begin;
+  if (!param_memory && !comm && !compute_begin) return;
+  if (gather_.active && !(comm && e.kind == Kind::end && e.id == gather_.id)) flush();
+  std::lock_guard<std::mutex> lock(mutex_);
+  char text[160];
+  if (compute_begin) {
+    const std::string prefix = "transformer.h.";
+    if (e.micro_step >= 0 && (e.name == "forward" || e.name == "backward"))  // the engine's own span
+      line(e.name == "forward" ? "engine forward: model.loss(idx, targets)" : "engine backward: autograd from the loss",
+           states());
+    else if (e.scope.starts_with(prefix) && e.scope.find('.', prefix.size()) == std::string::npos)
+      line(e.name + " " + e.scope, states());  // a block's forward, or its backward (nn::ModulePhaseEvents)
+    return;
+  }
+  if (comm && e.kind == Kind::begin) {
+    if (e.name == "all_gather") {
+      const std::size_t b = gathering_now();
+      if (b == SIZE_MAX) return;
+      std::snprintf(text, sizeof text, "%-5s all-gather %7lld elements %8lld B", unit_name(s3_, b).c_str(),
+                    static_cast<long long>(e.elements), static_cast<long long>(e.bytes));
+      gather_ = {true, e.id, s3_.prefetched(), text, states(b, 'g')};
+    } else if (e.name == "reduce_scatter") {
+      std::snprintf(text, sizeof text, "reduce-scatter %7lld elements %8lld B", static_cast<long long>(e.elements),
+                    static_cast<long long>(e.bytes));
+      pending_rs_ = text;
+    } else if (e.name == "all_reduce") {
+      std::snprintf(text, sizeof text, "  %s of %lld elements (the gradient norm)", e.name.c_str(),
+                    static_cast<long long>(e.elements));
+      line(text, states());
+    }
+    return;
+  }
+  if (!param_memory || e.kind != Kind::free) return;
+  const std::size_t b = releasing_now();  // a unit's full buffer going back
+  if (b == SIZE_MAX) return;
+  if (!pending_rs_.empty()) {
+    line("  grads " + unit_name(s3_, b) + " " + pending_rs_, states(SIZE_MAX, ' ', e.bytes));
+    pending_rs_.clear();
+  }
+  std::snprintf(text, sizeof text, "  release  %-5s free %8lld B", unit_name(s3_, b).c_str(), static_cast<long long>(e.bytes));
+  line(text, states(b, 'S'));
+}
+
+}  // namespace lesson07
