@@ -43,9 +43,13 @@ inline std::string lesson_dir(const std::string& nn) {
   return "(no lesson " + nn + ")";
 }
 
-/// The command line of lesson `nn` with `args`: build/bin/lesson-NN, under mpirun for lesson 05.
+/// The lessons that run on several ranks (the Makefile's MPI_LESSONS).
+inline bool runs_on_ranks(const std::string& nn) { return nn == "05" || nn == "06" || nn == "07"; }
+
+/// The command line of lesson `nn` with `args`: build/bin/lesson-NN, under mpirun for the lessons on
+/// several ranks.
 inline std::string lesson_command(const std::string& nn, const std::string& args) {
-  return (nn == "05" ? kMpirun : std::string()) + kBin + "/lesson-" + nn + " " + args;
+  return (runs_on_ranks(nn) ? kMpirun : std::string()) + kBin + "/lesson-" + nn + " " + args;
 }
 
 /// Runs lesson `nn` from the repository root with `args`, standard input empty.

@@ -22,7 +22,7 @@ using namespace lesson_test;
 const std::string kLesson06 = kBin + "/lesson-06 ";
 
 CommandResult run06(const std::string& args) {
-  return mt_test::run_command("cd " + kSource + " && " + kMpirun + kLesson06 + args);
+  return run_lesson("06", args);
 }
 
 bool has(const CommandResult& r, const std::string& text) { return r.output.find(text) != std::string::npos; }
@@ -115,7 +115,7 @@ TEST(L06_Lesson, OneRankExplainsHowToStartIt) {
 // Only rank 0 reads the terminal; what it read reaches every rank, so all quit together.
 TEST(L06_Lesson, QOnRankZeroQuitsEveryRank) {
   if (!std::filesystem::exists(kData)) GTEST_SKIP() << kData << " is missing: run `make data` first";
-  CommandResult r = mt_test::run_command("cd " + kSource + " && (printf 'q\\n' | " + kMpirun + kLesson06 + "--quick)");
+  CommandResult r = run_lesson_typing("06", "--quick", "q\\n");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(has(r, "--- beat 1/6:")) << r.output;
   EXPECT_TRUE(has(r, "(quit at beat 1/6)")) << r.output;

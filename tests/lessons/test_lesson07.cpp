@@ -17,12 +17,8 @@ namespace {
 
 using namespace lesson_test;
 
-const std::string kMpirun07 =
-    "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun -q --oversubscribe --bind-to none -np 4 ";
-
 CommandResult run07(const std::string& args, const std::string& typed = "") {
-  const std::string cmd = kMpirun07 + kBin + "/lesson-07 " + args;
-  return mt_test::run_command("cd " + kSource + " && " + (typed.empty() ? cmd : "(printf '" + typed + "' | " + cmd + ")"));
+  return typed.empty() ? run_lesson("07", args) : run_lesson_typing("07", args, typed);
 }
 
 bool has(const CommandResult& r, const std::string& text) { return r.output.find(text) != std::string::npos; }
