@@ -28,12 +28,12 @@ StepResult ShardedOptimizer::step(const StepRequest& r) {
   Tensor sum_sq = Tensor::full({1}, static_cast<float>(tiled_sum_squares(*adamw_, tile_elements_)));
   group_.all_reduce(sum_sq, dist::ReduceOp::sum);
   const double norm = std::sqrt(static_cast<double>(sum_sq.item())) / r.loss_scale;
+  adamw_->set_lr(r.lr);  // also on a skipped step: lr() reports the rate this update would have used
   if (!std::isfinite(norm) && r.skip_on_overflow) {  // fp16 overflow: nothing changes but the gradients
     partition_.zero_gradients();
     return {norm, true};
   }
   const double coef = r.max_norm > 0 ? optim::clip_coefficient(norm, r.max_norm) : 1.0;
-  adamw_->set_lr(r.lr);
   tiled_adamw_step(*adamw_, static_cast<float>(coef / r.loss_scale), tile_elements_);
   gather_parameters();
   partition_.zero_gradients();

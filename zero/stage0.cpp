@@ -43,12 +43,12 @@ StepResult Stage0::step(const StepRequest& r) {
   std::vector<Tensor> params = optimizer_->parameters();
   // Every rank holds the same averaged gradients: every rank finds the same norm and takes the same decision.
   const double norm = std::sqrt(optim::grad_sum_squares(params)) / r.loss_scale;
+  optimizer_->set_lr(r.lr);  // also on a skipped step: lr() reports the rate this update would have used
   if (!std::isfinite(norm) && r.skip_on_overflow) {
     optimizer_->zero_grad();
     return {norm, true};
   }
   const double coef = r.max_norm > 0 ? optim::clip_coefficient(norm, r.max_norm) : 1.0;
-  optimizer_->set_lr(r.lr);
   if (r.loss_scale == 1) {
     if (coef < 1.0) optim::scale_grads(params, static_cast<float>(coef));
     optimizer_->step();
