@@ -138,6 +138,7 @@ void fill(Tensor& dst, float value) {
       fill_kernel<<<grid_for(n), kThreads>>>(static_cast<std::int32_t*>(dst.raw_data()), n,
                                              static_cast<std::int32_t>(value));
       break;
+    case DType::f16: throw std::invalid_argument("CUDA fill: f16 tensors live on the CPU only (for now)");
   }
   MT_CUDA_CHECK_LAUNCH();
 }

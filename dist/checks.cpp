@@ -14,8 +14,8 @@ void check_tensor(const Tensor& t, const char* op, bool reduction, const char* a
     problem = "a tensor on " + t.device().str() + " (the MPI backend takes CPU tensors)";
   else if (!t.is_contiguous())
     problem = "a non-contiguous view (call .contiguous() first)";
-  else if (reduction && t.dtype() != DType::f32 && t.dtype() != DType::bf16)
-    problem = std::string("dtype ") + dtype_name(t.dtype()) + " (reductions take f32 or bf16)";
+  else if (reduction && t.dtype() != DType::f32 && !is_half(t.dtype()))
+    problem = std::string("dtype ") + dtype_name(t.dtype()) + " (reductions take f32, bf16 or f16)";
   if (problem.empty()) return;
   const std::string where = std::string(op) + ": " + (arg ? std::string(arg) + ": " : std::string());
   throw std::invalid_argument(where + "expected a contiguous CPU tensor, got " + problem +

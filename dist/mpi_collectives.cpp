@@ -70,7 +70,7 @@ std::unique_ptr<Work> MpiGroup::start_all_gather(Tensor& output, const Tensor& s
   const bool ring_floats = algorithm_ == Algorithm::ring && dtype != DType::i32;
   // Where the gather happens: the caller's output, or for bf16 under the ring (which moves floats) an
   // f32 staging buffer — bf16 widens to f32 and back losslessly.
-  Tensor full = ring_floats && dtype == DType::bf16 ? detail::comm_empty(output.shape(), DType::f32) : output;
+  Tensor full = ring_floats && is_half(dtype) ? detail::comm_empty(output.shape(), DType::f32) : output;
 
   // Every rank gathers in place (MPI_IN_PLACE must be used by all ranks or by none): the shard is put
   // at its chunk of `full` first. No copy when it already sits there (ZeRO-3's flat buffer); a shard

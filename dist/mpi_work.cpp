@@ -32,7 +32,8 @@ int mpi_count(std::int64_t n, const char* op) {
 MPI_Datatype mpi_type(DType d) {
   switch (d) {
     case DType::f32: return MPI_FLOAT;
-    case DType::bf16: return MPI_UINT16_T;  // moved as bits, never summed by MPI
+    case DType::bf16:
+    case DType::f16: return MPI_UINT16_T;  // moved as bits, never summed by MPI (reductions go through f32)
     case DType::i32: return MPI_INT32_T;
   }
   return MPI_BYTE;

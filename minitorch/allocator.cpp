@@ -14,7 +14,7 @@
 namespace minitorch {
 
 const char* tag_name(MemTag tag) {
-  static const char* names[kNumMemTags] = {"param", "grad", "optim", "activation", "comm", "other"};
+  static const char* names[kNumMemTags] = {"param", "grad", "optim", "optim_temp", "activation", "comm", "other"};
   return names[static_cast<int>(tag)];
 }
 

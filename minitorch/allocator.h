@@ -19,10 +19,12 @@
 
 namespace minitorch {
 
-/// What an allocation is for (docs/design.md §3).
-enum class MemTag : std::uint8_t { param, grad, optim, activation, comm, other };
-inline constexpr int kNumMemTags = 6;
-/// "param", "grad", "optim", "activation", "comm", "other".
+/// What an allocation is for (docs/design.md §3). `optim_temp`: what the optimizer step allocates
+/// and frees within the step (the f32 gradient of one tile, zero/tiled_step.h), bounded at ZeRO-3 by
+/// sub_group_size — not a model state, so it is kept apart from `optim`.
+enum class MemTag : std::uint8_t { param, grad, optim, optim_temp, activation, comm, other };
+inline constexpr int kNumMemTags = 7;
+/// "param", "grad", "optim", "optim_temp", "activation", "comm", "other".
 const char* tag_name(MemTag tag);
 
 /// Current and peak bytes per tag on one device. `peak_total` is the peak of the sum, which is

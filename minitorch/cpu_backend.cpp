@@ -42,8 +42,8 @@ namespace cpu {
 void CpuBackend::copy_(Tensor& dst, const Tensor& src) {
   if (dst.is_contiguous() && src.dtype() != DType::i32) {
     if (dst.dtype() == DType::f32) return gather_f32(src, fp(dst));
-    if (dst.dtype() == DType::bf16 && src.dtype() == DType::f32 && src.is_contiguous())
-      return narrow_bf16(cfp(src), static_cast<std::uint16_t*>(dst.raw_data()), dst.numel());
+    if (is_half(dst.dtype()) && src.dtype() == DType::f32 && src.is_contiguous())
+      return narrow_half(dst.dtype(), cfp(src), static_cast<std::uint16_t*>(dst.raw_data()), dst.numel());
   }
   copy_strided(dst, src);
 }

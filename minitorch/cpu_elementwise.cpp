@@ -100,14 +100,15 @@ Tensor CpuBackend::unary(UnaryOp op, const Tensor& a, float p0, float p1) {
   return f32_to(out, a.dtype());
 }
 
-// dst += alpha * src     dst: (shape) contiguous f32/bf16, src: (shape) any view / dtype
+// dst += alpha * src     dst: (shape) contiguous f32/bf16/f16, src: (shape) any view / dtype
 void CpuBackend::add_(Tensor& dst, const Tensor& src, float alpha) {
   const std::int64_t n = dst.numel();
-  if (dst.dtype() == DType::f32 && src.dtype() == DType::bf16 && src.is_contiguous()) {  // bf16 grads into f32
+  if (dst.dtype() == DType::f32 && is_half(src.dtype()) && src.is_contiguous()) {  // bf16 / f16 grads into f32
     float* d = fp(dst);
     const auto* s = static_cast<const std::uint16_t*>(src.raw_data());
+    const DType t = src.dtype();
     parallel_for(n, kGrainElems, [&](std::int64_t b, std::int64_t e) {
-      for (std::int64_t i = b; i < e; ++i) d[i] += alpha * bf16_to_f32(s[i]);
+      for (std::int64_t i = b; i < e; ++i) d[i] += alpha * half_to_f32(t, s[i]);
     });
     return;
   }
@@ -118,15 +119,16 @@ void CpuBackend::add_(Tensor& dst, const Tensor& src, float alpha) {
     parallel_for(n, kGrainElems, [&](std::int64_t b, std::int64_t e) {
       for (std::int64_t i = b; i < e; ++i) d[i] += alpha * s[i];
     });
-  } else {  // bf16 destination: widen, add, round back
+  } else {  // bf16 / f16 destination: widen, add, round back
     auto* d = static_cast<std::uint16_t*>(dst.raw_data());
+    const DType t = dst.dtype();
     parallel_for(n, kGrainElems, [&](std::int64_t b, std::int64_t e) {
-      for (std::int64_t i = b; i < e; ++i) d[i] = f32_to_bf16(bf16_to_f32(d[i]) + alpha * s[i]);
+      for (std::int64_t i = b; i < e; ++i) d[i] = f32_to_half(t, half_to_f32(t, d[i]) + alpha * s[i]);
     });
   }
 }
 
-// dst *= s     dst: contiguous f32/bf16
+// dst *= s     dst: contiguous f32/bf16/f16
 void CpuBackend::scale_(Tensor& dst, float s) {
   const std::int64_t n = dst.numel();
   if (dst.dtype() == DType::f32) {
@@ -136,8 +138,9 @@ void CpuBackend::scale_(Tensor& dst, float s) {
     });
   } else {
     auto* d = static_cast<std::uint16_t*>(dst.raw_data());
+    const DType t = dst.dtype();
     parallel_for(n, kGrainElems, [&](std::int64_t b, std::int64_t e) {
-      for (std::int64_t i = b; i < e; ++i) d[i] = f32_to_bf16(bf16_to_f32(d[i]) * s);
+      for (std::int64_t i = b; i < e; ++i) d[i] = f32_to_half(t, half_to_f32(t, d[i]) * s);
     });
   }
 }

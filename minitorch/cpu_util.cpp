@@ -20,6 +20,20 @@ void narrow_bf16(const float* in, std::uint16_t* out, std::int64_t n) {
   });
 }
 
+void widen_half(DType t, const std::uint16_t* in, float* out, std::int64_t n) {
+  if (t == DType::bf16) return widen_bf16(in, out, n);
+  parallel_for(n, kGrainElems, [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t i = b; i < e; ++i) out[i] = f16_to_f32(in[i]);
+  });
+}
+
+void narrow_half(DType t, const float* in, std::uint16_t* out, std::int64_t n) {
+  if (t == DType::bf16) return narrow_bf16(in, out, n);
+  parallel_for(n, kGrainElems, [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t i = b; i < e; ++i) out[i] = f32_to_f16(in[i]);
+  });
+}
+
 namespace {
 template <typename T, typename Cvt>
 void gather_rows(const Tensor& x, float* out, Cvt cvt) {
@@ -46,6 +60,12 @@ void gather_f32(const Tensor& x, float* o) {
       else
         gather_rows<std::uint16_t>(x, o, [](std::uint16_t h) { return bf16_to_f32(h); });
       break;
+    case DType::f16:
+      if (x.is_contiguous())
+        widen_half(DType::f16, static_cast<const std::uint16_t*>(x.raw_data()), o, x.numel());
+      else
+        gather_rows<std::uint16_t>(x, o, [](std::uint16_t h) { return f16_to_f32(h); });
+      break;
     case DType::f32:
       gather_rows<float>(x, o, [](float f) { return f; });
       break;
@@ -65,8 +85,8 @@ Tensor f32_contiguous(const Tensor& x) {
 Tensor f32_to(const Tensor& t, DType dtype) {
   if (dtype == DType::f32) return t;
   Tensor out = Tensor::empty(t.shape(), dtype, Device::cpu());
-  if (dtype == DType::bf16) {
-    narrow_bf16(cfp(t), static_cast<std::uint16_t*>(out.raw_data()), t.numel());
+  if (is_half(dtype)) {
+    narrow_half(dtype, cfp(t), static_cast<std::uint16_t*>(out.raw_data()), t.numel());
   } else {
     out.copy_(t);
   }

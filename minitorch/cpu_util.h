@@ -18,11 +18,14 @@ Tensor f32_contiguous(const Tensor& x);
 void gather_f32(const Tensor& x, float* out);
 /// A new contiguous f32 tensor of x's shape (uninitialised).
 Tensor f32_empty(const Shape& shape);
-/// `t` (contiguous f32) converted to `dtype`: t itself for f32, else a new bf16 tensor.
+/// `t` (contiguous f32) converted to `dtype`: t itself for f32, else a new bf16 / f16 tensor.
 Tensor f32_to(const Tensor& t, DType dtype);
 /// Parallel conversions of n contiguous elements.
 void widen_bf16(const std::uint16_t* in, float* out, std::int64_t n);
 void narrow_bf16(const float* in, std::uint16_t* out, std::int64_t n);
+/// The same for either 16-bit type (`t`: bf16 or f16).
+void widen_half(DType t, const std::uint16_t* in, float* out, std::int64_t n);
+void narrow_half(DType t, const float* in, std::uint16_t* out, std::int64_t n);
 
 inline const float* cfp(const Tensor& t) { return static_cast<const float*>(t.raw_data()); }
 inline float* fp(const Tensor& t) { return static_cast<float*>(t.raw_data()); }

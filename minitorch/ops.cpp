@@ -29,7 +29,7 @@ Backend& kernels(const char* op, std::initializer_list<const Tensor*> ts) {
   return backend(first->device());
 }
 void need_float(const char* op, const char* name, const Tensor& t) {
-  if (t.dtype() == DType::i32) fail(op, std::string(name) + " must be f32 or bf16, got i32 " + shape_str(t.shape()));
+  if (t.dtype() == DType::i32) fail(op, std::string(name) + " must be f32, bf16 or f16, got i32 " + shape_str(t.shape()));
 }
 void need_int(const char* op, const char* name, const Tensor& t) {
   if (t.dtype() != DType::i32)

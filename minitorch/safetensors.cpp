@@ -36,7 +36,7 @@ using ordered_json = nlohmann::ordered_json;
 }
 
 bool parse_st_dtype(const std::string& name, DType& out) {
-  for (DType t : {DType::f32, DType::bf16, DType::i32})
+  for (DType t : {DType::f32, DType::bf16, DType::f16, DType::i32})
     if (name == safetensors_dtype_name(t)) return out = t, true;
   return false;
 }
@@ -110,6 +110,7 @@ const char* safetensors_dtype_name(DType dtype) {
   switch (dtype) {
     case DType::f32: return "F32";
     case DType::bf16: return "BF16";
+    case DType::f16: return "F16";
     case DType::i32: return "I32";
   }
   return "?";

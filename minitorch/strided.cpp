@@ -25,7 +25,8 @@ float load_float(const Tensor& t, std::int64_t off) {
   require_cpu(t, "element read");
   switch (t.dtype()) {
     case DType::f32: return static_cast<const float*>(t.raw_data())[off];
-    case DType::bf16: return bf16_to_f32(static_cast<const std::uint16_t*>(t.raw_data())[off]);
+    case DType::bf16:
+    case DType::f16: return half_to_f32(t.dtype(), static_cast<const std::uint16_t*>(t.raw_data())[off]);
     case DType::i32: return static_cast<float>(static_cast<const std::int32_t*>(t.raw_data())[off]);
   }
   return 0.f;
@@ -44,10 +45,13 @@ void load_floats(const Tensor& t, float* out) {
       for_each_offset(t.shape(), t.strides(), [&](std::int64_t i, std::int64_t o) { out[i] = static_cast<const float*>(base)[o]; });
       break;
     case DType::bf16:
+    case DType::f16: {
+      const DType d = t.dtype();
       for_each_offset(t.shape(), t.strides(), [&](std::int64_t i, std::int64_t o) {
-        out[i] = bf16_to_f32(static_cast<const std::uint16_t*>(base)[o]);
+        out[i] = half_to_f32(d, static_cast<const std::uint16_t*>(base)[o]);
       });
       break;
+    }
     case DType::i32:
       for_each_offset(t.shape(), t.strides(), [&](std::int64_t i, std::int64_t o) {
         out[i] = static_cast<float>(static_cast<const std::int32_t*>(base)[o]);
@@ -69,10 +73,13 @@ void store_floats(Tensor& t, const float* in) {
       for_each_offset(t.shape(), t.strides(), [&](std::int64_t i, std::int64_t o) { static_cast<float*>(base)[o] = in[i]; });
       break;
     case DType::bf16:
+    case DType::f16: {
+      const DType d = t.dtype();
       for_each_offset(t.shape(), t.strides(), [&](std::int64_t i, std::int64_t o) {
-        static_cast<std::uint16_t*>(base)[o] = f32_to_bf16(in[i]);
+        static_cast<std::uint16_t*>(base)[o] = f32_to_half(d, in[i]);
       });
       break;
+    }
     case DType::i32:
       for_each_offset(t.shape(), t.strides(), [&](std::int64_t i, std::int64_t o) {
         static_cast<std::int32_t*>(base)[o] = static_cast<std::int32_t>(in[i]);

@@ -36,7 +36,7 @@ Shape contiguous_strides(const Shape& shape) {
 
 void check_data_type(DType dtype, std::size_t sizeof_t, bool is_float, bool is_int) {
   bool ok = (dtype == DType::f32 && is_float) || (dtype == DType::i32 && is_int) ||
-            (dtype == DType::bf16 && sizeof_t == 2 && !is_float && !is_int);
+            (is_half(dtype) && sizeof_t == 2 && !is_float && !is_int);
   if (!ok)
     throw std::invalid_argument(std::string("Tensor::data<T>(): T does not match dtype ") + dtype_name(dtype));
 }

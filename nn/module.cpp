@@ -114,7 +114,7 @@ void Module::load_state_dict(const NamedTensors& state, bool strict) {
     if ((t.dtype() == DType::i32) != (it->second.dtype() == DType::i32))
       throw std::runtime_error("load_state_dict: dtype mismatch for '" + n + "': checkpoint has " +
                                dtype_name(t.dtype()) + ", the model has " + dtype_name(it->second.dtype()) +
-                               (it->second.dtype() == DType::i32 ? "" : " (expected f32 or bf16)"));
+                               (it->second.dtype() == DType::i32 ? "" : " (expected f32, bf16 or f16)"));
     if (t.shape() != it->second.shape())
       throw std::runtime_error("load_state_dict: size mismatch for '" + n + "': checkpoint has " +
                                shape_str(t.shape()) + ", the model has " + shape_str(it->second.shape()));
@@ -145,7 +145,7 @@ void Module::zero_grad() {
 }
 
 void Module::to(DType dtype) {
-  if (dtype == DType::i32) throw std::invalid_argument("Module::to: parameters must be f32 or bf16, not i32");
+  if (dtype == DType::i32) throw std::invalid_argument("Module::to: parameters must be f32, bf16 or f16, not i32");
   TagScope scope(MemTag::param);
   for (auto& t : parameters()) {
     t.set_grad(Tensor());

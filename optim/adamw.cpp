@@ -41,20 +41,34 @@ AdamW::State& AdamW::state_for(const std::string& name, const Tensor& param) {
 }
 
 void AdamW::step() {
-  ++step_;
-  for (auto& group : groups_) {
-    const ops::AdamWParams hp{group.lr, options_.beta1, options_.beta2, options_.eps, group.weight_decay, step_};
-    for (auto& [name, param] : group.params) {
+  begin_step();
+  for (std::size_t gi = 0; gi < groups_.size(); ++gi)
+    for (auto& [name, param] : groups_[gi].params) {
       Tensor grad = param.grad();
       if (!grad.defined()) continue;
-      State& s = state_for(name, param);
-      if (s.master.defined()) {
-        ops::adamw_step(s.master, grad, s.m, s.v, hp);  // update in f32
-        param.copy_(s.master);                          // round to the parameter's dtype (bf16, RNE)
-      } else {
-        ops::adamw_step(param, grad, s.m, s.v, hp);
-      }
+      update(gi, name, param, 0, grad.is_contiguous() ? grad.view({grad.numel()}) : grad.reshape({grad.numel()}));
     }
+}
+
+void AdamW::update(std::size_t group, const std::string& name, const Tensor& param, std::int64_t begin,
+                   const Tensor& grad) {
+  const ParamGroup& g = groups_.at(group);
+  const ops::AdamWParams hp{g.lr, options_.beta1, options_.beta2, options_.eps, g.weight_decay, step_};
+  State& s = state_for(name, param);
+  const std::int64_t n = param.numel(), len = grad.numel();
+  if (begin < 0 || begin + len > n)
+    throw std::out_of_range("AdamW::update: range [" + std::to_string(begin) + ", " + std::to_string(begin + len) +
+                            ") outside '" + name + "' of " + std::to_string(n) + " elements");
+  // (len) views of the parameter and its states: every update is 1-D, so a tile may cut anywhere.
+  auto range = [&](const Tensor& t) { return t.view({n}).narrow(0, begin, len); };
+  Tensor m = range(s.m), v = range(s.v);
+  if (s.master.defined()) {
+    Tensor master = range(s.master);
+    ops::adamw_step(master, grad, m, v, hp);  // update in f32
+    range(param).copy_(master);               // round to the parameter's dtype (bf16, RNE)
+  } else {
+    Tensor p = range(param);
+    ops::adamw_step(p, grad, m, v, hp);
   }
 }
 

@@ -45,7 +45,17 @@ class AdamW : public Optimizer {
   /// Explicit groups: each group's lr and weight_decay are used; betas and eps from `options`.
   AdamW(std::vector<ParamGroup> groups, const AdamWOptions& options);
 
+  /// begin_step() and update() of every parameter that has a gradient, with that gradient.
   void step() override;
+
+  /// The pieces of a step, for a caller that feeds the gradient in tiles (ZeRO-3's sub_group_size,
+  /// zero/tiled_step.h): begin_step() counts the step once (the t of bias correction), then update()
+  /// any number of disjoint ranges of the parameters.
+  void begin_step() { ++step_; }
+  /// AdamW on elements [begin, begin + grad.numel()) of `param` (flattened; contiguous) of group
+  /// `group`, with `grad` ((len) contiguous, f32 or bf16) in place of param.grad(). m, v (and the
+  /// master) are allocated for the whole parameter on first use.
+  void update(std::size_t group, const std::string& name, const Tensor& param, std::int64_t begin, const Tensor& grad);
 
   /// "exp_avg.<param>" and "exp_avg_sq.<param>" (f32, the parameter's shape) for every parameter
   /// that has been stepped, plus "master.<param>" (f32) for bf16 parameters; in parameter order.

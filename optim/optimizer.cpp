@@ -18,7 +18,7 @@ Optimizer::Optimizer(std::vector<ParamGroup> groups) : groups_(std::move(groups)
     for (const auto& [name, t] : g.params) {
       if (!t.defined()) throw std::invalid_argument("optimizer: parameter '" + name + "' is undefined");
       if (t.dtype() == DType::i32)
-        throw std::invalid_argument("optimizer: parameter '" + name + "' is i32; only f32 / bf16 can be trained");
+        throw std::invalid_argument("optimizer: parameter '" + name + "' is i32; only f32 / bf16 / f16 can be trained");
       if (!t.is_contiguous()) throw std::invalid_argument("optimizer: parameter '" + name + "' is not contiguous");
       if (!names.insert(name).second)
         throw std::invalid_argument("optimizer: parameter name '" + name + "' appears twice");

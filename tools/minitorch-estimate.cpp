@@ -436,8 +436,8 @@ void estimate_config(const std::string& path, const std::vector<int>& ranks, con
     const nn::GPTConfig g = zero::model_shape(cfg, tokenizer->vocab_size());
     const auto shapes = nn::GPT::parameter_shapes(g);
     const nn::NamedTensors meta = zero::meta_parameters(shapes);
-    const zero::BytesPerParameter b = zero::bytes_per_parameter(cfg.bf16);
-    all_bf16 &= cfg.bf16;
+    const zero::BytesPerParameter b = zero::bytes_per_parameter(cfg.mixed_precision());  // fp16: bf16's layout
+    all_bf16 &= cfg.mixed_precision();
     const auto [layer, layer_name] = zero::largest_layer(shapes);
 
     // The plan every rank of the run makes (zero/stage1.cpp, stage2.cpp, stage3.cpp): the same calls.
@@ -458,7 +458,7 @@ void estimate_config(const std::string& path, const std::vector<int>& ranks, con
                 {"model", g.describe()},
                 {"params", psi},
                 {"vocab_size", g.vocab_size},
-                {"precision", cfg.bf16 ? "bf16" : "f32"},
+                {"precision", cfg.bf16 ? "bf16" : cfg.fp16.enabled ? "f16" : "f32"},
                 {"bytes_per_parameter", {{"P", b.P}, {"G", b.G}, {"K", b.K}}},
                 {"reduce_bucket_size", cfg.zero.reduce_bucket_size},
                 {"buckets", buckets},
@@ -472,8 +472,9 @@ void estimate_config(const std::string& path, const std::vector<int>& ranks, con
                       : (std::to_string(g.vocab_size) + " tokens, the " + cfg.training.tokenizer + " tokenizer" +
                          (cfg.training.tokenizer == "byte" ? std::string() : " of " + data_path))
                             .c_str());
-      std::printf("  dtype    %s (bf16.enabled %s): P = %d, G = %d, K = %d bytes per parameter\n",
-                  cfg.bf16 ? "bf16 mixed precision" : "f32", cfg.bf16 ? "true" : "false", b.P, b.G, b.K);
+      std::printf("  dtype    %s (bf16.enabled %s, fp16.enabled %s): P = %d, G = %d, K = %d bytes per parameter\n",
+                  cfg.bf16 ? "bf16 mixed precision" : cfg.fp16.enabled ? "f16 mixed precision" : "f32",
+                  cfg.bf16 ? "true" : "false", cfg.fp16.enabled ? "true" : "false", b.P, b.G, b.K);
       if (world > 1)
         std::printf("  layout   reduce_bucket_size %s elements: %zu bucket%s, %s element%s of padding in all (each bucket "
                     "padded to a multiple of N = %d; stages 1 and 2)\n",

@@ -113,7 +113,8 @@ void train(const std::string& config_path, std::string data_path, std::int64_t s
   std::printf("batch %lld = micro %lld x accumulation %lld x ranks %d | steps %lld | threads %d%s | comm timeout %g s\n",
               static_cast<long long>(cfg.train_batch_size), static_cast<long long>(B),
               static_cast<long long>(cfg.gradient_accumulation_steps), cfg.data_parallel_size,
-              static_cast<long long>(cfg.training.steps), num_threads(), cfg.bf16 ? " | bf16" : "",
+              static_cast<long long>(cfg.training.steps), num_threads(),
+              cfg.bf16 ? " | bf16" : cfg.fp16.enabled ? " | fp16 (loss scaling)" : "",
               world.timeout());
   std::fflush(stdout);
 
@@ -139,9 +140,14 @@ void train(const std::string& config_path, std::string data_path, std::int64_t s
     ++steps_since_log;
     if (s % cfg.training.log_interval == 0 || s == total) {
       double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_log).count();
-      std::printf("step %5lld/%lld %s loss %.4f | lr %.2e | grad norm %.3f | %.0f tok/s\n", static_cast<long long>(s),
+      // fp16: the loss scale now and the overflow steps skipped so far (zero/loss_scaler.h).
+      char scaler[96] = "";
+      if (engine->loss_scaler())
+        std::snprintf(scaler, sizeof scaler, " | loss scale %g | skipped %lld", engine->loss_scale(),
+                      static_cast<long long>(engine->skipped_steps()));
+      std::printf("step %5lld/%lld %s loss %.4f | lr %.2e | grad norm %.3f%s | %.0f tok/s\n", static_cast<long long>(s),
                   static_cast<long long>(total), progress_bar(s, total).c_str(), loss, engine->lr(),
-                  engine->last_grad_norm(), tokens_per_step * static_cast<double>(steps_since_log) / secs);
+                  engine->last_grad_norm(), scaler, tokens_per_step * static_cast<double>(steps_since_log) / secs);
       t_log = std::chrono::steady_clock::now();
       steps_since_log = 0;
     }

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cctype>
 #include <climits>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -46,7 +47,7 @@ void parse_zero(const json& j, Config& c) {
   r.get("allgather_bucket_size", z.allgather_bucket_size, 0);
   r.get("stage3_prefetch_bucket_size", z.stage3_prefetch_bucket_size, 0);
   r.get("stage3_param_persistence_threshold", z.stage3_param_persistence_threshold, 0);
-  r.get("sub_group_size", z.sub_group_size, 0);
+  r.get("sub_group_size", z.sub_group_size, 1);  // elements per tile of the ZeRO-3 optimizer step
   std::optional<bool> overlap;
   r.get("overlap_comm", overlap);
   z.overlap_comm = overlap.value_or(z.stage == 3);  // DeepSpeed's validator: default true only for stage 3
@@ -186,8 +187,15 @@ void parse_small_sections(SectionReader& r, Config& c) {
     fr.get("initial_scale_power", c.fp16.initial_scale_power, 0, 64);
     fr.get("loss_scale_window", c.fp16.loss_scale_window, 1);
     fr.get("hysteresis", c.fp16.hysteresis, 1);
+    fr.get("consecutive_hysteresis", c.fp16.consecutive_hysteresis);
     fr.get("min_loss_scale", c.fp16.min_loss_scale, 0.0);
-    // DeepSpeed's message for both, before "fp16 is not implemented yet".
+    const Fp16Config& f16 = c.fp16;
+    if (!(f16.min_loss_scale > 0))
+      fr.fail("fp16.min_loss_scale must be > 0 (the dynamic scale halves towards it), got " + std::to_string(f16.min_loss_scale));
+    if (f16.dynamic() && f16.min_loss_scale > std::ldexp(1.0, f16.initial_scale_power))
+      fr.fail("fp16.min_loss_scale " + std::to_string(f16.min_loss_scale) + " is above the initial scale 2^" +
+              std::to_string(f16.initial_scale_power) + "; lower it or raise fp16.initial_scale_power");
+    // DeepSpeed's message for both.
     if (c.bf16 && c.fp16.enabled)
       r.fail("bfloat16 and fp16 modes cannot be simultaneously enabled (bf16.enabled and fp16.enabled are both true)");
     fr.finish(c.warnings);

@@ -14,8 +14,8 @@
 ///   below stage 3), is a warning saying it has no effect here;
 /// - a feature not implemented yet is an error "... is not implemented yet" saying what to do
 ///   instead: ZeRO stages 1-3 (stage 0, DDP, runs on any number of ranks), offload_optimizer /
-///   offload_param to "cpu", activation_checkpointing.enabled, pipeline.stages > 1, fp16.enabled,
-///   amp, model.dropout > 0. Their off values ("none", false, 1, 0) are silent;
+///   offload_param to "cpu", activation_checkpointing.enabled, pipeline.stages > 1, amp,
+///   model.dropout > 0. Their off values ("none", false, 1, 0) are silent;
 /// - wrong JSON types, malformed JSON and duplicate keys are errors naming the file and the key.
 ///
 /// minitorch's additions (not DeepSpeed keys) live in their own sections:
@@ -49,15 +49,16 @@ class ConfigError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// `fp16` (DeepSpeed's dynamic loss scaling). minitorch has no f16 dtype: the engine decides whether
-/// it can honour `enabled`; the parser only reads the settings.
+/// `fp16`: f16 parameters and gradients, f32 master weights, and DeepSpeed's loss scaler
+/// (zero/loss_scaler.h has the rule). Defaults are DeepSpeed's.
 struct Fp16Config {
   bool enabled = false;
-  double loss_scale = 0;          ///< 0 = dynamic loss scaling
+  double loss_scale = 0;          ///< 0 = dynamic loss scaling; > 0 = this static scale
   int initial_scale_power = 16;   ///< dynamic scale starts at 2^initial_scale_power
   int loss_scale_window = 1000;   ///< overflow-free steps before the scale doubles
-  int hysteresis = 2;             ///< overflows tolerated before the scale halves
-  double min_loss_scale = 1;
+  int hysteresis = 2;             ///< the scale halves on the hysteresis-th overflow (1: on every one)
+  bool consecutive_hysteresis = false;  ///< refill the hysteresis after every overflow-free step
+  double min_loss_scale = 1;      ///< the dynamic scale never goes below it
   bool dynamic() const { return loss_scale == 0; }
 };
 
@@ -152,6 +153,8 @@ struct Config {
   std::int64_t steps_per_print = 10;  ///< DeepSpeed's long-standing default (its newest code: None)
   bool wall_clock_breakdown = false;
   bool bf16 = false;                ///< `bf16.enabled`
+  /// bf16 or fp16: 16-bit parameters and gradients with f32 master weights (P = G = 2, K = 12).
+  bool mixed_precision() const { return bf16 || fp16.enabled; }
   Fp16Config fp16;
   OptimizerConfig optimizer;
   optim::LRScheduleConfig scheduler;  ///< type constant when there is no `scheduler` section

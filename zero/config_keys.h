@@ -8,7 +8,7 @@
 ///
 /// \code
 ///   const minitorch::zero::ConfigKey* k = minitorch::zero::find_config_key("zero_optimization.sub_group_size");
-///   // k->status == KeyStatus::warning, k->stages == stage_bit(3): at stages 0-2 it warns naming stage 3
+///   // k->status == KeyStatus::implemented, k->stages == stage_bit(3): at stages 0-2 it warns naming stage 3
 /// \endcode
 #include <nlohmann/json_fwd.hpp>
 #include <span>

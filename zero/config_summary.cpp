@@ -23,7 +23,8 @@ std::string Config::summary() const {
   if (fp16.enabled) {
     if (fp16.dynamic())
       os << " (dynamic loss scale 2^" << fp16.initial_scale_power << ", window " << fp16.loss_scale_window
-         << ", hysteresis " << fp16.hysteresis << ", min " << fp16.min_loss_scale << ")";
+         << ", hysteresis " << fp16.hysteresis << (fp16.consecutive_hysteresis ? " consecutive" : "") << ", min "
+         << fp16.min_loss_scale << "; overflow steps are skipped)";
     else
       os << " (static loss scale " << fp16.loss_scale << ")";
   }
@@ -37,8 +38,10 @@ std::string Config::summary() const {
      << on_off(zero.reduce_scatter) << ", allgather_partitions " << on_off(zero.allgather_partitions) << "\n";
   if (zero.stage == 3)
     os << "  zero-3: stage3_prefetch_bucket_size " << zero.stage3_prefetch_bucket_size
-       << ", stage3_param_persistence_threshold " << zero.stage3_param_persistence_threshold << ", sub_group_size "
-       << zero.sub_group_size << "\n";
+       << ", stage3_param_persistence_threshold " << zero.stage3_param_persistence_threshold << "\n"
+       << "  zero-3 optimizer: sub_group_size " << zero.sub_group_size
+       << " (the step updates the shard in tiles of at most this many elements: a bound on its f32 temporaries, "
+          "not a communication setting)\n";
   os << "  offload: optimizer " << offload(zero.offload_optimizer) << ", param " << offload(zero.offload_param) << "\n";
   const char* opt = optimizer.type == OptimizerType::sgd ? "SGD" : "AdamW";
   os << "  optimizer: " << opt;

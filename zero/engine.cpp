@@ -50,13 +50,15 @@ Engine::Engine(std::shared_ptr<nn::GPT> model, Config config, dist::ProcessGroup
                       std::to_string(config_.data_parallel_size) + " but the process group has " +
                       std::to_string(world) + " ranks; read it with Config::from_file(path, " +
                       std::to_string(world) + ")");
-  if (config_.fp16.enabled)
-    throw ConfigError(config_.source + ": fp16.enabled is not supported on the CPU (minitorch has no f16 type); "
-                      "use \"bf16\": {\"enabled\": true} for mixed precision");
   if (config_.optimizer.type != OptimizerType::adamw)
     throw ConfigError(config_.source + ": optimizer '" + config_.optimizer.type_name +
                       "' is not available in the engine yet; use AdamW");
-  if (config_.bf16) model_->to(DType::bf16);  // params 2Ψ, grads 2Ψ; AdamW adds f32 master + m + v = 12Ψ
+  // Mixed precision: params 2Ψ, grads 2Ψ; AdamW adds f32 master + m + v = 12Ψ.
+  if (config_.bf16) model_->to(DType::bf16);
+  if (config_.fp16.enabled) {
+    model_->to(DType::f16);
+    scaler_ = std::make_unique<LossScaler>(config_.fp16);
+  }
   if (group_) group_->set_timeout(config_.comm.timeout_s);  // before the strategy's first broadcast
   strategy_ = make_strategy(model_, config_, group_);
   schedule_ = optim::make_lr_schedule(config_.scheduler, config_.optimizer.lr);
@@ -88,7 +90,8 @@ void Engine::backward(const Tensor& loss) {
   strategy_->begin_backward(is_gradient_accumulation_boundary());
   {
     TagScope scope(MemTag::activation);
-    const float scale = 1.f / static_cast<float>(config_.gradient_accumulation_steps);
+    // fp16: the gradients come out × the loss scale, inside f16's range (zero/loss_scaler.h).
+    const float scale = static_cast<float>(loss_scale() / static_cast<double>(config_.gradient_accumulation_steps));
     autograd::backward(loss, Tensor::full(loss.shape(), scale));
   }
   strategy_->end_backward();
@@ -113,10 +116,17 @@ bool Engine::step() {
     const MemoryStats m = memory_stats();  // reduced gradients, not yet updated (docs/design.md §9)
     measured_states_ = {m.current(MemTag::param), m.current(MemTag::grad), m.current(MemTag::optim)};
     events::Span span(events::Category::compute, "optimizer_step");
-    // DeepSpeed: scheduler.step() follows optimizer.step(), so update k uses lr(k - 1).
-    last_grad_norm_ = strategy_->step(schedule_.lr_for_update(global_steps_), config_.gradient_clipping);
-    // Every rank sees the same reduced gradients, so every rank stops here together.
-    if (!std::isfinite(last_grad_norm_) || !std::isfinite(bad_loss_)) throw std::runtime_error(diverged_message());
+    // DeepSpeed: scheduler.step() follows optimizer.step(), so update k uses lr(k - 1); a skipped
+    // (fp16 overflow) step does not step the scheduler.
+    const float lr = schedule_.lr_for_update(global_steps_ - skipped_steps_);
+    const StepResult r = strategy_->step({lr, config_.gradient_clipping, loss_scale(), /*skip_on_overflow=*/scaler_ != nullptr});
+    last_grad_norm_ = r.norm;
+    last_step_skipped_ = r.skipped;
+    // Every rank sees the same global norm, so every rank skips, or stops here, together.
+    if (scaler_) scaler_->update(/*overflow=*/r.skipped);  // throws at the minimum scale
+    if (r.skipped) ++skipped_steps_;
+    else if (!std::isfinite(last_grad_norm_) || !std::isfinite(bad_loss_)) throw std::runtime_error(diverged_message());
+    bad_loss_ = 0;
     ++global_steps_;
     if (events::enabled()) {  // the step's traffic ends here: an evaluation after it is not part of it
       events::Event e;

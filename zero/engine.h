@@ -3,7 +3,8 @@
 /// The training engine, DeepSpeed's shape: `initialize(model, config)` returns an engine with
 /// forward / backward / step. It owns the optimizer (AdamW from the config's `optimizer`), the LR
 /// schedule (`scheduler`), gradient accumulation (`gradient_accumulation_steps`), global-norm
-/// clipping (`gradient_clipping`), bf16 mixed precision (`bf16.enabled`) and the wall-clock
+/// clipping (`gradient_clipping`), bf16 or fp16 mixed precision (`bf16.enabled`, `fp16.enabled` with
+/// DeepSpeed's loss scaler, zero/loss_scaler.h: overflow steps are skipped and counted) and the wall-clock
 /// breakdown. Gradient reduction and the optimizer step belong to a GradientStrategy (zero/strategy.h),
 /// one per ZeRO stage, chosen once by make_strategy(); the engine drives it the same way whatever the
 /// stage: begin/end_backward around every backward, reduce_gradients() (timer `backward_allreduce`)
@@ -34,6 +35,7 @@
 #include "optim/adamw.h"
 #include "optim/lr_schedule.h"
 #include "zero/config.h"
+#include "zero/loss_scaler.h"
 #include "zero/strategy.h"
 
 namespace minitorch::zero {
@@ -45,23 +47,26 @@ struct StepTimes {
 
 class Engine {
  public:
-  /// Builds the optimizer and schedule from `config`; with `bf16.enabled` the model's parameters are
-  /// converted to bf16 (the optimizer keeps f32 master weights). `fp16` is rejected: the CPU has no
-  /// f16 type. `group`: the data-parallel ranks (nullptr = one rank); the config's batch triple
+  /// Builds the optimizer and schedule from `config`; with `bf16.enabled` (`fp16.enabled`) the model's
+  /// parameters are converted to bf16 (f16; the optimizer keeps f32 master weights, and fp16 gets a
+  /// LossScaler). `group`: the data-parallel ranks (nullptr = one rank); the config's batch triple
   /// must have been computed for group->size() ranks (Config::from_file(path, group->size())).
   /// The strategy comes from make_strategy(config.zero.stage).
   Engine(std::shared_ptr<nn::GPT> model, Config config, dist::ProcessGroup* group = nullptr);
 
   /// Mean cross-entropy of one micro-batch (records the graph).   idx, targets: (B, T) i32
   Tensor forward(const Tensor& idx, const Tensor& targets);
-  /// Backward of loss / gradient_accumulation_steps, so accumulated gradients are those of the mean
-  /// over the whole batch. Data parallel: communicates only on the boundary micro-step (its hooks
+  /// Backward of loss / gradient_accumulation_steps (fp16: loss × scale / gradient_accumulation_steps),
+  /// so accumulated gradients are those of the mean over the whole batch (× the loss scale). Data parallel: communicates only on the boundary micro-step (its hooks
   /// start the bucket all-reduces while backward runs).
   void backward(const Tensor& loss);
   /// On the last micro-batch of an accumulation: (data parallel: wait for the averaged gradients,)
   /// clip, set the scheduled lr, update, zero the gradients; returns true. On the others it only
   /// counts the micro-batch and returns false. A non-finite gradient norm, or a non-finite loss
   /// seen by train_batch() in this step, throws std::runtime_error "step N: the loss is nan ...".
+  /// fp16: a non-finite norm is an overflow instead: the update is skipped (gradients zeroed, the
+  /// optimizer's step count and the lr schedule stay; global_steps still counts it, as DeepSpeed's),
+  /// and the loss scaler halves the scale by its rule.
   bool step();
   /// True when the next step() will update the parameters.
   bool is_gradient_accumulation_boundary() const;
@@ -92,6 +97,16 @@ class Engine {
   std::int64_t global_steps() const { return global_steps_; }
   /// Sets global_steps (resuming from a checkpoint).
   void set_global_steps(std::int64_t s) { global_steps_ = s; }
+  /// fp16: the loss scaler (nullptr otherwise); its state() is what a checkpoint must keep.
+  const LossScaler* loss_scaler() const { return scaler_.get(); }
+  LossScaler* loss_scaler() { return scaler_.get(); }
+  /// The current loss scale (1 without fp16).
+  double loss_scale() const { return scaler_ ? scaler_->scale() : 1.0; }
+  /// Optimizer steps skipped for an fp16 overflow (DeepSpeed's skipped_steps); set when resuming.
+  std::int64_t skipped_steps() const { return skipped_steps_; }
+  void set_skipped_steps(std::int64_t s) { skipped_steps_ = s; }
+  /// Whether the last optimizer step was skipped (fp16 overflow).
+  bool last_step_skipped() const { return last_step_skipped_; }
   /// The learning rate the last step used.
   float lr() const { return optimizer().lr(); }
   /// Global gradient norm before clipping at the last step (0 if never computed).
@@ -114,7 +129,9 @@ class Engine {
   Config config_;
   std::unique_ptr<GradientStrategy> strategy_;
   optim::LRSchedule schedule_;
-  std::int64_t micro_steps_ = 0, global_steps_ = 0;
+  std::unique_ptr<LossScaler> scaler_;  ///< fp16 only
+  std::int64_t micro_steps_ = 0, global_steps_ = 0, skipped_steps_ = 0;
+  bool last_step_skipped_ = false;
   double last_grad_norm_ = 0;
   float bad_loss_ = 0;  ///< the first non-finite micro-batch loss of the current step (0: none)
   std::string diverged_message() const;

@@ -31,7 +31,8 @@ void RunReport::on_event(const events::Event& e) {
 }
 
 void RunReport::add_step(std::int64_t step, float loss, float lr, double grad_norm, double ms) {
-  steps_.push_back({{"step", step}, {"loss", loss}, {"lr", lr}, {"grad_norm", grad_norm}, {"ms", ms}});
+  steps_.push_back({{"step", step}, {"loss", loss}, {"lr", lr}, {"grad_norm", grad_norm}, {"ms", ms},
+                    {"loss_scale", engine_.loss_scale()}, {"skipped", engine_.last_step_skipped()}});
 }
 
 void RunReport::add_val(std::int64_t step, float loss) { val_.push_back({{"step", step}, {"loss", loss}}); }
@@ -80,16 +81,20 @@ ordered_json RunReport::to_json(const std::vector<ordered_json>& ranks) const {
   j["pipeline_stages"] = c.pipeline.stages;
   j["zero_stage"] = stage;
   j["strategy"] = engine_.strategy().name();
-  j["dtype"] = c.bf16 ? "bf16" : "f32";
+  j["dtype"] = c.bf16 ? "bf16" : c.fp16.enabled ? "f16" : "f32";
   j["num_parameters"] = psi;
   j["gradient_accumulation_steps"] = G;
   j["train_batch_size"] = c.train_batch_size;
   j["activation_checkpointing"] = c.activation_checkpointing.enabled;
   j["offload"] = {{"optimizer", c.zero.offload_optimizer.device}, {"param", c.zero.offload_param.device}};
+  // fp16 (zero/loss_scaler.h): the scale now and the steps skipped for an overflow (1 and 0 otherwise).
+  j["loss_scale"] = {{"dynamic", c.fp16.enabled && c.fp16.dynamic()},
+                     {"current", engine_.loss_scale()},
+                     {"skipped_steps", engine_.skipped_steps()}};
   j["steps"] = steps_;
   j["val"] = val_;
   j["ranks"] = ranks;
-  const BytesPerParameter b = bytes_per_parameter(c.bf16);
+  const BytesPerParameter b = bytes_per_parameter(c.mixed_precision());
   const ModelStateEstimate est = model_state_bytes(stage, static_cast<double>(psi), n, b);
   const double elements = n > 1 ? comm_elements_per_step(stage, static_cast<double>(psi), n, G) : 0.0;
   // DDP reduces in f32 buckets (dist/ddp.h); ZeRO moves gradients and parameters in their own dtype.
@@ -100,7 +105,7 @@ ordered_json RunReport::to_json(const std::vector<ordered_json>& ranks) const {
       {"model_states_text", stage == 0 ? "(P+G+K)Ψ" : stage == 1 ? "(P+G)Ψ + KΨ/N" : stage == 2 ? "PΨ + (G+K)Ψ/N" : "(P+G+K)Ψ/N"},
       {"comm_elements_per_step", elements},
       {"comm_bytes_per_step", elements * comm_bytes},
-      {"comm_dtype", comm_bytes == 4 ? "f32" : "bf16"},
+      {"comm_dtype", comm_bytes == 4 ? "f32" : c.fp16.enabled ? "f16" : "bf16"},
       {"comm_text", stage <= 1 ? "2(N−1)/N·Ψ" : stage == 2 ? "(G+1)(N−1)/N·Ψ" : "3G(N−1)/N·Ψ"}};
   return j;
 }

@@ -1,15 +1,21 @@
 #include "zero/sharded_optimizer.h"
 
 #include <cmath>
+#include <limits>
 #include <map>
 #include <stdexcept>
 
 #include "optim/clip.h"
+#include "zero/tiled_step.h"
 
 namespace minitorch::zero {
 
 ShardedOptimizer::ShardedOptimizer(Partition& partition, const Config& config, dist::ProcessGroup& group)
-    : partition_(partition), group_(group), gather_after_step_(partition.buckets().size(), true) {
+    : partition_(partition),
+      group_(group),
+      gather_after_step_(partition.buckets().size(), true),
+      // DeepSpeed tiles the step by sub_group_size at stage 3 only; below it the shard is one tile.
+      tile_elements_(config.zero.stage == 3 ? config.zero.sub_group_size : std::numeric_limits<std::int64_t>::max()) {
   const OptimizerConfig& o = config.optimizer;
   optim::AdamWOptions opts{static_cast<float>(o.lr), static_cast<float>(o.beta1), static_cast<float>(o.beta2),
                            static_cast<float>(o.eps), static_cast<float>(o.weight_decay)};
@@ -18,21 +24,22 @@ ShardedOptimizer::ShardedOptimizer(Partition& partition, const Config& config, d
 
 // ---- compute: the update of this rank's pieces ----
 
-double ShardedOptimizer::step(float lr, double max_norm) {
-  std::vector<Tensor> mine = adamw_->parameters();  // this rank's pieces, .grad = the reduced shard
+StepResult ShardedOptimizer::step(const StepRequest& r) {
   // The global norm from one scalar: Σ g² over every rank's shard (padding is zero and unowned).
-  Tensor sum_sq = Tensor::full({1}, static_cast<float>(optim::grad_sum_squares(mine)));
+  // Every rank gets the same sum, so every rank takes the same overflow decision.
+  Tensor sum_sq = Tensor::full({1}, static_cast<float>(tiled_sum_squares(*adamw_, tile_elements_)));
   group_.all_reduce(sum_sq, dist::ReduceOp::sum);
-  const double norm = std::sqrt(static_cast<double>(sum_sq.item()));
-  if (max_norm > 0) {
-    const double coef = optim::clip_coefficient(norm, max_norm);
-    if (coef < 1.0) optim::scale_grads(mine, static_cast<float>(coef));
+  const double norm = std::sqrt(static_cast<double>(sum_sq.item())) / r.loss_scale;
+  adamw_->set_lr(r.lr);  // also on a skipped step: lr() reports the rate this update would have used
+  if (!std::isfinite(norm) && r.skip_on_overflow) {  // fp16 overflow: nothing changes but the gradients
+    partition_.zero_gradients();
+    return {norm, true};
   }
-  adamw_->set_lr(lr);
-  adamw_->step();
+  const double coef = r.max_norm > 0 ? optim::clip_coefficient(norm, r.max_norm) : 1.0;
+  tiled_adamw_step(*adamw_, static_cast<float>(coef / r.loss_scale), tile_elements_);
   gather_parameters();
   partition_.zero_gradients();
-  return norm;
+  return {norm, false};
 }
 
 // ---- communication: the updated shards back to every rank ----

@@ -4,9 +4,12 @@
 /// pieces of a Partition (their fp32 master, m, v: K·Ψ/N bytes), and the step that ends with the
 /// updated parameters back on every rank:
 ///
-///   norm      Σ g² over my pieces, all-reduced as one scalar → √ = the global norm (no gathering)
-///   clip      my pieces' gradients × max_norm / (norm + 1e-6) when the norm is above max_norm
-///   update    AdamW on my pieces (they are views into the parameters' flat buffers)
+///   norm      Σ g² over my pieces, all-reduced as one scalar → √ = the global norm (no gathering);
+///             ÷ the loss scale (fp16); not finite and skip_on_overflow: zero the gradients, stop here
+///   clip      multiplier max_norm / (norm + 1e-6) when the norm is above max_norm, × 1/loss scale
+///   update    AdamW on my pieces (views into the parameters' flat buffers), in tiles of at most
+///             `tile_elements` (zero/tiled_step.h: ZeRO-3's sub_group_size; the whole shard below
+///             stage 3), each tile's gradient × the multiplier in an f32 temporary (MemTag::optim_temp)
 ///   gather    each bucket's parameters all-gathered from their owners: (N−1)/N·(Ψ + padding) elements
 ///   zero      the gradient buffers (they stay attached)
 #include <memory>
@@ -16,6 +19,7 @@
 #include "optim/adamw.h"
 #include "zero/config.h"
 #include "zero/partition.h"
+#include "zero/strategy.h"
 
 namespace minitorch::zero {
 
@@ -27,11 +31,13 @@ class ShardedOptimizer {
  public:
   /// AdamW with the config's `optimizer` settings over `partition`'s pieces; their gradients must be
   /// in place (Partition::adopt_gradients or allocate_gradient_shards). Both must outlive this.
+  /// The step's tiles: zero_optimization.sub_group_size at stage 3, the whole shard below.
   ShardedOptimizer(Partition& partition, const Config& config, dist::ProcessGroup& group);
 
-  /// One step of this rank's shard, the gather, the gradients zeroed; returns the global norm before
-  /// clipping.
-  double step(float lr, double max_norm);
+  /// One step of this rank's shard, the gather, the gradients zeroed (strategy.h: StepRequest).
+  StepResult step(const StepRequest& request);
+  /// Elements per tile of the step.
+  std::int64_t tile_elements() const { return tile_elements_; }
   /// Every bucket's parameters from their owners (those marked to be gathered after the step).
   void gather_parameters();
   /// Copies this rank's pieces out of `whole` (name -> the parameter's values, any shape), then
@@ -49,6 +55,7 @@ class ShardedOptimizer {
   dist::ProcessGroup& group_;
   std::unique_ptr<optim::AdamW> adamw_;
   std::vector<bool> gather_after_step_;
+  std::int64_t tile_elements_;
 };
 
 }  // namespace minitorch::zero

@@ -1,8 +1,10 @@
 #include "zero/stage0.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "optim/clip.h"
+#include "zero/tiled_step.h"
 
 namespace minitorch::zero {
 
@@ -37,14 +39,27 @@ void Stage0::reduce_gradients() {
 
 // ---- compute: every rank updates all parameters with the same averaged gradients ----
 
-double Stage0::step(float lr, double max_norm) {
+StepResult Stage0::step(const StepRequest& r) {
   std::vector<Tensor> params = optimizer_->parameters();
-  const double norm = max_norm > 0 ? optim::clip_grad_norm(params, max_norm)
-                                   : std::sqrt(optim::grad_sum_squares(params));
-  optimizer_->set_lr(lr);
-  optimizer_->step();
+  // Every rank holds the same averaged gradients: every rank finds the same norm and takes the same decision.
+  const double norm = std::sqrt(optim::grad_sum_squares(params)) / r.loss_scale;
+  optimizer_->set_lr(r.lr);  // also on a skipped step: lr() reports the rate this update would have used
+  if (!std::isfinite(norm) && r.skip_on_overflow) {
+    optimizer_->zero_grad();
+    return {norm, true};
+  }
+  const double coef = r.max_norm > 0 ? optim::clip_coefficient(norm, r.max_norm) : 1.0;
+  if (r.loss_scale == 1) {
+    if (coef < 1.0) optim::scale_grads(params, static_cast<float>(coef));
+    optimizer_->step();
+  } else {
+    // fp16: unscale in f32 (an f16 gradient divided in place would underflow), one parameter per tile.
+    std::int64_t largest = 1;
+    for (const Tensor& p : params) largest = std::max(largest, p.numel());
+    tiled_adamw_step(*optimizer_, static_cast<float>(coef / r.loss_scale), largest);
+  }
   optimizer_->zero_grad();
-  return norm;
+  return {norm, false};
 }
 
 void Stage0::load_parameters(const nn::NamedTensors& whole) { model_->load_state_dict(whole, /*strict=*/true); }

@@ -25,7 +25,7 @@ class Stage0 final : public GradientStrategy {
   void begin_backward(bool boundary) override;
   void end_backward() override;
   void reduce_gradients() override;
-  double step(float lr, double max_norm) override;
+  StepResult step(const StepRequest& r) override;
   ModelStateBytes model_state_bytes() const override;
   void load_parameters(const nn::NamedTensors& whole) override;
   optim::AdamW& optimizer() override { return *optimizer_; }

@@ -34,7 +34,7 @@ class Stage1 final : public GradientStrategy {
   void begin_backward(bool boundary) override;
   void end_backward() override { reducer_->end_backward(); }
   void reduce_gradients() override { reducer_->wait_all(); }
-  double step(float lr, double max_norm) override { return optimizer_->step(lr, max_norm); }
+  StepResult step(const StepRequest& r) override { return optimizer_->step(r); }
   ModelStateBytes model_state_bytes() const override;
   bool shards_optimizer_state() const override { return true; }
   nn::NamedTensors parameter_pieces() const override { return partition_.piece_params(); }

@@ -61,7 +61,7 @@ class Stage3 final : public GradientStrategy {
   void end_backward() override;
   void reduce_gradients() override { reducer_->wait_all(); }
   /// Updates the shards; only the persistent buckets are gathered after it.
-  double step(float lr, double max_norm) override { return optimizer_->step(lr, max_norm); }
+  StepResult step(const StepRequest& r) override { return optimizer_->step(r); }
   ModelStateBytes model_state_bytes() const override;
   bool shards_optimizer_state() const override { return true; }
   nn::NamedTensors parameter_pieces() const override { return partition_.piece_params(); }

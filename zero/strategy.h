@@ -9,7 +9,7 @@
 ///
 ///   for m in 0..G-1:   begin_backward(m == G-1)  →  autograd backward  →  end_backward()
 ///   at the boundary:   reduce_gradients()        (wait for what backward did not hide)
-///                      step(lr, max_norm)        (norm, clip, update this rank's part, zero grads)
+///                      step({lr, max_norm, ...}) (norm, clip, update this rank's part, zero grads)
 ///
 /// \code
 ///   auto s = zero::make_strategy(model, config, &world);   // the only place the stage is chosen
@@ -17,7 +17,7 @@
 ///   autograd::backward(loss);
 ///   s->end_backward();
 ///   s->reduce_gradients();
-///   double norm = s->step(/*lr=*/1e-3f, /*max_norm=*/1.0);
+///   double norm = s->step({.lr = 1e-3f, .max_norm = 1.0}).norm;
 /// \endcode
 #include <cstdint>
 #include <memory>
@@ -36,6 +36,19 @@ struct ModelStateBytes {
   std::int64_t total() const { return param + grad + optim; }
 };
 
+/// What the engine asks of one optimizer step.
+struct StepRequest {
+  float lr = 0;
+  double max_norm = 0;          ///< global-norm clipping; 0 = off
+  double loss_scale = 1;        ///< fp16: the gradients are loss_scale × the true ones (zero/loss_scaler.h)
+  bool skip_on_overflow = false;  ///< a non-finite norm skips the update (gradients zeroed) instead of applying it
+};
+/// What one optimizer step did.
+struct StepResult {
+  double norm = 0;       ///< global norm of the true (unscaled) gradients before clipping; inf/nan = overflow
+  bool skipped = false;  ///< the update was skipped (skip_on_overflow and the norm is not finite)
+};
+
 class GradientStrategy {
  public:
   virtual ~GradientStrategy() = default;
@@ -52,10 +65,11 @@ class GradientStrategy {
   /// At the boundary, after the last backward: finishes the gradient reduction, so the gradients
   /// this rank updates with are final. The engine times this call (`backward_allreduce`).
   virtual void reduce_gradients() = 0;
-  /// At the boundary, after reduce_gradients(): global gradient norm (over all ranks' shards),
-  /// clipping to `max_norm` (0 = off), the update of this rank's parameters (or shard) with `lr`,
-  /// and zeroing the gradients. Returns the norm before clipping.
-  virtual double step(float lr, double max_norm) = 0;
+  /// At the boundary, after reduce_gradients(): global gradient norm (over all ranks' shards, one
+  /// decision for all ranks), unscaling by 1/loss_scale and clipping to `max_norm` (0 = off) folded
+  /// into one multiplier, the update of this rank's parameters (or shard) with `lr`, and zeroing the
+  /// gradients. On overflow with skip_on_overflow: only the zeroing (the optimizer's step count stays).
+  virtual StepResult step(const StepRequest& request) = 0;
 
   /// Bytes of parameters, gradients and optimizer states this rank holds, counted from the tensors
   /// it owns (the run report sets them beside the allocator's tags and the formulas).

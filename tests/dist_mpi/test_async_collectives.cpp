@@ -206,7 +206,7 @@ TEST(L05_AsyncCollectives, WrongOutputsGetOneClearError) {
   Tensor half = Tensor::zeros({my_chunk(numel, n, r)}, DType::bf16);
   EXPECT_TRUE(contains(error_of([&] { w.reduce_scatter_into(half, in); }), "output_shard is bf16 but input is f32"));
   Tensor ints = Tensor::zeros({my_chunk(numel, n, r)}, DType::i32);
-  EXPECT_TRUE(contains(error_of([&] { w.reduce_scatter_into(ints, in.to(DType::i32)); }), "reductions take f32 or bf16"));
+  EXPECT_TRUE(contains(error_of([&] { w.reduce_scatter_into(ints, in.to(DType::i32)); }), "reductions take f32, bf16 or f16"));
   Tensor strided = Tensor::zeros({3, 4}).transpose(0, 1);  // never contiguous, on every rank
   Tensor whole = Tensor::zeros({12 * n});
   EXPECT_TRUE(contains(error_of([&] { w.all_gather_into(whole, strided); }), "all_gather_into: shard: expected a contiguous CPU tensor"));

@@ -15,7 +15,7 @@ using namespace minitorch;
 
 namespace {
 
-constexpr MemTag kAllTags[] = {MemTag::param, MemTag::grad, MemTag::optim,
+constexpr MemTag kAllTags[] = {MemTag::param,      MemTag::grad, MemTag::optim, MemTag::optim_temp,
                                MemTag::activation, MemTag::comm, MemTag::other};
 
 /// current(tag) now minus current(tag) in `before`, for every tag.
@@ -40,6 +40,7 @@ TEST(L01_Allocator, TagNames) {
   EXPECT_STREQ(tag_name(MemTag::param), "param");
   EXPECT_STREQ(tag_name(MemTag::grad), "grad");
   EXPECT_STREQ(tag_name(MemTag::optim), "optim");
+  EXPECT_STREQ(tag_name(MemTag::optim_temp), "optim_temp");
   EXPECT_STREQ(tag_name(MemTag::activation), "activation");
   EXPECT_STREQ(tag_name(MemTag::comm), "comm");
   EXPECT_STREQ(tag_name(MemTag::other), "other");

@@ -120,8 +120,8 @@ TEST(L03_Safetensors, CorruptFilesGiveOneClearError) {
   }
   expect_load_error(tmp.path("biglen"), "header length 1000000 is beyond the file size 16");
   expect_load_error(write_raw(tmp.path("json"), "{\"t\": {\"dtype\": ", 8), "malformed header JSON");
-  expect_load_error(write_raw(tmp.path("dtype"), R"({"t":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}})", 4),
-                    "unsupported dtype 'F16'");
+  expect_load_error(write_raw(tmp.path("dtype"), R"({"t":{"dtype":"F64","shape":[2],"data_offsets":[0,16]}})", 16),
+                    "unsupported dtype 'F64'");
   expect_load_error(write_raw(tmp.path("range"), one, 4), "beyond the 4 data bytes");
   expect_load_error(write_raw(tmp.path("size"), R"({"t":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8),
                     "needs 12");

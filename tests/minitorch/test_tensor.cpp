@@ -490,7 +490,8 @@ TEST(L01_TensorDType, ParseAndNames) {
   EXPECT_EQ(parse_dtype("bf16"), DType::bf16);
   EXPECT_EQ(parse_dtype("float32"), DType::f32);
   EXPECT_EQ(parse_dtype("int32"), DType::i32);
-  expect_throw_with<std::invalid_argument>([] { parse_dtype("f16"); }, {"f16", "f32, bf16, i32"});
+  expect_throw_with<std::invalid_argument>([] { parse_dtype("f64"); }, {"f64", "f32, bf16, f16, i32"});
+  EXPECT_EQ(parse_dtype("f16"), DType::f16);
   EXPECT_STREQ(dtype_name(DType::bf16), "bf16");
   EXPECT_EQ(dtype_size(DType::bf16), 2u);
   EXPECT_EQ(dtype_size(DType::i32), 4u);

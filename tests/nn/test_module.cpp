@@ -194,7 +194,7 @@ TEST(L03_Module, LoadStateDictRefusesIntegersForFloatWeights) {
     FAIL() << "expected a dtype mismatch";
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("dtype mismatch for 'fc1.weight': checkpoint has i32, the model has f32 "
-                                         "(expected f32 or bf16)"),
+                                         "(expected f32, bf16 or f16)"),
               std::string::npos)
         << e.what();
   }

@@ -56,3 +56,24 @@ TEST(L06_ZeroConfigs, TheSeedsExampleConfigRunsUnchangedOnFourRanks) {
   EXPECT_THAT(r.output, HasSubstr("bf16"));
   EXPECT_EQ(mt_test::error_lines(r.output), 0) << r.output;
 }
+
+TEST(L08_ZeroConfigs, TheFp16ConfigTrainsOnTwoRanksAndLogsItsLossScale) {
+  mt_test::TempDir dir;
+  const std::string report = dir.path("fp16_report.json");
+  auto r = run_command(mt_test::mpirun_command(
+      "minitorch-train", 2,
+      "--config " + mt_test::source("configs/fp16.json") + " --data " + corpus(dir) + " --steps 3 --report " + report));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("| fp16 (loss scaling)"));
+  EXPECT_THAT(r.output, HasSubstr("| loss scale "));
+  EXPECT_THAT(r.output, HasSubstr("| skipped "));
+  const nlohmann::json j = nlohmann::json::parse(std::ifstream(report));
+  EXPECT_EQ(j["dtype"], "f16");
+  EXPECT_EQ(j["zero_stage"], 3);
+  EXPECT_TRUE(j["loss_scale"]["dynamic"].get<bool>());
+  EXPECT_GE(j["loss_scale"]["skipped_steps"].get<int>(), 0);
+  ASSERT_EQ(j["steps"].size(), 3u);
+  EXPECT_TRUE(j["steps"][0].contains("skipped"));
+  EXPECT_TRUE(j["ranks"][0]["memory"].contains("optim_temp"));
+  EXPECT_EQ(mt_test::error_lines(r.output), 0) << r.output;
+}

@@ -150,20 +150,32 @@ TEST(L03_Config, Bf16AndFp16TogetherIsAnError) {
 }
 
 TEST(L03_Config, Fp16DefaultsAreDeepSpeeds) {
-  // fp16 itself is not implemented yet (test_config_keys.cpp); its settings are still read and checked.
-  Config c = parse(with(R"("fp16": {"enabled": false})"));
-  EXPECT_FALSE(c.fp16.enabled);
+  Config c = parse(with(R"("fp16": {"enabled": true})"));
+  EXPECT_TRUE(c.fp16.enabled);
+  EXPECT_TRUE(c.mixed_precision());
   EXPECT_TRUE(c.warnings.empty());
   EXPECT_TRUE(c.fp16.dynamic());
   EXPECT_EQ(c.fp16.initial_scale_power, 16);
   EXPECT_EQ(c.fp16.loss_scale_window, 1000);
   EXPECT_EQ(c.fp16.hysteresis, 2);
+  EXPECT_FALSE(c.fp16.consecutive_hysteresis);
   EXPECT_EQ(c.fp16.min_loss_scale, 1.0);
-  Config s = parse(with(R"("fp16": {"loss_scale": 128})"));
+  EXPECT_TRUE(contains(c.summary(), "precision: fp16 (dynamic loss scale 2^16")) << c.summary();
+  Config s = parse(with(R"("fp16": {"enabled": true, "loss_scale": 128, "consecutive_hysteresis": true})"));
   EXPECT_FALSE(s.fp16.dynamic());
-  ASSERT_EQ(s.warnings.size(), 1u);
-  EXPECT_TRUE(contains(s.warnings[0], "fp16.loss_scale is accepted but has no effect here")) << s.warnings[0];
+  EXPECT_TRUE(s.fp16.consecutive_hysteresis);
+  EXPECT_TRUE(s.warnings.empty());
+  ASSERT_EQ(parse(with(R"("fp16": {"enabled": true, "auto_cast": true})")).warnings.size(), 1u);
+}
+
+TEST(L03_Config, Fp16RangesFailWithOneClearErrorEach) {
   EXPECT_TRUE(contains(parse_error(with(R"("fp16": {"hysteresis": 0})")), "fp16.hysteresis must be between 1 and"));
+  EXPECT_TRUE(contains(parse_error(with(R"("fp16": {"loss_scale_window": 0})")), "fp16.loss_scale_window must be between 1 and"));
+  EXPECT_TRUE(contains(parse_error(with(R"("fp16": {"loss_scale": -1})")), "fp16.loss_scale must be"));
+  EXPECT_TRUE(contains(parse_error(with(R"("fp16": {"initial_scale_power": 65})")), "fp16.initial_scale_power must be between 0 and 64"));
+  EXPECT_TRUE(contains(parse_error(with(R"("fp16": {"min_loss_scale": 0})")), "fp16.min_loss_scale must be > 0"));
+  const std::string msg = parse_error(with(R"("fp16": {"initial_scale_power": 4, "min_loss_scale": 32})"));
+  EXPECT_TRUE(contains(msg, "is above the initial scale 2^4")) << msg;
 }
 
 TEST(L03_Config, WrongTypesNameTheKeyAndTheExpectedType) {

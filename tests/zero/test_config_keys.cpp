@@ -130,8 +130,6 @@ TEST(L03_Config, NotImplementedFeaturesSayWhatToDoInstead) {
   EXPECT_TRUE(contains(msg, "test.json: activation_checkpointing is not implemented yet "
                             "(activation_checkpointing.enabled is true); set \"enabled\": false"))
       << msg;
-  msg = parse_error(with(R"("fp16": {"enabled": true})"));
-  EXPECT_TRUE(contains(msg, "fp16 mixed precision is not implemented yet") && contains(msg, "use \"bf16\"")) << msg;
   msg = parse_error(with(R"("amp": {"enabled": true, "opt_level": "O1"})"));
   EXPECT_TRUE(contains(msg, "amp (NVIDIA Apex mixed precision) is not implemented yet")) << msg;
   EXPECT_TRUE(parse(with(R"("amp": {"opt_level": "O1"})")).warnings.empty());  // enabled defaults to false

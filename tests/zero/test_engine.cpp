@@ -130,15 +130,6 @@ TEST(L03_Engine, Bf16ModelStatesAre16BytesPerParameter) {
   EXPECT_TRUE(std::isfinite(r.engine->last_grad_norm()));
 }
 
-TEST(L03_Engine, Fp16IsRejectedWithAClearError) {
-  try {
-    TrainRun r(config_json(2, 1, 1, R"(, "fp16": {"enabled": true})"));
-    FAIL() << "expected an error";
-  } catch (const std::exception& e) {
-    EXPECT_NE(std::string(e.what()).find("use \"bf16\""), std::string::npos) << e.what();
-  }
-}
-
 TEST(L03_Engine, DivergedTrainingStopsNamingTheStep) {
   // lr 1e300 used to print nan losses to the end and exit 0.
   TrainRun run(R"({"train_micro_batch_size_per_gpu": 2,

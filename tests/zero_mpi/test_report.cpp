@@ -1,6 +1,6 @@
 // The run report on N ranks (docs/design.md §9): its DDP numbers equal the formulas to the byte — model
-// states (P+G+K)Ψ from the allocator, 2(N−1)/N·Ψ elements all-reduced in the last step — in fp32 and
-// bf16, and rank 0 writes one file with every rank's part.
+// states (P+G+K)Ψ from the allocator, 2(N−1)/N·Ψ elements all-reduced in the last step — in fp32,
+// bf16 and fp16 (bf16's layout), and rank 0 writes one file with every rank's part.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -20,21 +20,28 @@
 using namespace minitorch;
 
 namespace {
-// Every parameter size is a multiple of C = 32, so Ψ and every bucket divide by N = 2 and 4.
-std::string config_json(bool bf16, int stage = 0) {
+enum class Prec { f32, bf16, f16 };
+bool mixed(Prec p) { return p != Prec::f32; }
+const char* dtype_of(Prec p) { return p == Prec::f32 ? "f32" : p == Prec::bf16 ? "bf16" : "f16"; }
+
+// Every parameter size is a multiple of C = 32, so Ψ and every bucket divide by N = 2 and 4. fp16
+// with a static scale: no step of these three overflows, so AdamW's states exist at the last one.
+std::string config_json(Prec prec, int stage = 0) {
+  const bool bf16 = prec == Prec::bf16;
   return std::string(R"({"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 2,
     "optimizer": {"type": "AdamW", "params": {"lr": 1e-3}},
     "zero_optimization": {"stage": )") + std::to_string(stage) + R"(, "reduce_bucket_size": 3000},
-    "bf16": {"enabled": )" + (bf16 ? "true" : "false") + R"(},
+    "bf16": {"enabled": )" + (bf16 ? "true" : "false") + R"(},)" +
+         (prec == Prec::f16 ? R"( "fp16": {"enabled": true, "loss_scale": 1024},)" : "") + R"(
     "model": {"name": "baby", "n_layer": 2, "n_head": 2, "n_embd": 32, "block_size": 16},
     "training": {"steps": 3, "seed": 5}})";
 }
 
 /// Trains 3 steps with a report attached; rank 0 returns the parsed file.
-nlohmann::json run_and_report(bool bf16, std::int64_t* psi, std::size_t* buckets, int stage = 0) {
+nlohmann::json run_and_report(Prec prec, std::int64_t* psi, std::size_t* buckets, int stage = 0) {
   auto& world = dist::world();
   reset_peak_memory();
-  mt_test::TrainRun run(config_json(bf16, stage), &world);
+  mt_test::TrainRun run(config_json(prec, stage), &world);
   *psi = run.psi();
   if (stage == 0) *buckets = run.engine->strategy_as<zero::Stage0>()->ddp()->buckets().size();
   if (stage == 1) *buckets = run.engine->strategy_as<zero::Stage1>()->partition().buckets().size();
@@ -65,19 +72,21 @@ nlohmann::json run_and_report(bool bf16, std::int64_t* psi, std::size_t* buckets
   return j;
 }
 
-void expect_formulas(bool bf16) {
+void expect_formulas(Prec prec) {
   auto& world = dist::world();
   std::int64_t psi = 0;
   std::size_t buckets = 0;
-  nlohmann::json j = run_and_report(bf16, &psi, &buckets);
+  nlohmann::json j = run_and_report(prec, &psi, &buckets);
   if (world.rank() != 0) return;
-  const std::int64_t N = world.size(), P = bf16 ? 2 : 4, G = P, K = bf16 ? 12 : 8;
+  const std::int64_t N = world.size(), P = mixed(prec) ? 2 : 4, G = P, K = mixed(prec) ? 12 : 8;
   ASSERT_EQ(psi % N, 0);
   EXPECT_EQ(j["format"], "minitorch-report-1");
   EXPECT_EQ(j["world_size"], N);
   EXPECT_EQ(j["data_parallel_size"], N);
   EXPECT_EQ(j["zero_stage"], 0);
-  EXPECT_EQ(j["dtype"], bf16 ? "bf16" : "f32");
+  EXPECT_EQ(j["dtype"], dtype_of(prec));
+  EXPECT_EQ(j["loss_scale"]["current"], prec == Prec::f16 ? 1024.0 : 1.0);
+  EXPECT_EQ(j["loss_scale"]["skipped_steps"], 0);
   EXPECT_EQ(j["num_parameters"], psi);
   EXPECT_EQ(j["steps"].size(), 3u);
   EXPECT_EQ(j["val"][0]["step"], 3);
@@ -110,22 +119,24 @@ void expect_formulas(bool bf16) {
 }
 }  // namespace
 
-TEST(L05_RunReport, DdpNumbersEqualTheFormulasInFp32) { expect_formulas(false); }
+TEST(L05_RunReport, DdpNumbersEqualTheFormulasInFp32) { expect_formulas(Prec::f32); }
 
-TEST(L05_RunReport, DdpNumbersEqualTheFormulasInBf16) { expect_formulas(true); }
+TEST(L05_RunReport, DdpNumbersEqualTheFormulasInBf16) { expect_formulas(Prec::bf16); }
+
+TEST(L08_RunReport, DdpNumbersEqualTheFormulasInFp16) { expect_formulas(Prec::f16); }
 
 namespace {
 // ZeRO-1 and -2: every bucket divides by N here (sizes are multiples of 32), so there is no padding
 // and the measured model states are the paper's formulas exactly; the traffic is one reduce-scatter
 // per bucket at the boundary (stage 1) or per micro-step (stage 2), one all-gather per bucket, and
 // the norm's scalar.
-void expect_zero_formulas(int stage, bool bf16) {
+void expect_zero_formulas(int stage, Prec prec) {
   auto& world = dist::world();
   std::int64_t psi = 0;
   std::size_t buckets = 0;
-  nlohmann::json j = run_and_report(bf16, &psi, &buckets, stage);
+  nlohmann::json j = run_and_report(prec, &psi, &buckets, stage);
   if (world.rank() != 0) return;
-  const std::int64_t N = world.size(), P = bf16 ? 2 : 4, G = P, K = bf16 ? 12 : 8, micro_steps = 2;
+  const std::int64_t N = world.size(), P = mixed(prec) ? 2 : 4, G = P, K = mixed(prec) ? 12 : 8, micro_steps = 2;
   ASSERT_EQ(psi % N, 0);
   EXPECT_EQ(j["zero_stage"], stage);
   EXPECT_EQ(j["strategy"], stage == 1 ? "ZeRO-1" : "ZeRO-2");
@@ -155,10 +166,14 @@ void expect_zero_formulas(int stage, bool bf16) {
 }
 }  // namespace
 
-TEST(L06_RunReport, Zero1NumbersEqualTheFormulasInFp32) { expect_zero_formulas(1, false); }
+TEST(L06_RunReport, Zero1NumbersEqualTheFormulasInFp32) { expect_zero_formulas(1, Prec::f32); }
 
-TEST(L06_RunReport, Zero1NumbersEqualTheFormulasInBf16) { expect_zero_formulas(1, true); }
+TEST(L06_RunReport, Zero1NumbersEqualTheFormulasInBf16) { expect_zero_formulas(1, Prec::bf16); }
 
-TEST(L06_RunReport, Zero2NumbersEqualTheFormulasInFp32) { expect_zero_formulas(2, false); }
+TEST(L06_RunReport, Zero2NumbersEqualTheFormulasInFp32) { expect_zero_formulas(2, Prec::f32); }
 
-TEST(L06_RunReport, Zero2NumbersEqualTheFormulasInBf16) { expect_zero_formulas(2, true); }
+TEST(L06_RunReport, Zero2NumbersEqualTheFormulasInBf16) { expect_zero_formulas(2, Prec::bf16); }
+
+TEST(L08_RunReport, Zero1NumbersEqualTheFormulasInFp16) { expect_zero_formulas(1, Prec::f16); }
+
+TEST(L08_RunReport, Zero2NumbersEqualTheFormulasInFp16) { expect_zero_formulas(2, Prec::f16); }
