@@ -131,6 +131,7 @@ void save_checkpoint(const std::string& path, const Engine& engine, const data::
   }
   auto meta = checkpoint_metadata(engine.model(), tokenizer, m.step);
   meta["run_id"] = run_id;
+  meta["engine_state"] = engine_state_json(engine);
   save_safetensors(path, engine.model().state_dict(), meta);
   m.model = describe_file(path);
   if (s.optimizer_steps() > 0) {
@@ -213,6 +214,7 @@ FullState read_single_file_checkpoint(const std::string& path) {
     fail("its model file is from step " + std::to_string(st.info.step) + " but the manifest is from step " +
          std::to_string(m.step) + "; use the files of one save together");
   check_sum(path, m.model, "model file");
+  if (auto it = f.metadata.find("engine_state"); it != f.metadata.end()) st.engine_state = it->second;
   // Every parameter once, in the model's order (the head's weight is the embedding's: not a parameter);
   // f32 (a bf16 save widens exactly).
   st.params = model_from(f, st.info)->named_parameters();

@@ -244,7 +244,8 @@ ShardedManifest parse_sharded_manifest(const std::string& text, const std::strin
     m.gradient_accumulation_steps = int_at(j, "", "gradient_accumulation_steps", 1);
     m.optimizer_steps = int_at(j, "", "optimizer_steps", 0);
     m.dtype = string_at(j, "", "dtype");
-    if (m.dtype != "f32" && m.dtype != "bf16") throw std::invalid_argument("dtype must be \"f32\" or \"bf16\"");
+    if (m.dtype != "f32" && m.dtype != "bf16" && m.dtype != "f16")
+      throw std::invalid_argument("dtype must be \"f32\", \"bf16\" or \"f16\"");
     m.numel = int_at(j, "", "numel", 1);
     const nlohmann::json& params = field(j, "", "params");
     if (!params.is_array() || params.empty()) throw std::invalid_argument("params must be a non-empty array");

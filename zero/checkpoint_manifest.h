@@ -64,7 +64,7 @@ struct ShardedManifest {
   int data_parallel_size = 1;
   std::int64_t train_micro_batch_size_per_gpu = 0, gradient_accumulation_steps = 0;
   std::int64_t optimizer_steps = 0;  ///< 0: saved before the first optimizer step (no optimizer state)
-  std::string dtype;                 ///< the parameters' dtype P: "f32" or "bf16"
+  std::string dtype;                 ///< the parameters' dtype P: "f32", "bf16" or "f16"
   std::int64_t numel = 0;            ///< Ψ
   std::vector<std::pair<std::string, std::vector<std::int64_t>>> params;  ///< named_parameters() order
   std::vector<ManifestFile> shards;  ///< shard r is rank r's file

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
 
@@ -122,6 +123,36 @@ void check_shard_size(const std::string& dir, const ManifestFile& want) {
 }
 }  // namespace
 
+std::string engine_state_json(const Engine& engine) {
+  nlohmann::json j = {{"skipped_steps", engine.skipped_steps()}};
+  if (const LossScaler* s = engine.loss_scaler()) {
+    const LossScaler::State st = s->state();
+    j["loss_scaler"] = {{"scale", st.scale}, {"hysteresis_left", st.hysteresis_left}, {"iter", st.iter},
+                        {"last_overflow_iter", st.last_overflow_iter}, {"skipped", st.skipped}};
+  }
+  return j.dump();
+}
+
+void restore_engine_state(Engine& engine, const std::string& json, const std::string& path) {
+  if (json.empty()) return;  // saved before engine states were kept: nothing was skipped
+  try {
+    const nlohmann::json j = parse_json_bounded(json, "engine_state");
+    engine.set_skipped_steps(j.at("skipped_steps").get<std::int64_t>());
+    if (engine.loss_scaler() && j.contains("loss_scaler")) {
+      const nlohmann::json& s = j.at("loss_scaler");
+      LossScaler::State st;
+      st.scale = s.at("scale").get<double>();
+      st.hysteresis_left = s.at("hysteresis_left").get<int>();
+      st.iter = s.at("iter").get<std::int64_t>();
+      st.last_overflow_iter = s.at("last_overflow_iter").get<std::int64_t>();
+      st.skipped = s.at("skipped").get<std::int64_t>();
+      engine.loss_scaler()->set_state(st);
+    }
+  } catch (const std::exception& e) {
+    fail(path, "its engine_state metadata is unreadable (" + truncate_for_message(e.what(), 200) + ")");
+  }
+}
+
 bool is_sharded_checkpoint(const std::string& path) {
   std::error_code ec;
   return fs::is_directory(path, ec);
@@ -162,6 +193,7 @@ void save_sharded_checkpoint(const std::string& dir, const Engine& engine, const
   meta["run_id"] = run_id;
   meta["rank"] = std::to_string(rank);
   meta["world"] = std::to_string(world);
+  meta["engine_state"] = engine_state_json(engine);
   save_safetensors(partial + "/" + shard_file_name(rank, world), mine, meta);
   group.barrier();
 
@@ -223,7 +255,10 @@ FullState read_sharded_checkpoint(const std::string& dir) {
     if (info.step != m.step)
       fail(dir, "its shard '" + file + "' is from step " + std::to_string(info.step) + " but the manifest is from step " +
                     std::to_string(m.step) + "; use the files of one save together");
-    if (r == 0) st.info = info;
+    if (r == 0) {
+      st.info = info;
+      st.engine_state = meta("engine_state") == "(none)" ? "" : meta("engine_state");
+    }
     for (const auto& [key, t] : f.tensors) pieces.add(key, t, file);
   }
   st.info.path = dir;
@@ -272,6 +307,7 @@ void load_full_state(Engine& engine, const FullState& st) {
     s.load_parameters(whole);
   }
   engine.set_global_steps(st.info.step);
+  restore_engine_state(engine, st.engine_state, st.info.path);
   if (st.optimizer_steps == 0) return;
 
   // Optimizer state: each of this optimizer's parameters ("p" or a piece "p[a:b]") cut out of the whole.

@@ -43,10 +43,18 @@ struct FullState {
   nn::NamedTensors params;  ///< every parameter (named_parameters() order), its shape, dtype as saved
   nn::NamedTensors optim;   ///< "exp_avg.<param>", "exp_avg_sq.<param>", "master.<param>" (f32), whole
   std::int64_t optimizer_steps = 0;  ///< 0: no optimizer state
+  std::string engine_state;          ///< engine_state_json() of the saving engine ("" in older saves)
   std::string run_id;
   int data_parallel_size = 1;        ///< ranks of the run that saved it
   std::int64_t train_micro_batch_size_per_gpu = 0, gradient_accumulation_steps = 0;
 };
+
+/// What a resume needs of the engine beyond weights and optimizer: the skipped (fp16 overflow) steps
+/// and the loss scaler's state, as JSON for a file's metadata ("engine_state").
+std::string engine_state_json(const Engine& engine);
+/// Restores it (a scaler state only into an fp16 engine; an fp16 engine resumed from another
+/// precision starts its scaler afresh, as DeepSpeed does). Throws std::runtime_error naming `path`.
+void restore_engine_state(Engine& engine, const std::string& json, const std::string& path);
 
 /// True if `path` is a directory (a sharded checkpoint, complete or not).
 bool is_sharded_checkpoint(const std::string& path);

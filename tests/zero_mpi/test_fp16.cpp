@@ -14,12 +14,6 @@ using namespace minitorch;
 using namespace zero_test;
 
 namespace {
-/// `json` (config_json's text) with fp16 on; `fp16` the section's other members.
-std::string with_fp16(std::string json, const std::string& fp16 = "") {
-  const std::string at = R"("gradient_clipping": 1.0,)";
-  json.insert(json.find(at) + at.size(), R"( "fp16": {"enabled": true)" + fp16 + "},");
-  return json;
-}
 
 const std::string kShardAll = R"(, "stage3_param_persistence_threshold": 0)";
 

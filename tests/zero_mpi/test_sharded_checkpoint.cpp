@@ -278,3 +278,26 @@ TEST(L06_ShardedCheckpoint, ASingleFileSaveOfDdpResumesAtStage3AndBack) {
   for (std::size_t s = 0; s < losses.size(); ++s)
     EXPECT_NEAR(losses[s], uninterrupted[s], 1e-5 * uninterrupted[s]) << "step " << s + 4;
 }
+
+TEST(L06_ShardedCheckpoint, Fp16ResumeKeepsTheLossScaleAndTheSkippedSteps) {
+  SharedDir dir;
+  auto& world = dist::world();
+  // 2^40 overflows at first: steps are skipped and the scale comes down while the save is taken.
+  const std::string json = zero_test::with_fp16(config_json(3, 2, 1, false, 2500, R"(, "stage3_param_persistence_threshold": 0)"),
+                                                R"(, "initial_scale_power": 40, "hysteresis": 1)");
+  const std::string path = dir.path("fp16");
+  ZeroRun run(json, &world, 11);
+  run.train(3);
+  ASSERT_GT(run.engine->skipped_steps(), 0);
+  zero::save_checkpoint(path, *run.engine, run.ds.tokenizer(), "run-a");
+  const double scale = run.engine->loss_scaler()->scale();
+  const std::int64_t skipped = run.engine->skipped_steps();
+  const std::vector<float> uninterrupted = run.train(6);
+
+  ZeroRun resumed(json, &world, 99);
+  zero::resume_from(path, *resumed.engine);
+  EXPECT_EQ(resumed.engine->loss_scaler()->scale(), scale);
+  EXPECT_EQ(resumed.engine->skipped_steps(), skipped);
+  EXPECT_EQ(resumed.train(6), uninterrupted) << "the same scales, skips and learning rates";
+  EXPECT_EQ(resumed.engine->skipped_steps(), run.engine->skipped_steps());
+}

@@ -32,6 +32,13 @@ inline std::string config_json(int stage, int micro, int accum, bool bf16 = fals
     "training": {"steps": 20, "seed": 11}})";
 }
 
+/// `json` (config_json's text) with fp16 on; `fp16` the section's other members.
+inline std::string with_fp16(std::string json, const std::string& fp16 = "") {
+  const std::string at = R"("gradient_clipping": 1.0,)";
+  json.insert(json.find(at) + at.size(), R"( "fp16": {"enabled": true)" + fp16 + "},");
+  return json;
+}
+
 using ZeroRun = mt_test::TrainRun;
 
 /// |a - b| / |b| in the 2-norm over all elements.
