@@ -57,7 +57,7 @@ TEST(L06_ZeroConfigs, TheSeedsExampleConfigRunsUnchangedOnFourRanks) {
   EXPECT_EQ(mt_test::error_lines(r.output), 0) << r.output;
 }
 
-TEST(L08_ZeroConfigs, TheFp16ConfigTrainsOnTwoRanksAndLogsItsLossScale) {
+TEST(L06_ZeroConfigs, TheFp16ConfigTrainsOnTwoRanksAndLogsItsLossScale) {
   mt_test::TempDir dir;
   const std::string report = dir.path("fp16_report.json");
   auto r = run_command(mt_test::mpirun_command(

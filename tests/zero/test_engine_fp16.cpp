@@ -24,7 +24,7 @@ std::string config_json(const std::string& fp16, int steps = 20) {
 }
 }  // namespace
 
-TEST(L08_EngineFp16, TracksF32LossesOver20Steps) {
+TEST(L06_EngineFp16, TracksF32LossesOver20Steps) {
   TrainRun f32(config_json("")), f16(config_json(R"({"enabled": true})"));
   ASSERT_EQ(f16.engine->model().named_parameters()[0].second.dtype(), DType::f16);
   const auto a = f32.train(20), b = f16.train(20);
@@ -36,7 +36,7 @@ TEST(L08_EngineFp16, TracksF32LossesOver20Steps) {
   EXPECT_EQ(f16.engine->optimizer().step_count(), 20);
 }
 
-TEST(L08_EngineFp16, OverflowStepsAreSkippedCountedAndHalveTheScale) {
+TEST(L06_EngineFp16, OverflowStepsAreSkippedCountedAndHalveTheScale) {
   // 2^40 × the gradients overflow f16 (max 65504): every step overflows until the scale fits.
   TrainRun run(config_json(R"({"enabled": true, "initial_scale_power": 40, "hysteresis": 1})"));
   const std::vector<float> initial = run.params();
@@ -62,7 +62,7 @@ TEST(L08_EngineFp16, OverflowStepsAreSkippedCountedAndHalveTheScale) {
   EXPECT_EQ(run.engine->optimizer().step_count(), run.engine->global_steps() - run.engine->skipped_steps());
 }
 
-TEST(L08_EngineFp16, OverflowAtTheMinimumScaleStopsWithDeepSpeedsMessage) {
+TEST(L06_EngineFp16, OverflowAtTheMinimumScaleStopsWithDeepSpeedsMessage) {
   // The floor is 2^39: the first overflow halves 2^40 onto it, the second cannot go lower.
   TrainRun run(config_json(R"({"enabled": true, "initial_scale_power": 40, "hysteresis": 1, "min_loss_scale": 549755813888})"));
   run.engine->train_batch(*run.sampler);
@@ -75,7 +75,7 @@ TEST(L08_EngineFp16, OverflowAtTheMinimumScaleStopsWithDeepSpeedsMessage) {
   }
 }
 
-TEST(L08_EngineFp16, AStaticScaleTrainsAndStays) {
+TEST(L06_EngineFp16, AStaticScaleTrainsAndStays) {
   TrainRun f32(config_json("")), f16(config_json(R"({"enabled": true, "loss_scale": 1024})"));
   const auto a = f32.train(10), b = f16.train(10);
   for (std::size_t i = 0; i < a.size(); ++i) EXPECT_LT(std::abs(a[i] - b[i]) / a[i], 1e-2) << "step " << i;
@@ -83,7 +83,7 @@ TEST(L08_EngineFp16, AStaticScaleTrainsAndStays) {
   EXPECT_EQ(f16.engine->skipped_steps(), 0);
 }
 
-TEST(L08_EngineFp16, ModelStatesAre16BytesPerParameterAsInBf16) {
+TEST(L06_EngineFp16, ModelStatesAre16BytesPerParameterAsInBf16) {
   auto before = memory_stats();
   TrainRun r(config_json(R"({"enabled": true, "loss_scale": 128})"));
   const std::int64_t psi = r.engine->model().num_parameters();

@@ -34,7 +34,7 @@ std::vector<double> scales(LossScaler& s, const std::vector<bool>& overflows) {
 }
 }  // namespace
 
-TEST(L08_LossScaler, DeepSpeedDefaultsStartAt2To16) {
+TEST(L06_LossScaler, DeepSpeedDefaultsStartAt2To16) {
   Fp16Config c;
   c.enabled = true;
   LossScaler s(c);
@@ -43,7 +43,7 @@ TEST(L08_LossScaler, DeepSpeedDefaultsStartAt2To16) {
   EXPECT_EQ(s.hysteresis_left(), 2);
 }
 
-TEST(L08_LossScaler, HysteresisForgivesThenHalvesAndTheWindowDoubles) {
+TEST(L06_LossScaler, HysteresisForgivesThenHalvesAndTheWindowDoubles) {
   LossScaler s(dynamic(4, 3, 2));  // S = 16, W = 3, h = 2
   //                 overflow: forgiven (h 2 -> 1), then halves; 3 good steps double and refill h
   EXPECT_EQ(scales(s, {true, true, false, false, false, true, true}),
@@ -55,19 +55,19 @@ TEST(L08_LossScaler, HysteresisForgivesThenHalvesAndTheWindowDoubles) {
   EXPECT_EQ(scales(s, {true, true}), (std::vector<double>{4, 2}));
 }
 
-TEST(L08_LossScaler, WithoutOverflowTheScaleDoublesEveryWindow) {
+TEST(L06_LossScaler, WithoutOverflowTheScaleDoublesEveryWindow) {
   LossScaler s(dynamic(0, 2, 2));  // S = 1, W = 2
   EXPECT_EQ(scales(s, {false, false, false, false, false}), (std::vector<double>{1, 2, 2, 4, 4}));
 }
 
-TEST(L08_LossScaler, ConsecutiveHysteresisRefillsAfterEveryGoodStep) {
+TEST(L06_LossScaler, ConsecutiveHysteresisRefillsAfterEveryGoodStep) {
   LossScaler plain(dynamic(4, 100, 2)), consecutive(dynamic(4, 100, 2, /*consecutive=*/true));
   const std::vector<bool> alternating = {true, false, true, false, true, false};
   EXPECT_EQ(scales(plain, alternating), (std::vector<double>{16, 16, 8, 8, 4, 4}));
   EXPECT_EQ(scales(consecutive, alternating), (std::vector<double>{16, 16, 16, 16, 16, 16}));
 }
 
-TEST(L08_LossScaler, TheScaleStopsAtItsMinimumAndThenErrors) {
+TEST(L06_LossScaler, TheScaleStopsAtItsMinimumAndThenErrors) {
   LossScaler s(dynamic(2, 1000, 1, false, /*min_scale=*/2));  // S = 4, floor 2, h = 1
   s.update(true);
   EXPECT_EQ(s.scale(), 2.0);
@@ -83,7 +83,7 @@ TEST(L08_LossScaler, TheScaleStopsAtItsMinimumAndThenErrors) {
   EXPECT_EQ(odd.scale(), 3.0);
 }
 
-TEST(L08_LossScaler, AStaticScaleNeverChangesButCountsSkips) {
+TEST(L06_LossScaler, AStaticScaleNeverChangesButCountsSkips) {
   Fp16Config c;
   c.enabled = true;
   c.loss_scale = 128;
@@ -93,7 +93,7 @@ TEST(L08_LossScaler, AStaticScaleNeverChangesButCountsSkips) {
   EXPECT_EQ(s.skipped(), 2);
 }
 
-TEST(L08_LossScaler, StateRoundTrips) {
+TEST(L06_LossScaler, StateRoundTrips) {
   LossScaler a(dynamic(4, 3, 2)), b(dynamic(4, 3, 2));
   scales(a, {true, false, true, false});
   b.set_state(a.state());

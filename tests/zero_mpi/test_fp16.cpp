@@ -40,12 +40,12 @@ void expect_fp16_equivalent(int stage, int accum) {
 }
 }  // namespace
 
-TEST(L08_Fp16, DdpNRanksEqualOneRank) { expect_fp16_equivalent(0, 1); }
-TEST(L08_Fp16, Zero1NRanksEqualOneRank) { expect_fp16_equivalent(1, 1); }
-TEST(L08_Fp16, Zero2NRanksWithAccumulationEqualOneRank) { expect_fp16_equivalent(2, 2); }
-TEST(L08_Fp16, Zero3NRanksEqualOneRank) { expect_fp16_equivalent(3, 1); }
+TEST(L06_Fp16, DdpNRanksEqualOneRank) { expect_fp16_equivalent(0, 1); }
+TEST(L06_Fp16, Zero1NRanksEqualOneRank) { expect_fp16_equivalent(1, 1); }
+TEST(L06_Fp16, Zero2NRanksWithAccumulationEqualOneRank) { expect_fp16_equivalent(2, 2); }
+TEST(L06_Fp16, Zero3NRanksEqualOneRank) { expect_fp16_equivalent(3, 1); }
 
-TEST(L08_Fp16, EveryRankSkipsTheSameOverflowStepsThenTrains) {
+TEST(L06_Fp16, EveryRankSkipsTheSameOverflowStepsThenTrains) {
   auto& world = dist::world();
   for (int stage : {0, 2, 3}) {
     ZeroRun run(with_fp16(config_json(stage, 2, 1, false, 2500, stage == 3 ? kShardAll : ""),
@@ -62,7 +62,7 @@ TEST(L08_Fp16, EveryRankSkipsTheSameOverflowStepsThenTrains) {
   }
 }
 
-TEST(L08_Fp16, Zero3ModelStatesAreBf16sToTheByte) {
+TEST(L06_Fp16, Zero3ModelStatesAreBf16sToTheByte) {
   auto& world = dist::world();
   ZeroRun run(with_fp16(config_json(3, 2, 2, false, 2500, kShardAll)), &world, 11);
   run.train(2);

@@ -123,7 +123,7 @@ TEST(L05_RunReport, DdpNumbersEqualTheFormulasInFp32) { expect_formulas(Prec::f3
 
 TEST(L05_RunReport, DdpNumbersEqualTheFormulasInBf16) { expect_formulas(Prec::bf16); }
 
-TEST(L08_RunReport, DdpNumbersEqualTheFormulasInFp16) { expect_formulas(Prec::f16); }
+TEST(L06_RunReport, DdpNumbersEqualTheFormulasInFp16) { expect_formulas(Prec::f16); }
 
 namespace {
 // ZeRO-1 and -2: every bucket divides by N here (sizes are multiples of 32), so there is no padding
@@ -174,6 +174,6 @@ TEST(L06_RunReport, Zero2NumbersEqualTheFormulasInFp32) { expect_zero_formulas(2
 
 TEST(L06_RunReport, Zero2NumbersEqualTheFormulasInBf16) { expect_zero_formulas(2, Prec::bf16); }
 
-TEST(L08_RunReport, Zero1NumbersEqualTheFormulasInFp16) { expect_zero_formulas(1, Prec::f16); }
+TEST(L06_RunReport, Zero1NumbersEqualTheFormulasInFp16) { expect_zero_formulas(1, Prec::f16); }
 
-TEST(L08_RunReport, Zero2NumbersEqualTheFormulasInFp16) { expect_zero_formulas(2, Prec::f16); }
+TEST(L06_RunReport, Zero2NumbersEqualTheFormulasInFp16) { expect_zero_formulas(2, Prec::f16); }
