@@ -192,6 +192,11 @@ bench-zero: build
 bench-events: build
 	$(BUILD)/bin/bench-events --steps 10 --rounds 5
 
+# The cost of --trace: (c) of bench-events (a step with the trace recorder attached vs none).
+.PHONY: bench-trace
+bench-trace: build
+	$(BUILD)/bin/bench-events --steps 10 --rounds 3
+
 # The PyTorch reference for bench-gpt (bench/pytorch_gpt.py): Debian's python3-torch, with libblas.so.3 from
 # OpenBLAS (libopenblas0-pthread; with Debian's reference BLAS a gpt2 step takes ~54 s). Debian's python only:
 # a pyenv/venv python on PATH does not see Debian's packages.

@@ -2,6 +2,9 @@
 // life of MPI in this process (init once, the world group, failure handling, finalize).
 #include "dist/process_group.h"
 
+#include <algorithm>
+#include <cstring>
+
 
 #include <mpi.h>
 
@@ -181,6 +184,25 @@ int run_main(int* argc, char*** argv, const std::function<int(ProcessGroup&)>& b
   }
   finalize();
   return code;
+}
+
+std::vector<std::string> all_gather_strings(ProcessGroup& group, const std::string& mine) {
+  if (group.size() == 1) return {mine};
+  NoRecordScope not_counted(group);
+  const int n = group.size();
+  Tensor len = Tensor::from_ints({static_cast<std::int32_t>(mine.size())}, {1});
+  const std::vector<std::int32_t> lens = group.all_gather(len, n).to_int_vector();
+  std::size_t longest = 0;
+  for (std::int32_t l : lens) longest = std::max(longest, static_cast<std::size_t>(l));
+  const std::int64_t words = static_cast<std::int64_t>((longest + 3) / 4);  // i32 words
+  std::vector<std::int32_t> packed(static_cast<std::size_t>(words), 0);
+  std::memcpy(packed.data(), mine.data(), mine.size());
+  Tensor all = group.all_gather(Tensor::from_ints(packed, {words}), words * n);
+  const char* bytes = reinterpret_cast<const char*>(all.data<std::int32_t>());
+  std::vector<std::string> out;
+  for (int r = 0; r < n; ++r)
+    out.emplace_back(bytes + r * words * 4, static_cast<std::size_t>(lens[static_cast<std::size_t>(r)]));
+  return out;
 }
 
 }  // namespace minitorch::dist

@@ -251,6 +251,10 @@ class NoRecordScope {
   bool previous_;
 };
 
+/// Every rank's `mine`, in rank order, on every rank: lengths all-gathered, then the texts padded to
+/// the longest. Bookkeeping, not step traffic: not recorded. Collective (every rank calls it).
+std::vector<std::string> all_gather_strings(ProcessGroup& group, const std::string& mine);
+
 /// Initialises MPI once (thread level: funneled) and returns the world group. Safe to call again.
 /// Installs a terminate handler so an uncaught exception on one rank prints "rank R: error: ..."
 /// and calls MPI_Abort: the whole job exits non-zero instead of hanging.

@@ -6,6 +6,7 @@
 // Data parallel: `mpirun -np N minitorch-train --config configs/ddp.json` — every rank trains on its own
 // micro-batches (DDP), rank 0 prints and saves, the others are silent. An error on any rank ends the
 // whole job with that rank's message. Without mpirun it is one rank (MPI singleton).
+// --trace DIR records every rank's events and writes DIR/trace.json (Chrome trace format, docs/trace.md).
 // --report writes the run report (docs/report.md): losses, memory and traffic per rank, the formulas.
 // --comm-timeout (overrides comm.timeout_s, default 300): a rank that waits longer than this for the
 // others in one collective or receive ends the job, naming the operation — a stopped rank never hangs it.
@@ -23,6 +24,7 @@
 #include "minitorch/parallel.h"
 #include "zero/checkpoint.h"
 #include "zero/sharded_checkpoint.h"
+#include "zero/step_trace.h"
 #include "zero/engine.h"
 #include "zero/report.h"
 
@@ -36,7 +38,7 @@ std::string progress_bar(std::int64_t done, std::int64_t total, int width = 20) 
 
 void train(const std::string& config_path, std::string data_path, std::int64_t steps_override,
            std::int64_t seed_override, const std::string& resume, std::optional<std::string> out_flag,
-           const std::string& report_path, std::optional<double> comm_timeout) {
+           const std::string& report_path, const std::string& trace_dir, std::optional<double> comm_timeout) {
   dist::ProcessGroup& world = dist::world();
   zero::Config cfg = zero::Config::from_file(config_path, world.size());
   if (world.rank() == 0)
@@ -67,6 +69,7 @@ void train(const std::string& config_path, std::string data_path, std::int64_t s
     if (sharded_save && !out.empty())
       if (std::string problem = zero::sharded_save_problem(out); !problem.empty()) throw std::runtime_error(problem);
     if (!report_path.empty()) tools::ensure_writable(report_path, "--report");
+    if (!trace_dir.empty()) tools::ensure_writable((std::filesystem::path(trace_dir) / "trace.json").string(), "--trace");
   }
 
   // Tokenizer: a resumed run keeps the checkpoint's vocabulary; a new one learns it from the text.
@@ -118,12 +121,14 @@ void train(const std::string& config_path, std::string data_path, std::int64_t s
               world.timeout());
   std::fflush(stdout);
 
+  // One sink per rank: the trace recorder, when tracing, passes every event on to the report.
   std::optional<zero::RunReport> report;
+  std::optional<trace::TraceRecorder> tracer;
   std::optional<events::Attach> listening;
-  if (!report_path.empty()) {
-    report.emplace(*engine, &world);
-    listening.emplace(*report);
-  }
+  if (!report_path.empty()) report.emplace(*engine, &world);
+  if (!trace_dir.empty()) tracer.emplace(report ? &*report : nullptr);
+  if (tracer) listening.emplace(*tracer);
+  else if (report) listening.emplace(*report);
 
   const std::int64_t total = cfg.training.steps;
   const double tokens_per_step = static_cast<double>(cfg.train_batch_size * T);
@@ -169,8 +174,15 @@ void train(const std::string& config_path, std::string data_path, std::int64_t s
     std::printf("saved %s%s\n", out.c_str(), sharded_save ? (" (" + std::to_string(world.size()) +
                                                               " shards and a manifest)").c_str() : "");
   }
+  listening.reset();
+  if (tracer) {
+    const nlohmann::json about = {{"strategy", engine->strategy().name()}, {"zero_stage", cfg.zero.stage},
+                                  {"world_size", world.size()}, {"steps", engine->global_steps()},
+                                  {"config", config_path}};
+    const std::string path = zero::write_step_trace(trace_dir, *tracer, &world, about);
+    if (world.rank() == 0) std::printf("wrote %s (open it in https://ui.perfetto.dev or chrome://tracing)\n", path.c_str());
+  }
   if (report) {
-    listening.reset();
     report->write(report_path);  // collective: every rank sends its part to rank 0
     if (world.rank() == 0) std::printf("wrote %s\n", report_path.c_str());
   }
@@ -182,7 +194,7 @@ int main(int argc, char** argv) {
   if (world.rank() != 0 && !std::freopen("/dev/null", "w", stdout))  // rank 0 speaks for the job
     dist::abort_job("cannot silence stdout");
   CLI::App app{"minitorch-train: train a GPT from a DeepSpeed-style config"};
-  std::string config, data, resume, report;
+  std::string config, data, resume, report, trace_dir;
   std::optional<std::string> out;
   std::int64_t steps = -1, seed = -1;
   std::optional<double> comm_timeout;
@@ -192,6 +204,9 @@ int main(int argc, char** argv) {
   app.add_option("--seed", seed, "seed for init and batches (overrides training.seed)")->check(tools::decimal<std::int64_t>(0));
   app.add_option("--resume", resume, "checkpoint to continue from: one complete save (CKPT, CKPT.optim, CKPT.manifest.json; or a sharded CKPT/ directory), from any number of ranks and any stage");
   app.add_option("--report", report, "write the run report (JSON, docs/report.md) to this path at the end");
+  app.add_option("--trace", trace_dir,
+                 "record every rank's step trace and write DIR/trace.json at the end (Chrome trace format: "
+                 "Perfetto, chrome://tracing; docs/trace.md). Meant for a few steps");
   app.add_option("--out", out, "where to save the checkpoint (overrides training.checkpoint; \"\" = don't save)");
   app.add_option("--comm-timeout", comm_timeout,
                  "seconds a rank waits for the others in one collective or receive before it ends the job "
@@ -199,7 +214,7 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   return tools::run_tool(app, argc, argv, [&] {
     try {
-      train(config, data, steps, seed, resume, out, report, comm_timeout);
+      train(config, data, steps, seed, resume, out, report, trace_dir, comm_timeout);
     } catch (const std::exception& e) {
       // The other ranks would wait for us forever; the job exits with our status.
       if (world.size() > 1) dist::abort_job(e.what(), tools::exit_status_of(e));

@@ -113,24 +113,8 @@ ordered_json RunReport::to_json(const std::vector<ordered_json>& ranks) const {
 void RunReport::write(const std::string& path) const {
   const std::string mine = rank_json().dump();
   std::vector<ordered_json> ranks;
-  if (!group_ || group_->size() == 1) {
-    ranks.push_back(ordered_json::parse(mine));
-  } else {
-    // Gather the ranks' JSON texts: lengths first, then the texts padded to the longest, as i32 words.
-    dist::NoRecordScope not_counted(*group_);
-    const int n = group_->size();
-    Tensor len = Tensor::from_ints({static_cast<std::int32_t>(mine.size())}, {1});
-    std::vector<std::int32_t> lens = group_->all_gather(len, n).to_int_vector();
-    std::size_t longest = 0;
-    for (std::int32_t l : lens) longest = std::max(longest, static_cast<std::size_t>(l));
-    const std::int64_t words = static_cast<std::int64_t>((longest + 3) / 4);
-    std::vector<std::int32_t> packed(static_cast<std::size_t>(words), 0);
-    std::memcpy(packed.data(), mine.data(), mine.size());
-    Tensor all = group_->all_gather(Tensor::from_ints(packed, {words}), words * n);
-    const char* bytes = reinterpret_cast<const char*>(all.data<std::int32_t>());
-    for (int r = 0; r < n; ++r)
-      ranks.push_back(ordered_json::parse(std::string(bytes + r * words * 4, static_cast<std::size_t>(lens[static_cast<std::size_t>(r)]))));
-  }
+  for (const std::string& text : group_ ? dist::all_gather_strings(*group_, mine) : std::vector<std::string>{mine})
+    ranks.push_back(ordered_json::parse(text));
   if (group_ && group_->rank() != 0) return;
   const std::string text = to_json(ranks).dump(2) + "\n";
   write_file_atomic(path, {{text.data(), text.size()}}, "run report");

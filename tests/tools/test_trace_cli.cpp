@@ -1,0 +1,60 @@
+// minitorch-train --trace DIR as a user runs it: a 2-rank ZeRO-3 run writes DIR/trace.json, a valid
+// Chrome trace (trace::check_chrome_trace) with one process per rank, whose collectives carry the
+// bytes the run report counts.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "test_util.h"
+#include "trace/chrome_trace.h"
+
+using mt_test::run_command;
+using nlohmann::json;
+using testing::HasSubstr;
+
+TEST(L07_TraceCli, Zero3OnTwoRanksWritesAValidChromeTraceWithTheReportsBytes) {
+  mt_test::TempDir dir;
+  std::string text;
+  for (int i = 0; i < 80; ++i) text += "In the beginning God created the heaven and the earth.\n";
+  const std::string data = dir.write("corpus.txt", text), out = dir.path("trace"), report = dir.path("r.json");
+  auto r = run_command(mt_test::mpirun_command(
+      "minitorch-train", 2,
+      "--config " + mt_test::source("configs/zero3.json") + " --data " + data + " --steps 2 --out '' --trace " + out +
+          " --report " + report));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("wrote " + out + "/trace.json"));
+  const json file = json::parse(std::ifstream(out + "/trace.json"));
+  EXPECT_EQ(minitorch::trace::check_chrome_trace(file), "");
+  EXPECT_EQ(file["otherData"]["strategy"], "ZeRO-3");
+  const json rep = json::parse(std::ifstream(report));
+  for (int rank = 0; rank < 2; ++rank) {
+    SCOPED_TRACE("rank " + std::to_string(rank));
+    std::int64_t rs_bytes = 0, steps = 0;
+    bool named = false;
+    for (const json& e : file["traceEvents"]) {
+      if (e["pid"] != rank) continue;
+      if (e["ph"] == "M" && e["name"] == "process_name") named = e["args"]["name"] == "rank " + std::to_string(rank);
+      if (e["ph"] == "X" && e["name"] == "reduce_scatter") {
+        EXPECT_EQ(e["args"]["bytes"].get<std::int64_t>(), 4 * e["args"]["elements"].get<std::int64_t>());
+        rs_bytes += e["args"]["bytes"].get<std::int64_t>();
+      }
+      if (e["ph"] == "X" && e["name"] == "optimizer_step") ++steps;
+    }
+    EXPECT_TRUE(named);
+    EXPECT_EQ(steps, 2);
+    // Only training reduce-scatters (evaluation gathers, never reduces): 2 steps of the report's last one.
+    EXPECT_EQ(rs_bytes, 2 * rep["ranks"][rank]["comm_last_step"]["reduce_scatter"]["bytes"].get<std::int64_t>());
+  }
+}
+
+TEST(L07_TraceCli, AnUnwritableTraceDirectoryIsRefusedBeforeTraining) {
+  mt_test::TempDir dir;
+  const std::string file = dir.write("taken", "x");
+  auto r = run_command(mt_test::bin("minitorch-train") + " --config " + mt_test::source("configs/baby.json") +
+                       " --steps 1 --out '' --trace " + file + "/sub");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("--trace"));
+  EXPECT_THAT(r.output, testing::Not(HasSubstr("model GPTConfig")));
+}

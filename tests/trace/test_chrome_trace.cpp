@@ -1,0 +1,137 @@
+// Step traces in the Chrome Trace Event format (trace/chrome_trace.h): events of a rank become X slices
+// on their stream's thread (collectives that overlap get lanes), counters per allocator tag, and a
+// file whose structure check_chrome_trace() accepts; the checker itself rejects each kind of mistake.
+#include <gtest/gtest.h>
+
+#include "minitorch/tensor.h"
+#include "trace/chrome_trace.h"
+
+using namespace minitorch;
+using nlohmann::json;
+
+namespace {
+events::Event span(events::Kind kind, events::Category cat, const std::string& name, std::uint64_t id, double t,
+                   std::int64_t elements = 0) {
+  events::Event e;
+  e.kind = kind;
+  e.category = cat;
+  e.name = name;
+  e.id = id;
+  e.time_us = t;
+  e.elements = elements;
+  e.bytes = 4 * elements;
+  return e;
+}
+const std::array<std::int64_t, kNumMemTags> kNoMemory{};
+
+/// A rank's backward with two reduce-scatters in flight at once and an all-gather after it.
+std::vector<events::Event> one_rank() {
+  using K = events::Kind;
+  using C = events::Category;
+  std::vector<events::Event> v = {
+      span(K::begin, C::compute, "backward", 1, 10),
+      span(K::begin, C::comm, "reduce_scatter", 2, 20, 100),
+      span(K::begin, C::comm, "reduce_scatter", 3, 30, 200),  // overlaps the first: a second lane
+      span(K::end, C::comm, "reduce_scatter", 2, 40),
+      span(K::end, C::compute, "backward", 1, 50),
+      span(K::end, C::comm, "reduce_scatter", 3, 60),
+      span(K::begin, C::comm, "all_gather", 4, 70, 300),
+  };  // the all-gather never ends: closed at the last timestamp, marked unfinished
+  events::Event alloc;
+  alloc.category = C::memory;
+  alloc.kind = K::alloc;
+  alloc.tag = MemTag::grad;
+  alloc.bytes = 4096;
+  alloc.time_us = 25;
+  v.insert(v.begin() + 2, alloc);
+  return v;
+}
+
+const json* find(const json& events, const std::string& ph, const std::string& name, int nth = 0) {
+  for (const json& e : events)
+    if (e["ph"] == ph && e.value("name", "") == name && nth-- == 0) return &e;
+  return nullptr;
+}
+}  // namespace
+
+TEST(L07_ChromeTrace, SpansBecomeSlicesOnTheirStreamAndOverlappingCollectivesGetLanes) {
+  const json ev = trace::chrome_events(one_rank(), 2, kNoMemory, 0);
+  const json* backward = find(ev, "X", "backward");
+  ASSERT_NE(backward, nullptr);
+  EXPECT_EQ((*backward)["tid"], 0);
+  EXPECT_EQ((*backward)["pid"], 2);
+  EXPECT_DOUBLE_EQ((*backward)["ts"].get<double>(), 10);
+  EXPECT_DOUBLE_EQ((*backward)["dur"].get<double>(), 40);
+  const json *rs0 = find(ev, "X", "reduce_scatter", 0), *rs1 = find(ev, "X", "reduce_scatter", 1);
+  ASSERT_TRUE(rs0 && rs1);
+  EXPECT_EQ((*rs0)["tid"], trace::comm_thread("reduce_scatter"));
+  EXPECT_EQ((*rs1)["tid"], 10 * trace::comm_thread("reduce_scatter") + 1) << "in flight together: its own lane";
+  EXPECT_EQ((*rs1)["args"]["elements"], 200);
+  EXPECT_EQ((*rs1)["args"]["bytes"], 800);
+  EXPECT_EQ((*rs1)["args"]["seq"], 1);
+  const json* ag = find(ev, "X", "all_gather");
+  ASSERT_NE(ag, nullptr);
+  EXPECT_EQ((*ag)["args"]["unfinished"], true);
+  EXPECT_DOUBLE_EQ((*ag)["dur"].get<double>(), 0);
+  // Memory: the starting values, then each change.
+  EXPECT_EQ(ev[0]["ph"], "C");
+  const json* grad = nullptr;
+  for (const json& e : ev)
+    if (e["ph"] == "C" && e["args"].contains("grad") && e["ts"].get<double>() > 0) grad = &e;
+  ASSERT_NE(grad, nullptr);
+  EXPECT_EQ((*grad)["args"]["grad"], 4096);
+}
+
+TEST(L07_ChromeTrace, TwoRanksMakeAValidFileWithNamedTracksAndFlowsBetweenTheRanksOfACollective) {
+  const json file = trace::chrome_trace({trace::chrome_events(one_rank(), 0, kNoMemory, 0),
+                                         trace::chrome_events(one_rank(), 1, kNoMemory, 0)},
+                                        {{"strategy", "ZeRO-2"}});
+  EXPECT_EQ(trace::check_chrome_trace(file), "");
+  EXPECT_EQ(file["otherData"]["strategy"], "ZeRO-2");
+  EXPECT_EQ(file["displayTimeUnit"], "ms");
+  const json& ev = file["traceEvents"];
+  const json* rank1 = nullptr;
+  for (const json& e : ev)
+    if (e["ph"] == "M" && e["name"] == "process_name" && e["pid"] == 1) rank1 = &e;
+  ASSERT_NE(rank1, nullptr);
+  EXPECT_EQ((*rank1)["args"]["name"], "rank 1");
+  int starts = 0, finishes = 0;
+  for (const json& e : ev) starts += e["ph"] == "s", finishes += e["ph"] == "f";
+  EXPECT_EQ(starts, 3) << "reduce_scatter #0, #1 and the all_gather: each joins its two ranks";
+  EXPECT_EQ(finishes, 3);
+}
+
+TEST(L07_ChromeTrace, TheCheckerRejectsEachKindOfMistake) {
+  const json good = trace::chrome_trace({trace::chrome_events(one_rank(), 0, kNoMemory, 0)});
+  ASSERT_EQ(trace::check_chrome_trace(good), "");
+  auto broken = [&](const std::function<void(json&)>& edit) {
+    json t = good;
+    edit(t["traceEvents"]);
+    return trace::check_chrome_trace(t);
+  };
+  auto add_x = [](json& ev, double ts, double dur) {
+    ev.push_back({{"ph", "X"}, {"name", "x"}, {"pid", 0}, {"tid", 0}, {"ts", ts}, {"dur", dur}});
+  };
+  EXPECT_NE(broken([&](json& ev) { add_x(ev, 45, 10); }).find("overlap without nesting"), std::string::npos)
+      << "backward is [10, 50): [45, 55) crosses its end";
+  EXPECT_EQ(broken([&](json& ev) { add_x(ev, 20, 10); }), "") << "[20, 30) nests inside [10, 50)";
+  EXPECT_NE(broken([](json& ev) { ev.push_back({{"ph", "Q"}, {"pid", 0}}); }).find("unknown ph"), std::string::npos);
+  EXPECT_NE(broken([](json& ev) { ev.push_back({{"ph", "X"}, {"name", "x"}, {"pid", 0}, {"tid", 0}, {"ts", 1}}); }).find("dur"),
+            std::string::npos);
+  EXPECT_NE(broken([](json& ev) { ev.push_back({{"ph", "i"}, {"name", "x"}, {"pid", 7}, {"tid", 0}, {"ts", 1}}); })
+                .find("no process_name"),
+            std::string::npos);
+  EXPECT_NE(broken([](json& ev) { ev.push_back({{"ph", "i"}, {"name", "x"}, {"pid", 0}, {"tid", 99}, {"ts", 1}}); })
+                .find("no thread_name"),
+            std::string::npos);
+  EXPECT_NE(broken([](json& ev) {
+              ev.push_back({{"ph", "b"}, {"name", "a"}, {"cat", "c"}, {"id", 5}, {"pid", 0}, {"tid", 0}, {"ts", 1}});
+            }).find("not balanced"),
+            std::string::npos);
+  EXPECT_NE(broken([](json& ev) { ev.push_back({{"ph", "s"}, {"name", "a"}, {"id", 77}, {"pid", 0}, {"tid", 0}, {"ts", 1}}); })
+                .find("one start and one finish"),
+            std::string::npos);
+  EXPECT_NE(broken([](json& ev) { ev.push_back({{"ph", "C"}, {"name", "m"}, {"pid", 0}, {"ts", 1}, {"args", {{"a", "x"}}}}); })
+                .find("not a number"),
+            std::string::npos);
+}
