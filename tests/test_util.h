@@ -48,6 +48,14 @@ struct TempDir {
   }
 };
 
+/// Writes `lines` lines of Genesis 1:1 to `dir`/corpus.txt and returns its path: a text the CLI tests
+/// train on in seconds.
+inline std::string write_corpus(const TempDir& dir, int lines = 80) {
+  std::string text;
+  for (int i = 0; i < lines; ++i) text += "In the beginning God created the heaven and the earth.\n";
+  return dir.write("corpus.txt", text);
+}
+
 // ---- running the command-line binaries ----
 struct CommandResult {
   int exit_code = -1;

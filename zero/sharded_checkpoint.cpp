@@ -323,8 +323,9 @@ void load_full_state(Engine& engine, const FullState& st) {
           if (!src) src = find_param(st, piece.param);  // an f32 save's parameters are the masters
         }
         if (!src) throw std::runtime_error("cannot resume from '" + st.info.path + "': it has no " + key);
-        Tensor flat = src->to(DType::f32).reshape({src->numel()});
-        state.emplace_back(std::string(kind) + "." + name, flat.narrow(0, piece.begin, p.numel()).reshape(p.shape()));
+        // Only this piece is converted (a bf16 save's parameters, taken as masters): not the whole tensor per piece.
+        const Tensor slice = src->reshape({src->numel()}).narrow(0, piece.begin, p.numel());
+        state.emplace_back(std::string(kind) + "." + name, slice.to(DType::f32).reshape(p.shape()));
       }
     }
   TagScope scope(MemTag::optim);

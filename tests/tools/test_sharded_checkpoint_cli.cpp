@@ -14,11 +14,6 @@ using mt_test::run_command;
 using testing::HasSubstr;
 
 namespace {
-std::string corpus(const mt_test::TempDir& dir) {
-  std::string text;
-  for (int i = 0; i < 80; ++i) text += "In the beginning God created the heaven and the earth.\n";
-  return dir.write("corpus.txt", text);
-}
 
 /// The per-step losses a run report holds.
 std::vector<double> losses_of(const std::string& report) {
@@ -39,7 +34,7 @@ mt_test::CommandResult train(int np, const std::string& config, const std::strin
 
 TEST(L06_ShardedCheckpointCli, ResumeOnAnotherNumberOfRanksContinuesTheSameTraining) {
   mt_test::TempDir dir;
-  const std::string data = corpus(dir);
+  const std::string data = mt_test::write_corpus(dir);
   struct Case {
     const char* config;
     int save_np, resume_np;
@@ -68,7 +63,7 @@ TEST(L06_ShardedCheckpointCli, ResumeOnAnotherNumberOfRanksContinuesTheSameTrain
 
 TEST(L06_ShardedCheckpointCli, ResumeOnTheSameRanksIsBitIdenticalAndConsolidatedWeightsEvaluate) {
   mt_test::TempDir dir;
-  const std::string data = corpus(dir), ckpt = dir.path("ckpt"), model = dir.path("model.safetensors");
+  const std::string data = mt_test::write_corpus(dir), ckpt = dir.path("ckpt"), model = dir.path("model.safetensors");
   auto r = train(2, "configs/zero1.json", data, 4, "--out '' --report " + dir.path("whole.json"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   ASSERT_EQ(train(2, "configs/zero1.json", data, 2, "--out " + ckpt).exit_code, 0);
@@ -100,7 +95,7 @@ TEST(L06_ShardedCheckpointCli, ResumeOnTheSameRanksIsBitIdenticalAndConsolidated
 TEST(L06_ShardedCheckpointCli, OutThatIsAFileIsRefusedBeforeTraining) {
   mt_test::TempDir dir;
   const std::string file = dir.write("taken", "not a checkpoint");
-  auto r = train(2, "configs/zero2.json", corpus(dir), 2, "--out " + file);
+  auto r = train(2, "configs/zero2.json", mt_test::write_corpus(dir), 2, "--out " + file);
   EXPECT_NE(r.exit_code, 0);
   EXPECT_THAT(r.output, HasSubstr("is a file (a single-file checkpoint?), but a sharded save"));
   EXPECT_THAT(r.output, testing::Not(HasSubstr("model GPTConfig"))) << "refused before the model is built";

@@ -16,9 +16,7 @@ using testing::HasSubstr;
 
 TEST(L07_TraceCli, Zero3OnTwoRanksWritesAValidChromeTraceWithTheReportsBytes) {
   mt_test::TempDir dir;
-  std::string text;
-  for (int i = 0; i < 80; ++i) text += "In the beginning God created the heaven and the earth.\n";
-  const std::string data = dir.write("corpus.txt", text), out = dir.path("trace"), report = dir.path("r.json");
+  const std::string data = mt_test::write_corpus(dir), out = dir.path("trace"), report = dir.path("r.json");
   auto r = run_command(mt_test::mpirun_command(
       "minitorch-train", 2,
       "--config " + mt_test::source("configs/zero3.json") + " --data " + data + " --steps 2 --out '' --trace " + out +

@@ -11,17 +11,9 @@
 using mt_test::run_command;
 using testing::HasSubstr;
 
-namespace {
-std::string corpus(const mt_test::TempDir& dir) {
-  std::string text;
-  for (int i = 0; i < 80; ++i) text += "In the beginning God created the heaven and the earth.\n";
-  return dir.write("corpus.txt", text);
-}
-}  // namespace
-
 TEST(L06_ZeroConfigs, EachStageConfigTrainsOnTwoRanksAsItsStage) {
   mt_test::TempDir dir;
-  const std::string data = corpus(dir);
+  const std::string data = mt_test::write_corpus(dir);
   for (int stage : {1, 2, 3}) {
     SCOPED_TRACE("configs/zero" + std::to_string(stage) + ".json");
     const std::string report = dir.path(std::to_string(stage) + "_report.json");
@@ -48,7 +40,7 @@ TEST(L06_ZeroConfigs, TheSeedsExampleConfigRunsUnchangedOnFourRanks) {
       R"({"bf16": {"enabled": true},"zero_optimization": {"stage": 2,"overlap_comm": true,"contiguous_gradients": false,)"
       R"("reduce_bucket_size": 5e5,"sub_group_size": 5e5},"gradient_accumulation_steps": 4,)"
       R"("train_micro_batch_size_per_gpu": 1,"gradient_clipping": 1.0})");
-  auto r = run_command(mt_test::mpirun_command("minitorch-train", 4, "--config " + config + " --data " + corpus(dir) +
+  auto r = run_command(mt_test::mpirun_command("minitorch-train", 4, "--config " + config + " --data " + mt_test::write_corpus(dir) +
                                                                         " --steps 2"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("warning: zero_optimization.sub_group_size only affects ZeRO stage 3"));
@@ -62,7 +54,7 @@ TEST(L06_ZeroConfigs, TheFp16ConfigTrainsOnTwoRanksAndLogsItsLossScale) {
   const std::string report = dir.path("fp16_report.json");
   auto r = run_command(mt_test::mpirun_command(
       "minitorch-train", 2,
-      "--config " + mt_test::source("configs/fp16.json") + " --data " + corpus(dir) + " --steps 3 --report " + report));
+      "--config " + mt_test::source("configs/fp16.json") + " --data " + mt_test::write_corpus(dir) + " --steps 3 --report " + report));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("| fp16 (loss scaling)"));
   EXPECT_THAT(r.output, HasSubstr("| loss scale "));
