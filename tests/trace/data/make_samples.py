@@ -106,8 +106,7 @@ class Run:
         print(f"wrote {name}/frames.json: {len(self.doc['frames'])} frames")
 
 
-def zero3():
-    n = 4
+def zero3(n=4, name="zero3_4ranks"):
     run = Run("ZeRO-3", 3, n, 6 * 1024 * 1024)
     # The state every rank is in, changed frame by frame: per bucket the params' and grads' states.
     P = ["shard"] * 5       # shard | gathered
@@ -141,8 +140,8 @@ def zero3():
     def f(phase, label, caption, coll=None):
         run.frame(phase, label, caption, coll, state)
 
-    f("init", "step 1 begins: every rank holds a quarter",
-      "ZeRO-3 on 4 ranks: each rank keeps only its own shard (1/4) of every bucket's parameters and of the "
+    f("init", "step 1 begins: every rank holds 1/" + str(n) + " of everything",
+      f"ZeRO-3 on {n} ranks: each rank keeps only its own shard (1/{n}) of every bucket's parameters and of the "
       "AdamW states m and v. The outlined part of each bar is the rank's shard; colour says which rank owns it.")
     P[0] = "gathered"
     act[0] = 20000
@@ -156,7 +155,7 @@ def zero3():
         P[b] = "shard"
         act[0] += 60000
         f("forward", f"forward h.{b - 1}: release h.{b - 1}",
-          f"block h.{b - 1} has run its forward: each rank frees the 3/4 it gathered and keeps its own shard")
+          f"block h.{b - 1} has run its forward: each rank frees the {n - 1}/{n} it gathered and keeps its own shard")
     P[0] = "shard"
     act[0] += 120000
     f("forward", "forward done: loss 4.1744, release outer",
@@ -178,7 +177,7 @@ def zero3():
         P[b] = "shard"
         comm[0] = bsize(b) * F32
         f("reduce", f"backward h.{b - 1}: reduce-scatter h.{b - 1}",
-          f"reduce-scatter: each rank receives the average of its own quarter of h.{b - 1}'s gradients and "
+          f"reduce-scatter: each rank receives the average of its own shard (1/{n}) of h.{b - 1}'s gradients and "
           f"frees the rest; the gathered parameters are released too", collective("reduce_scatter", b, n))
         comm[0] = 0
     act[0] = 0
@@ -191,11 +190,11 @@ def zero3():
       "own shards, and only those", collective("reduce_scatter", 0, n))
     comm[0] = 0
     G[:] = [None] * 5
-    temp[0] = 49568 * F32
+    temp[0] = bsize(1) // n * F32
     f("optimizer_step", "optimizer step: each rank updates its shard",
       "AdamW on each rank's shard only: its parameters, its m and v, its gradients (then freed). Nothing is "
       "gathered now: the next forward gathers what it needs.")
-    run.write("zero3_4ranks")
+    run.write(name)
 
 
 def zero1():
