@@ -200,7 +200,7 @@ def zero3(n=4, name="zero3_4ranks"):
 def zero1():
     n = 2
     run = Run("ZeRO-1", 1, n, None)
-    G = [None] * 5      # None | accumulating | reduced (own shard reduced, the rest local)
+    G = ["accumulating"] * 5  # accumulating | reduced (own shard reduced, the rest local); allocated at start
     P = ["whole"] * 5   # whole | stepped (own shard new, the rest stale) — as ranges
     act = [0]
     comm = [0]
@@ -232,11 +232,10 @@ def zero1():
     def f(phase, label, caption, coll=None):
         run.frame(phase, label, caption, coll, state)
 
-    f("init", "step 1 begins", "ZeRO-1 on 2 ranks: parameters and gradient buffers whole on both ranks; "
+    f("init", "step 1 begins", "ZeRO-1 on 2 ranks: parameters and gradient buffers (zero) whole on both ranks; "
       "each rank keeps the AdamW states (m, v) of its own half only")
     act[0] = 260000
     f("forward", "forward", "forward on each rank's own micro-batch: activations grow, parameters are read whole")
-    G[:] = ["accumulating"] * 5
     act[0] = 0
     f("backward", "backward", "backward: every rank holds whole, local gradients of its own micro-batch")
     for b in range(4, -1, -1):
