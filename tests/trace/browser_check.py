@@ -49,15 +49,16 @@ class Browser:
             os.dup2(a, 3)
             os.dup2(b, 4)
 
-        args = [exe, "--headless=new", "--disable-gpu", f"--window-size={width},{height}",
+        # --no-sandbox: Chromium refuses to start as root with its sandbox, and containers often lack the
+        # user namespaces it needs; the page is our own local file.
+        args = [exe, "--headless=new", "--no-sandbox", "--disable-gpu", f"--window-size={width},{height}",
                 "--remote-debugging-pipe", f"--user-data-dir={self.profile}", "--no-first-run",
                 "--no-default-browser-check", "--disable-extensions", "--disable-background-networking",
                 "--disable-component-update", "--disable-sync", "--mute-audio", "--hide-scrollbars", "about:blank"]
-        if os.geteuid() == 0:
-            args.insert(1, "--no-sandbox")  # Chromium refuses to run as root with its sandbox
+        # its chatter (dbus, GPU) goes to a file: a pipe nobody reads could fill and stall it
+        self.log = open(os.path.join(self.profile, "chromium.log"), "w+b")
         self.proc = subprocess.Popen(args, preexec_fn=child_fds, pass_fds=(3, 4),
-                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE)
+                                     stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log)
         os.close(to_chrome_r)
         os.close(from_chrome_w)
         self.buf = b""
@@ -80,6 +81,7 @@ class Browser:
                 os.close(fd)
             except OSError:
                 pass
+        self.log.close()
         shutil.rmtree(self.profile, ignore_errors=True)
 
     def send_raw(self, msg):
@@ -95,7 +97,8 @@ class Browser:
             if ready:
                 chunk = os.read(self.from_chrome, 1 << 20)
                 if not chunk:
-                    err = self.proc.stderr.read().decode(errors="replace")[-2000:] if self.proc.poll() is not None else ""
+                    self.log.seek(0)
+                    err = self.log.read().decode(errors="replace")[-2000:]
                     raise RuntimeError("chromium closed its DevTools pipe" + (": " + err if err else ""))
                 self.buf += chunk
         msg, self.buf = self.buf.split(b"\0", 1)
