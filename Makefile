@@ -18,9 +18,10 @@ else
 endif
 
 # Compiler, build tools and the libraries docs/design.md names (Eigen, Open MPI, nlohmann/json, CLI11,
-# GoogleTest, Doxygen) plus the KJV corpus.
+# GoogleTest, Doxygen) plus the KJV corpus; Chromium and Python 3 for the trace page's browser test
+# (tests/trace/browser_check.py drives headless Chromium over its DevTools pipe, standard library only).
 DEB_PACKAGES := g++ make cmake libeigen3-dev libopenmpi-dev openmpi-bin nlohmann-json3-dev libcli11-dev \
-                libgtest-dev libgmock-dev doxygen bible-kjv
+                libgtest-dev libgmock-dev doxygen bible-kjv chromium python3
 
 .PHONY: all deps configure build test sanitize fuzz data demo docs bench bench-pytorch clean
 

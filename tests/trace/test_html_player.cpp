@@ -1,0 +1,161 @@
+// trace.html (trace/html_player.h): the frames are embedded, nothing can break out of their script
+// block, the page is self-contained, and a bad frames.json is one error naming the file.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <cctype>
+#include <sstream>
+
+#include "test_util.h"
+#include "trace/frames_reader.h"
+#include "trace/html_player.h"
+
+using namespace minitorch;
+using mt_test::contains;
+
+namespace {
+
+std::string read(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+const std::string kZero3 = mt_test::source("tests/trace/data/zero3_4ranks/frames.json");
+const std::string kZero1 = mt_test::source("tests/trace/data/zero1_2ranks/frames.json");
+
+/// The text between <script type="application/json" id="frames"> and the next </script>.
+std::string embedded_json(const std::string& page) {
+  const std::string open = "<script type=\"application/json\" id=\"frames\">";
+  const std::size_t a = page.find(open);
+  if (a == std::string::npos) return "";
+  const std::size_t b = page.find("</script>", a);
+  return page.substr(a + open.size(), b - a - open.size());
+}
+
+}  // namespace
+
+TEST(L07_TraceHtml, TemplateHoldsThePlaceholderOnceAndTheTestHooks) {
+  const std::string& t = trace::player_template();
+  const std::size_t at = t.find(trace::kFramesPlaceholder);
+  ASSERT_NE(at, std::string::npos);
+  EXPECT_EQ(t.find(trace::kFramesPlaceholder, at + 1), std::string::npos);
+  for (const char* id : {"frame-index", "btn-first", "btn-prev", "btn-play", "btn-next", "btn-last", "scrub", "speed"})
+    EXPECT_TRUE(contains(t, std::string("id=\"") + id + "\"")) << id;
+  for (const char* hook : {"data-owner", "data-state", "data-kind", "data-begin", "data-end", "data-rank"})
+    EXPECT_TRUE(contains(t, hook)) << hook;
+}
+
+TEST(L07_TraceHtml, EmbedsTheFramesAsTheSameJson) {
+  const std::string text = read(kZero3);
+  const std::string page = trace::render_trace_html(text);
+  EXPECT_FALSE(contains(page, trace::kFramesPlaceholder));
+  const nlohmann::json embedded = nlohmann::json::parse(embedded_json(page));
+  EXPECT_EQ(embedded, nlohmann::json::parse(text));
+  EXPECT_EQ(embedded["frames"].size(), 27u);
+}
+
+TEST(L07_TraceHtml, ScriptEndInACaptionIsEscaped) {
+  nlohmann::json j = nlohmann::json::parse(read(kZero1));
+  const std::string evil = "</script><script>alert(1)</script><!-- <SCRIPT";
+  j["frames"][0]["caption"] = evil;
+  j["frames"][1]["label"] = "</ScRiPt >";
+  const std::string page = trace::render_trace_html(j.dump());
+  // exactly the page's own two </script> (data block and code), and no "<" inside the data at all
+  std::size_t ends = 0;
+  for (std::size_t p = page.find("</script>"); p != std::string::npos; p = page.find("</script>", p + 1)) ++ends;
+  EXPECT_EQ(ends, 2u);
+  const std::string data = embedded_json(page);
+  EXPECT_EQ(data.find('<'), std::string::npos);
+  EXPECT_TRUE(contains(data, "\\u003c/script>"));
+  // and it still means the same text
+  const nlohmann::json back = nlohmann::json::parse(data);
+  EXPECT_EQ(back["frames"][0]["caption"], evil);
+  EXPECT_EQ(back["frames"][1]["label"], "</ScRiPt >");
+}
+
+TEST(L07_TraceHtml, PageIsSelfContained) {
+  const std::string page = trace::render_trace_html(read(kZero3));
+  // no fetch of anything: the only URL is the SVG namespace name (an identifier, never loaded)
+  const std::string ns = "http://www.w3.org/2000/svg";
+  std::string rest = page;
+  for (std::size_t p = rest.find(ns); p != std::string::npos; p = rest.find(ns)) rest.erase(p, ns.size());
+  EXPECT_FALSE(contains(rest, "http:")) << "a URL in the page";
+  EXPECT_FALSE(contains(rest, "https:")) << "a URL in the page";
+  EXPECT_FALSE(contains(rest, "//cdn")) << "a CDN in the page";
+  std::string lower = rest;
+  for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  for (const char* bad : {"src=", "src =", "<link", "<iframe", "<img", "@import", "fetch(", "xmlhttprequest", "websocket",
+                          "import(", "eventsource", "sendbeacon"})
+    EXPECT_FALSE(contains(lower, bad)) << "the page holds '" << bad << "'";
+  // url(...) only for the page's own patterns and markers: url(#id)
+  for (std::size_t p = lower.find("url("); p != std::string::npos; p = lower.find("url(", p + 1))
+    EXPECT_EQ(lower[p + 4], '#') << lower.substr(p, 40);
+}
+
+TEST(L07_TraceHtml, WriteTraceHtmlWritesNextToFramesJson) {
+  mt_test::TempDir tmp;
+  tmp.write("frames.json", read(kZero1));
+  const std::string out = trace::write_trace_html(tmp.dir.string());
+  EXPECT_EQ(out, tmp.path("trace.html"));
+  const std::string page = read(out);
+  EXPECT_TRUE(contains(page, "<!DOCTYPE html>"));
+  EXPECT_EQ(nlohmann::json::parse(embedded_json(page))["run"]["strategy"], "ZeRO-1");
+  // nothing else left behind (the atomic write's temporary file)
+  int files = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(tmp.dir)) ++files;
+  EXPECT_EQ(files, 2);
+}
+
+TEST(L07_TraceHtml, BadFramesAreOneErrorNamingTheFile) {
+  mt_test::TempDir tmp;
+  EXPECT_TRUE(contains(mt_test::error_of([&] { trace::write_trace_html(tmp.dir.string()); }), "frames.json': no such file"));
+  tmp.write("frames.json", "{\"format\": \"minitorch-frames-1\", ");
+  const std::string e = mt_test::error_of([&] { trace::write_trace_html(tmp.dir.string()); });
+  EXPECT_TRUE(contains(e, tmp.path("frames.json"))) << e;
+  EXPECT_TRUE(contains(e, "malformed JSON")) << e;
+  EXPECT_FALSE(std::filesystem::exists(tmp.path("trace.html")));
+}
+
+TEST(L07_TraceHtml, SchemaErrorsSayWhere) {
+  nlohmann::json j = nlohmann::json::parse(read(kZero3));
+  auto error = [](const nlohmann::json& doc) { return mt_test::error_of([&] { trace::render_trace_html(doc.dump(), "f.json"); }); };
+  nlohmann::json bad = j;
+  bad["frames"][3]["ranks"][1]["params"][0]["state"] = "lost";
+  EXPECT_TRUE(contains(error(bad), "frames 'f.json': frames[3].ranks[1].params[0].state: must be one of")) << error(bad);
+  bad = j;
+  bad["format"] = "minitorch-frames-2";
+  EXPECT_TRUE(contains(error(bad), "format: expected \"minitorch-frames-1\"")) << error(bad);
+  bad = j;
+  bad["frames"][2]["ranks"].erase(std::size_t{3});
+  EXPECT_TRUE(contains(error(bad), "frames[2].ranks: expected one entry per rank (4), got 3")) << error(bad);
+  bad = j;
+  std::swap(bad["frames"][5]["ranks"][0]["optim"][0], bad["frames"][5]["ranks"][0]["optim"][1]);
+  EXPECT_TRUE(contains(error(bad), "frames[5].ranks[0].optim[1]: ranges must be sorted")) << error(bad);
+  bad = j;
+  bad["frames"][4]["collective"]["op"] = "gossip";
+  EXPECT_TRUE(contains(error(bad), "frames[4].collective.op: must be one of")) << error(bad);
+  bad = j;
+  bad["space"]["buckets"][2]["end"] = 10'000'000;
+  EXPECT_TRUE(contains(error(bad), "space.buckets[2].end: must be in [0, 809600]")) << error(bad);
+}
+
+TEST(L07_TraceFrames, OwnersFollowTheShardsOfEachBucket) {
+  const trace::FramesDoc d = trace::read_frames_file(kZero3);
+  ASSERT_EQ(d.world_size, 4);
+  ASSERT_EQ(d.buckets.size(), 5u);
+  EXPECT_EQ(d.owner_of(0), 0);
+  EXPECT_EQ(d.owner_of(4127), 0);
+  EXPECT_EQ(d.owner_of(4128), 1);
+  EXPECT_EQ(d.owner_of(16511), 3);
+  EXPECT_EQ(d.owner_of(16512), 0);
+  EXPECT_EQ(d.owner_of(16512 + 49568), 1);
+  EXPECT_EQ(d.owner_of(809599), 3);
+  EXPECT_EQ(d.owner_of(809600), -1);
+  // memory: the known tags in order, the total as the file says
+  const trace::RankState& r0 = d.frames[0].ranks[0];
+  EXPECT_EQ(r0.memory[0].first, "param");
+  EXPECT_EQ(r0.memory[0].second, 809600);
+  EXPECT_EQ(r0.memory_total(), 809600 + 1619200 + 4096);
+}

@@ -1,0 +1,104 @@
+#pragma once
+/// \file frames_reader.h
+/// Reading frames.json (docs/frames.md, format "minitorch-frames-1") for the players: the HTML page
+/// (trace/html_player.h) and the terminal (trace/terminal_player.h, minitorch-trace). Everything is
+/// checked before anything is shown: a malformed file is one error naming the file and the place in
+/// it ("frames 'out/frames.json': frames[3].ranks[1].params[0]: state must be one of ...").
+/// Keys the players do not know are ignored, so a newer recorder's extra fields do not break them.
+///
+/// \code
+///   minitorch::trace::FramesDoc doc = minitorch::trace::read_frames_file("out/trace/frames.json");
+///   for (const auto& f : doc.frames) std::cout << f.label << "\n";
+/// \endcode
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace minitorch::trace {
+
+/// A frames.json that cannot be read or does not follow docs/frames.md.
+class FramesError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// The states a held range can be in (docs/frames.md), in the order the players list them.
+inline const std::vector<std::string>& range_states() {
+  static const std::vector<std::string> s = {"whole", "shard", "gathered", "accumulating", "reduced"};
+  return s;
+}
+/// The memory tags in the order the players stack them; a file may carry others after these.
+inline const std::vector<std::string>& memory_tags() {
+  static const std::vector<std::string> t = {"param", "grad", "optim", "activation", "optim_temp", "comm_buffer", "other"};
+  return t;
+}
+
+struct Range {
+  std::int64_t begin = 0, end = 0;  ///< [begin, end) of the flat space
+  std::string state;                ///< one of range_states()
+};
+
+struct Bucket {
+  std::string name;
+  std::int64_t begin = 0, end = 0;
+  std::int64_t numel() const { return end - begin; }
+  /// Rank r's shard [first, second) of this bucket among n ranks (docs/frames.md).
+  std::pair<std::int64_t, std::int64_t> shard(int r, int n) const {
+    return {begin + r * numel() / n, begin + (r + 1) * numel() / n};
+  }
+};
+
+struct Collective {
+  std::string op;                     ///< all_gather | reduce_scatter | all_reduce | broadcast | send | recv
+  std::optional<int> bucket;          ///< index into FramesDoc::buckets, or none
+  std::int64_t begin = 0, end = 0;    ///< the flat range it moved
+  std::int64_t elements = 0, bytes = 0;  ///< per rank
+  std::vector<int> ranks;
+};
+
+struct RankState {
+  int rank = 0;
+  std::vector<Range> params, grads, optim;
+  /// Bytes per allocator tag: memory_tags() first (zero when absent), then any others in file order.
+  std::vector<std::pair<std::string, std::int64_t>> memory;
+  std::int64_t memory_total() const;
+  /// params, grads or optim by name.
+  const std::vector<Range>& kind(const std::string& k) const;
+};
+
+struct Frame {
+  std::int64_t index = 0, step = 0, micro = 0;
+  std::string phase, label, caption;
+  std::optional<Collective> collective;
+  std::vector<RankState> ranks;  ///< sorted by rank, one per rank of the run
+};
+
+struct FramesDoc {
+  std::string strategy, dtype;
+  int zero_stage = 0, world_size = 1;
+  std::int64_t num_parameters = 0;
+  std::optional<std::int64_t> capacity_bytes;
+  std::int64_t numel = 0;  ///< the flat space: Ψ + padding
+  std::vector<Bucket> buckets;
+  std::vector<Frame> frames;
+  /// The bucket holding flat element x, or -1.
+  int bucket_of(std::int64_t x) const;
+  /// The rank whose shard of its bucket holds flat element x (-1 outside every bucket).
+  int owner_of(std::int64_t x) const;
+};
+
+/// Checks `j` against docs/frames.md and returns it as a FramesDoc; `what` names the file in errors.
+FramesDoc parse_frames(const nlohmann::json& j, const std::string& what);
+/// parse_json_bounded(text) then parse_frames; malformed JSON is a FramesError too.
+FramesDoc parse_frames_text(const std::string& text, const std::string& what);
+/// Reads `path` (at most 1 GiB). A missing or unreadable file is a FramesError naming it.
+std::string read_frames_text(const std::string& path);
+/// read_frames_text + parse_frames_text, errors naming `path`.
+FramesDoc read_frames_file(const std::string& path);
+
+}  // namespace minitorch::trace

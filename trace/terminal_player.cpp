@@ -1,0 +1,205 @@
+/// \file terminal_player.cpp
+#include "trace/terminal_player.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+#include <vector>
+
+namespace minitorch::trace {
+
+namespace {
+
+constexpr const char* kReset = "\x1b[0m";
+constexpr const char* kDim = "\x1b[2m";
+constexpr const char* kBold = "\x1b[1m";
+
+/// The owner colours: the HTML page's palette in the terminal's 16 colours.
+std::string owner_colour(int r) {
+  static const char* const codes[] = {"34", "33", "32", "31", "35", "36", "93", "90"};
+  return std::string("\x1b[") + codes[static_cast<std::size_t>(r) % 8] + "m";
+}
+
+char state_char(const std::string& s) {
+  if (s == "shard") return '#';
+  if (s == "whole") return '=';
+  if (s == "gathered") return '+';
+  if (s == "accumulating") return '~';
+  if (s == "reduced") return '*';
+  return '?';
+}
+
+/// The cells of a bar: each [begin, end) lies inside one shard of one bucket.
+struct Cell {
+  std::size_t bucket;
+  std::int64_t begin, end;
+  int owner;
+};
+
+struct Layout {
+  std::vector<std::vector<Cell>> per_bucket;
+};
+
+Layout layout(const FramesDoc& doc, int width) {
+  Layout l;
+  const int n = doc.world_size;
+  for (std::size_t b = 0; b < doc.buckets.size(); ++b) {
+    const Bucket& bk = doc.buckets[b];
+    const double share = static_cast<double>(width) * static_cast<double>(bk.numel()) /
+                         static_cast<double>(std::max<std::int64_t>(1, doc.numel)) / n;
+    const int per_shard = std::max(1, static_cast<int>(std::lround(share)));
+    std::vector<Cell> cells;
+    for (int r = 0; r < n; ++r) {
+      const auto [s, e] = bk.shard(r, n);
+      for (int k = 0; k < per_shard; ++k) {
+        const std::int64_t a = s + (e - s) * k / per_shard, z = s + (e - s) * (k + 1) / per_shard;
+        if (z > a) cells.push_back({b, a, z, r});
+      }
+    }
+    l.per_bucket.push_back(std::move(cells));
+  }
+  return l;
+}
+
+/// The state covering most of [a, z) in `ranges` (sorted), or "" when most of it is not held.
+std::string majority_state(const std::vector<Range>& ranges, std::int64_t a, std::int64_t z) {
+  const auto& states = range_states();
+  std::vector<std::int64_t> cover(states.size(), 0);
+  std::int64_t held = 0;
+  for (const Range& r : ranges) {
+    if (r.end <= a) continue;
+    if (r.begin >= z) break;
+    const std::int64_t c = std::min(z, r.end) - std::max(a, r.begin);
+    held += c;
+    cover[static_cast<std::size_t>(std::find(states.begin(), states.end(), r.state) - states.begin())] += c;
+  }
+  if (2 * held < z - a || held == 0) return "";
+  const auto best = std::max_element(cover.begin(), cover.end()) - cover.begin();
+  return states[static_cast<std::size_t>(best)];
+}
+
+std::string pad(const std::string& s, std::size_t w) { return s.size() >= w ? s : s + std::string(w - s.size(), ' '); }
+
+constexpr std::size_t kPrefix = 16;  // "rank 10 params  "
+
+std::string ranks_text(const std::vector<int>& ranks) {
+  if (ranks.empty()) return "";
+  bool contiguous = true;
+  for (std::size_t i = 1; i < ranks.size(); ++i) contiguous = contiguous && ranks[i] == ranks[i - 1] + 1;
+  if (contiguous && ranks.size() > 2) return std::to_string(ranks.front()) + "-" + std::to_string(ranks.back());
+  std::string s;
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    if (i) s += ',';
+    s += std::to_string(ranks[i]);
+  }
+  return s;
+}
+
+}  // namespace
+
+std::string format_bytes(std::int64_t bytes) {
+  char buf[64];
+  const double b = static_cast<double>(bytes);
+  if (bytes >= (std::int64_t{1} << 30)) std::snprintf(buf, sizeof buf, "%.2f GiB", b / (1 << 30));
+  else if (bytes >= (std::int64_t{1} << 20)) std::snprintf(buf, sizeof buf, "%.2f MiB", b / (1 << 20));
+  else if (bytes >= (std::int64_t{1} << 10)) std::snprintf(buf, sizeof buf, "%.1f KiB", b / (1 << 10));
+  else std::snprintf(buf, sizeof buf, "%lld B", static_cast<long long>(bytes));
+  return buf;
+}
+
+std::string render_run_header(const FramesDoc& doc, const TerminalOptions& opt) {
+  std::ostringstream o;
+  o << (opt.colour ? kBold : "") << (doc.strategy.empty() ? "run" : doc.strategy) << (opt.colour ? kReset : "") << ", "
+    << doc.world_size << (doc.world_size == 1 ? " rank" : " ranks") << ", " << doc.num_parameters << " parameters";
+  if (!doc.dtype.empty()) o << " (" << doc.dtype << ")";
+  o << ", " << doc.buckets.size() << (doc.buckets.size() == 1 ? " bucket" : " buckets") << ", " << doc.frames.size()
+    << (doc.frames.size() == 1 ? " frame" : " frames");
+  if (doc.capacity_bytes) o << ", capacity " << format_bytes(*doc.capacity_bytes) << " per rank";
+  o << "\ncells: # own shard  = whole  + gathered  ~ local grads  * reduced  . freed\n";
+  o << "owner: the rank whose shard of the bucket holds the cell";
+  if (opt.colour) {
+    o << "; colours:";
+    for (int r = 0; r < std::min(doc.world_size, 8); ++r) o << " " << owner_colour(r) << kBold << "rank " << r << kReset;
+  }
+  o << "\n";
+  return o.str();
+}
+
+std::string render_frame_text(const FramesDoc& doc, std::size_t i, const TerminalOptions& opt) {
+  const Frame& f = doc.frames.at(i);
+  const Layout l = layout(doc, opt.width);
+  const bool c = opt.colour;
+  std::ostringstream o;
+
+  // header, label, caption, collective
+  std::ostringstream head;
+  head << "frame " << i + 1 << "/" << doc.frames.size() << " | step " << f.step << " | micro " << f.micro << " | "
+       << f.phase;
+  const std::string h = head.str();
+  o << "\n" << (c ? kBold : "") << "=== " << h << " " << std::string(h.size() < 70 ? 70 - h.size() : 3, '=')
+    << (c ? kReset : "") << "\n";
+  o << (c ? kBold : "") << f.label << (c ? kReset : "") << "\n";
+  if (!f.caption.empty()) o << "  " << f.caption << "\n";
+  if (f.collective) {
+    const Collective& col = *f.collective;
+    o << "  " << (c ? "\x1b[38;5;166m" : "") << col.op;
+    if (col.bucket) o << " bucket " << *col.bucket << " (" << doc.buckets[static_cast<std::size_t>(*col.bucket)].name << ")";
+    o << " [" << col.begin << ", " << col.end << "): " << col.elements << " elements, " << col.bytes << " bytes per rank";
+    if (!col.ranks.empty()) o << ", ranks " << ranks_text(col.ranks);
+    o << (c ? kReset : "") << "\n";
+  }
+  o << "\n";
+
+  // bucket names and owners over the cells
+  std::string names = pad("", kPrefix), owners = pad("owner", kPrefix);
+  for (std::size_t b = 0; b < l.per_bucket.size(); ++b) {
+    const auto& cells = l.per_bucket[b];
+    std::string name = doc.buckets[b].name.substr(0, cells.size());
+    names += '|';
+    names += pad(name, cells.size());
+    owners += "|";
+    for (const Cell& cell : cells) {
+      const std::string digit = cell.owner < 10 ? std::to_string(cell.owner) : std::string(1, static_cast<char>('a' + (cell.owner - 10) % 26));
+      owners += c ? owner_colour(cell.owner) + digit + kReset : digit;
+    }
+  }
+  o << (c ? kDim : "") << names << "|" << (c ? kReset : "") << "\n";
+  o << owners << "|\n";
+
+  for (const RankState& rs : f.ranks) {
+    for (const char* kind : {"params", "grads", "optim"}) {
+      std::string line = kind[0] == 'p' ? "rank " + std::to_string(rs.rank) + " params" : "       " + std::string(kind);
+      line = pad(line, kPrefix);
+      const std::vector<Range>& ranges = rs.kind(kind);
+      for (const auto& cells : l.per_bucket) {
+        line += "|";
+        for (const Cell& cell : cells) {
+          const std::string st = majority_state(ranges, cell.begin, cell.end);
+          const char ch = st.empty() ? '.' : state_char(st);
+          if (!c) line += ch;
+          else if (st.empty()) line += std::string(kDim) + ch + kReset;
+          else line += (cell.owner == rs.rank ? std::string(kBold) : std::string()) + owner_colour(cell.owner) + ch + kReset;
+        }
+      }
+      o << line << "|\n";
+    }
+    std::string mem = pad("       memory", kPrefix);
+    bool any = false;
+    for (const auto& [tag, bytes] : rs.memory) {
+      if (bytes == 0) continue;
+      mem += std::string(any ? ", " : "") + tag + " " + format_bytes(bytes);
+      any = true;
+    }
+    mem += std::string(any ? " = " : "") + format_bytes(rs.memory_total());
+    if (doc.capacity_bytes) {
+      char pct[32];
+      std::snprintf(pct, sizeof pct, "%.0f%%", 100.0 * static_cast<double>(rs.memory_total()) / static_cast<double>(*doc.capacity_bytes));
+      mem += std::string(" (") + pct + " of " + format_bytes(*doc.capacity_bytes) + ")";
+    }
+    o << (c ? kDim : "") << mem << (c ? kReset : "") << "\n";
+  }
+  return o.str();
+}
+
+}  // namespace minitorch::trace
