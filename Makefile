@@ -22,8 +22,10 @@ endif
 # (tests/trace/browser_check.py drives headless Chromium over its DevTools pipe, standard library only).
 DEB_PACKAGES := g++ make cmake libeigen3-dev libopenmpi-dev openmpi-bin nlohmann-json3-dev libcli11-dev \
                 libgtest-dev libgmock-dev doxygen bible-kjv chromium python3
+# The notebooks (notebooks/, `make notebooks`): Debian's Jupyter, its Python kernel, numpy and matplotlib.
+NOTEBOOK_PACKAGES := jupyter-nbconvert python3-ipykernel python3-nbformat python3-numpy python3-matplotlib
 
-.PHONY: all deps configure build test sanitize fuzz data demo docs bench bench-pytorch clean
+.PHONY: all deps configure build test notebooks sanitize fuzz data demo docs bench bench-pytorch clean
 
 all: build
 
@@ -40,7 +42,7 @@ define install_missing
 endef
 
 deps:
-	$(call install_missing,$(DEB_PACKAGES))
+	$(call install_missing,$(DEB_PACKAGES) $(NOTEBOOK_PACKAGES))
 
 configure: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_NATIVE) > /dev/null
@@ -60,6 +62,30 @@ datasets/kjv.txt: | deps
 
 test: build data
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) --timeout 600
+	$(run_notebooks)
+
+# The notebooks (notebooks/README.md): each one runs the binaries of $(BUILD)/ (MINITORCH_BUILD), plots what
+# they write and asserts their numbers against the formulas; nbconvert executes it into
+# $(BUILD)/notebooks/NAME.ipynb (with its outputs; the figures beside it as PNG), and a failing cell fails
+# the target. The sources must have no outputs (checked first). Debian's python only (/usr/bin/python3): a pyenv/venv python on PATH does not see Debian's
+# packages, and the kernel nbconvert starts is the python that runs it.
+NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
+NBCONVERT ?= /usr/bin/python3 -m nbconvert
+define run_notebooks
+	@/usr/bin/python3 -c 'import json, sys; bad = [p for p in sys.argv[1:] if any(c.get("outputs") or c.get("execution_count") \
+	  for c in json.load(open(p))["cells"])]; bad and sys.exit("notebooks: committed with outputs (clear them: " \
+	  "/usr/bin/python3 -m nbconvert --clear-output --inplace " + " ".join(bad) + ")")' $(NOTEBOOKS)
+	@mkdir -p $(BUILD)/notebooks; start=$$(date +%s); \
+	for nb in $(NOTEBOOKS); do \
+	  echo "notebooks: executing $$nb"; \
+	  MINITORCH_BUILD=$(BUILD) PYDEVD_DISABLE_FILE_VALIDATION=1 $(NBCONVERT) --to notebook --execute \
+	    --ExecutePreprocessor.timeout=600 --output-dir $(BUILD)/notebooks $$nb \
+	    || { echo "notebooks: FAILED: $$nb (the failing cell is above)"; exit 1; }; \
+	done; \
+	echo "notebooks: $(words $(NOTEBOOKS)) executed in $$(( $$(date +%s) - start )) s; outputs and figures in $(BUILD)/notebooks/"
+endef
+notebooks: build data
+	$(run_notebooks)
 
 # ASan + UBSan (docs/build.md): build into $(SANITIZE_BUILD)/ at -O1 -g (asserts on), CUDA off; run every
 # unit suite's tests (ctest, one process per test as in `make test`), then, if they were clean, the
