@@ -66,6 +66,7 @@ struct Event {
   std::int64_t micro_step = -1;      ///< phase / compute: the micro-step inside the step, where known
   std::uint64_t id = 0;              ///< pairs a begin with its end (set by Span)
   double time_us = 0;                ///< filled by emit(): microseconds since the process started
+  std::string detail;                ///< phase "frame": the rank's state as JSON (trace/frames.h)
 };
 
 /// A consumer. on_event may be called from the thread that did the work (the rank's main thread;

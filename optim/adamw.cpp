@@ -133,6 +133,11 @@ void AdamW::load_state(const NamedTensors& state, std::int64_t step_count) {
   step_ = step_count;
 }
 
+bool AdamW::has_state(const std::string& name) const {
+  auto it = state_.find(name);
+  return it != state_.end() && it->second.m.defined();
+}
+
 std::int64_t AdamW::state_bytes() const {
   std::int64_t n = 0;
   for (const auto& [name, s] : state_)

@@ -65,6 +65,8 @@ class AdamW : public Optimizer {
   const AdamWOptions& options() const { return options_; }
   /// Bytes of optimizer state allocated so far (m, v and masters).
   std::int64_t state_bytes() const;
+  /// Whether the parameter (or piece) `name` has its state yet: AdamW allocates it at its first update.
+  bool has_state(const std::string& name) const;
 
  private:
   struct State {

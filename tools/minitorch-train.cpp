@@ -6,7 +6,8 @@
 // Data parallel: `mpirun -np N minitorch-train --config configs/ddp.json` — every rank trains on its own
 // micro-batches (DDP), rank 0 prints and saves, the others are silent. An error on any rank ends the
 // whole job with that rank's message. Without mpirun it is one rank (MPI singleton).
-// --trace DIR records every rank's events and writes DIR/trace.json (Chrome trace format, docs/trace.md).
+// --trace DIR records every rank's events and writes DIR/trace.json (Chrome trace format, docs/trace.md),
+// DIR/frames.json (docs/frames.md) and DIR/trace.html.
 // --report writes the run report (docs/report.md): losses, memory and traffic per rank, the formulas.
 // --comm-timeout (overrides comm.timeout_s, default 300): a rank that waits longer than this for the
 // others in one collective or receive ends the job, naming the operation — a stopped rank never hangs it.
@@ -179,8 +180,13 @@ void train(const std::string& config_path, std::string data_path, std::int64_t s
     const nlohmann::json about = {{"strategy", engine->strategy().name()}, {"zero_stage", cfg.zero.stage},
                                   {"world_size", world.size()}, {"steps", engine->global_steps()},
                                   {"config", config_path}};
-    const std::string path = zero::write_step_trace(trace_dir, *tracer, &world, about);
-    if (world.rank() == 0) std::printf("wrote %s (open it in https://ui.perfetto.dev or chrome://tracing)\n", path.c_str());
+    const std::string path = zero::write_step_trace(trace_dir, *tracer, &world, *engine, about);
+    if (world.rank() == 0) {
+      const std::filesystem::path d(trace_dir);
+      std::printf("wrote %s (open it in https://ui.perfetto.dev or chrome://tracing)\n", path.c_str());
+      std::printf("wrote %s (the state after each phase) and %s (open it in a browser; or: minitorch-trace %s)\n",
+                  (d / "frames.json").c_str(), (d / "trace.html").c_str(), trace_dir.c_str());
+    }
   }
   if (report) {
     report->write(report_path);  // collective: every rank sends its part to rank 0
@@ -205,8 +211,9 @@ int main(int argc, char** argv) {
   app.add_option("--resume", resume, "checkpoint to continue from: one complete save (CKPT, CKPT.optim, CKPT.manifest.json; or a sharded CKPT/ directory), from any number of ranks and any stage");
   app.add_option("--report", report, "write the run report (JSON, docs/report.md) to this path at the end");
   app.add_option("--trace", trace_dir,
-                 "record every rank's step trace and write DIR/trace.json at the end (Chrome trace format: "
-                 "Perfetto, chrome://tracing; docs/trace.md). Meant for a few steps");
+                 "record every rank's step trace and write DIR/trace.json (Chrome trace format: Perfetto, "
+                 "chrome://tracing; docs/trace.md), DIR/frames.json (the state after each phase; docs/frames.md) and "
+                 "DIR/trace.html (its animated player) at the end. Meant for a few steps");
   app.add_option("--out", out, "where to save the checkpoint (overrides training.checkpoint; \"\" = don't save)");
   app.add_option("--comm-timeout", comm_timeout,
                  "seconds a rank waits for the others in one collective or receive before it ends the job "

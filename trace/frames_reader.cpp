@@ -192,7 +192,7 @@ FramesDoc parse_frames(const json& j, const std::string& what) {
           if (r.begin < prev_end) c.fail(qa, "ranges must be sorted and must not overlap");
           const auto& states = range_states();
           if (std::find(states.begin(), states.end(), r.state) == states.end())
-            c.fail(qa + ".state", "must be one of whole, shard, gathered, accumulating, reduced; got \"" +
+            c.fail(qa + ".state", "must be one of whole, shard, gathering, gathered, accumulating, reduced; got \"" +
                                       truncate_for_message(r.state) + "\"");
           prev_end = r.end;
           out.push_back(std::move(r));

@@ -29,12 +29,12 @@ class FramesError : public std::runtime_error {
 
 /// The states a held range can be in (docs/frames.md), in the order the players list them.
 inline const std::vector<std::string>& range_states() {
-  static const std::vector<std::string> s = {"whole", "shard", "gathered", "accumulating", "reduced"};
+  static const std::vector<std::string> s = {"whole", "shard", "gathering", "gathered", "accumulating", "reduced"};
   return s;
 }
 /// The memory tags in the order the players stack them; a file may carry others after these.
 inline const std::vector<std::string>& memory_tags() {
-  static const std::vector<std::string> t = {"param", "grad", "optim", "activation", "optim_temp", "comm_buffer", "other"};
+  static const std::vector<std::string> t = {"param", "grad", "optim", "activation", "optim_temp", "comm", "other"};
   return t;
 }
 

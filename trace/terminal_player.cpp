@@ -24,6 +24,7 @@ std::string owner_colour(int r) {
 char state_char(const std::string& s) {
   if (s == "shard") return '#';
   if (s == "whole") return '=';
+  if (s == "gathering") return ':';
   if (s == "gathered") return '+';
   if (s == "accumulating") return '~';
   if (s == "reduced") return '*';
@@ -116,7 +117,7 @@ std::string render_run_header(const FramesDoc& doc, const TerminalOptions& opt) 
   o << ", " << doc.buckets.size() << (doc.buckets.size() == 1 ? " bucket" : " buckets") << ", " << doc.frames.size()
     << (doc.frames.size() == 1 ? " frame" : " frames");
   if (doc.capacity_bytes) o << ", capacity " << format_bytes(*doc.capacity_bytes) << " per rank";
-  o << "\ncells: # own shard  = whole  + gathered  ~ local grads  * reduced  . freed\n";
+  o << "\ncells: # own shard  = whole  + gathered  : gathering  ~ local grads  * reduced  . freed\n";
   o << "owner: the rank whose shard of the bucket holds the cell";
   if (opt.colour) {
     o << "; colours:";

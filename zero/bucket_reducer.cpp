@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "minitorch/events.h"
 #include "minitorch/ops.h"
 
 namespace minitorch::zero {
@@ -86,6 +87,7 @@ std::unique_ptr<dist::Work> ShardReduction::start(Partition& partition, std::siz
     param.set_grad(Tensor());
     offset += param.numel();
   }
+  events::FlatRange what("zero bucket", bucket.first, bucket.first + bucket.numel);  // for the traces
   return group.reduce_scatter_into_async(reduced, flat, dist::ReduceOp::avg);
 }
 

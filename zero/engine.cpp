@@ -7,6 +7,7 @@
 #include "autograd/engine.h"
 #include "minitorch/events.h"
 #include "zero/model_budget.h"
+#include "zero/step_frames.h"
 
 namespace minitorch::zero {
 
@@ -73,28 +74,52 @@ Tensor Engine::forward(const Tensor& idx, const Tensor& targets) {
     e.name = "step_begin";
     e.step = global_steps_;
     events::emit(std::move(e));
+    if (!framed_start_) {  // the first traced step: the state the run starts from
+      framed_start_ = true;
+      frame(*strategy_, [&] {
+        return trace::FrameNote{"init", "before the first step",
+                                "the start: each rank holds what its strategy keeps between steps (" +
+                                    strategy_->name() + ")",
+                                nullptr};
+      });
+    }
   }
-  events::Span span(events::Category::compute, "forward", "", micro_in_step());
   Tensor loss;
   {
+    events::Span span(events::Category::compute, "forward", "", micro_in_step());
     TagScope scope(MemTag::activation);
     loss = model_->loss(idx, targets);
   }
+  frame(*strategy_, [&] {
+    return trace::FrameNote{"forward", "forward",
+                            "forward of micro-batch " + std::to_string(micro_in_step() + 1) + " of " +
+                                std::to_string(config_.gradient_accumulation_steps) +
+                                ": the loss is computed; its activations stay allocated for the backward",
+                            nullptr};
+  });
   times_.forward += ms_since(t0);
   return loss;
 }
 
 void Engine::backward(const Tensor& loss) {
   auto t0 = Clock::now();
-  events::Span span(events::Category::compute, "backward", "", micro_in_step());
-  strategy_->begin_backward(is_gradient_accumulation_boundary());
   {
-    TagScope scope(MemTag::activation);
-    // fp16: the gradients come out × the loss scale, inside f16's range (zero/loss_scaler.h).
-    const float scale = static_cast<float>(loss_scale() / static_cast<double>(config_.gradient_accumulation_steps));
-    autograd::backward(loss, Tensor::full(loss.shape(), scale));
+    events::Span span(events::Category::compute, "backward", "", micro_in_step());
+    strategy_->begin_backward(is_gradient_accumulation_boundary());
+    {
+      TagScope scope(MemTag::activation);
+      // fp16: the gradients come out × the loss scale, inside f16's range (zero/loss_scaler.h).
+      const float scale = static_cast<float>(loss_scale() / static_cast<double>(config_.gradient_accumulation_steps));
+      autograd::backward(loss, Tensor::full(loss.shape(), scale));
+    }
+    strategy_->end_backward();
   }
-  strategy_->end_backward();
+  frame(*strategy_, [&] {
+    return trace::FrameNote{"backward", "backward",
+                            "backward of micro-batch " + std::to_string(micro_in_step() + 1) +
+                                " done: the gradients hold what this rank has computed and reduced so far",
+                            nullptr};
+  });
   times_.backward += ms_since(t0);
 }
 

@@ -133,6 +133,7 @@ class Engine {
   std::int64_t micro_steps_ = 0, global_steps_ = 0, skipped_steps_ = 0;
   bool last_step_skipped_ = false;
   double last_grad_norm_ = 0;
+  bool framed_start_ = false;  ///< the "init" frame was recorded (trace/frames.h)
   float bad_loss_ = 0;  ///< the first non-finite micro-batch loss of the current step (0: none)
   std::string diverged_message() const;
   StepTimes times_, last_times_;

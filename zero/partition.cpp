@@ -44,6 +44,7 @@ Partition::Partition(const nn::NamedTensors& params, const std::vector<std::vect
     const std::int64_t shard = (used + world - 1) / world;
     padding_ += shard * world - used;
     b.numel = shard * world;
+    b.first = buckets_.empty() ? 0 : buckets_.back().first + buckets_.back().numel;
     const std::int64_t mine_begin = rank * shard, mine_end = mine_begin + shard;
     std::int64_t offset = 0;
     for (std::size_t slot = 0; slot < b.members.size(); ++slot) {

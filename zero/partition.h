@@ -36,6 +36,7 @@ namespace minitorch::zero {
 struct ShardedBucket {
   std::vector<std::size_t> members;  ///< indices into the model's named_parameters(), slot order
   std::int64_t numel = 0;            ///< Σ numel of the members + padding: a multiple of N
+  std::int64_t first = 0;            ///< where it starts in the flat space of all buckets end to end (traces)
   FlatBuffer params;                 ///< the parameters' own storage: dtype P, tag param, N shards
                                      ///< (stages 1-2: adopt_parameters; stage 3: only while gathered)
   Tensor param_shard;                ///< (numel / N) this rank's shard of the parameters: a view of

@@ -1,11 +1,13 @@
 #include "zero/sharded_optimizer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
 #include <stdexcept>
 
 #include "optim/clip.h"
+#include "zero/step_frames.h"
 #include "zero/tiled_step.h"
 
 namespace minitorch::zero {
@@ -37,6 +39,15 @@ StepResult ShardedOptimizer::step(const StepRequest& r) {
   }
   const double coef = r.max_norm > 0 ? optim::clip_coefficient(norm, r.max_norm) : 1.0;
   tiled_adamw_step(*adamw_, static_cast<float>(coef / r.loss_scale), tile_elements_);
+  if (frame_source_)
+    frame(*frame_source_, [&] {
+      const std::int64_t sent = dist::all_reduce_volume(1, group_.size(), group_.rank());
+      return trace::FrameNote{"optimizer_step", "optimizer step of the shards",
+                              "AdamW: each rank updates only its shard of the parameters, with its shard of the "
+                              "reduced gradients and of the optimizer states (clipped by the global norm, one "
+                              "all-reduced number)",
+                              trace::collective_json("all_reduce", -1, 0, 0, sent, sent * 4, group_.size())};
+    });
   gather_parameters();
   partition_.zero_gradients();
   return {norm, false};
@@ -68,13 +79,29 @@ void ShardedOptimizer::load_parameters(const nn::NamedTensors& whole) {
 
 void ShardedOptimizer::gather_parameters() {
   std::vector<std::unique_ptr<dist::Work>> inflight;
+  std::int64_t sent = 0, bytes = 0;
   for (std::size_t i = 0; i < partition_.buckets().size(); ++i) {
     if (!gather_after_step_[i]) continue;
     ShardedBucket& b = partition_.buckets()[i];
     Tensor full = b.params.flat();
+    events::FlatRange what("zero bucket", b.first, b.first + b.numel);  // for the traces
     inflight.push_back(group_.all_gather_into_async(full, b.params.shard_view(partition_.rank())));
+    const std::int64_t n = dist::all_gather_volume(b.numel, partition_.world(), partition_.rank());
+    sent += n;
+    bytes += n * static_cast<std::int64_t>(dtype_size(full.dtype()));
   }
   for (auto& w : inflight) w->wait();
+  if (frame_source_ && !inflight.empty())
+    frame(*frame_source_, [&] {
+      const std::int64_t end = partition_.buckets().back().first + partition_.buckets().back().numel;
+      const bool all = std::find(gather_after_step_.begin(), gather_after_step_.end(), false) == gather_after_step_.end();
+      return trace::FrameNote{"gather", all ? "all-gather the updated parameters" : "all-gather the persistent parameters",
+                              all ? "all-gather: every rank sends its updated shard of each bucket to all others, so "
+                                    "every rank again holds all the parameters, up to date"
+                                  : "all-gather: the small parameters kept whole on every rank are made whole again; "
+                                    "the units stay sharded until their next forward gathers them",
+                              trace::collective_json("all_gather", -1, 0, end, sent, bytes, group_.size())};
+    });
 }
 
 }  // namespace minitorch::zero

@@ -46,6 +46,8 @@ class ShardedOptimizer {
   /// Whether step() all-gathers bucket b (default: every bucket). ZeRO-3 keeps its units sharded:
   /// their next forward gathers them.
   void set_gather_after_step(std::size_t bucket, bool gather) { gather_after_step_.at(bucket) = gather; }
+  /// The strategy whose holdings the step's frames show (zero/step_frames.h); none: no frames.
+  void set_frame_source(const GradientStrategy* strategy) { frame_source_ = strategy; }
 
   optim::AdamW& adamw() { return *adamw_; }
   const optim::AdamW& adamw() const { return *adamw_; }
@@ -56,6 +58,7 @@ class ShardedOptimizer {
   std::unique_ptr<optim::AdamW> adamw_;
   std::vector<bool> gather_after_step_;
   std::int64_t tile_elements_;
+  const GradientStrategy* frame_source_ = nullptr;
 };
 
 }  // namespace minitorch::zero

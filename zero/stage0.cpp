@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "optim/clip.h"
+#include "zero/step_frames.h"
 #include "zero/tiled_step.h"
 
 namespace minitorch::zero {
@@ -17,6 +18,39 @@ Stage0::Stage0(std::shared_ptr<nn::GPT> model, const Config& config, dist::Proce
     ddp_->broadcast_parameters(0);
   }
   optimizer_ = make_adamw(model_->named_parameters(), config);
+  if (ddp_) {
+    for (const dist::Bucket& b : ddp_->buckets()) {
+      trace::SpaceBucket& sb = space_.add_bucket("bucket " + std::to_string(space_.buckets.size()), b.buffer.numel());
+      for (std::size_t i = 0; i < b.params.size(); ++i) {
+        const FlatBuffer::Range r = b.buffer.slot(i);
+        slots_.push_back({b.names[i], b.params[i], b.first + r.begin});
+        sb.params.push_back({b.names[i], b.first + r.begin, b.first + r.end});
+      }
+    }
+  } else {
+    std::int64_t n = 0;
+    for (const auto& [name, p] : model_->named_parameters()) n += p.numel();
+    trace::SpaceBucket& sb = space_.add_bucket("model", n);
+    std::int64_t at = 0;
+    for (const auto& [name, p] : model_->named_parameters()) {
+      slots_.push_back({name, p, at});
+      sb.params.push_back({name, at, at + p.numel()});
+      at += p.numel();
+    }
+  }
+}
+
+trace::FlatSpace Stage0::flat_space() const { return space_; }
+
+trace::RankHoldings Stage0::holdings() const {
+  trace::RankHoldings h;
+  for (const Slot& s : slots_) {
+    const std::int64_t end = s.begin + s.param.numel();
+    h.params.paint(s.begin, end, "whole");
+    if (s.param.grad().defined()) h.grads.paint(s.begin, end, reduced_ ? "reduced" : "accumulating");
+    if (optimizer_->has_state(s.name)) h.optim.paint(s.begin, end, "whole");
+  }
+  return h;
 }
 
 // ---- communication: DDP's hooks reduce during the boundary backward; the rest waits here ----
@@ -35,6 +69,16 @@ void Stage0::reduce_gradients() {
   if (!ddp_) return;
   ddp_->set_sync(true);
   ddp_->finish();  // waits for the bucket all-reduces, writes the averages into .grad
+  reduced_ = true;
+  frame(*this, [&] {
+    dist::ProcessGroup& g = ddp_->group();
+    std::int64_t sent = 0;
+    for (const dist::Bucket& b : ddp_->buckets()) sent += dist::all_reduce_volume(b.buffer.numel(), g.size(), g.rank());
+    return trace::FrameNote{"reduce", "all-reduce the gradients",
+                            "all-reduce (average): every rank now holds the same gradients, the mean over all "
+                            "ranks' micro-batches; each rank sent 2(N-1)/N of them",
+                            trace::collective_json("all_reduce", -1, 0, space_.numel, sent, sent * 4, g.size())};
+  });
 }
 
 // ---- compute: every rank updates all parameters with the same averaged gradients ----
@@ -46,6 +90,7 @@ StepResult Stage0::step(const StepRequest& r) {
   optimizer_->set_lr(r.lr);  // also on a skipped step: lr() reports the rate this update would have used
   if (!std::isfinite(norm) && r.skip_on_overflow) {
     optimizer_->zero_grad();
+    reduced_ = false;
     return {norm, true};
   }
   const double coef = r.max_norm > 0 ? optim::clip_coefficient(norm, r.max_norm) : 1.0;
@@ -58,7 +103,15 @@ StepResult Stage0::step(const StepRequest& r) {
     for (const Tensor& p : params) largest = std::max(largest, p.numel());
     tiled_adamw_step(*optimizer_, static_cast<float>(coef / r.loss_scale), largest);
   }
+  frame(*this, [&] {
+    return trace::FrameNote{"optimizer_step", "optimizer step",
+                            ddp_ ? "AdamW: every rank updates all of its parameters with the same averaged gradients, "
+                                   "so the replicas stay identical"
+                                 : "AdamW: the parameters are updated with the gradients",
+                            nullptr};
+  });
   optimizer_->zero_grad();
+  reduced_ = false;
   return {norm, false};
 }
 

@@ -28,6 +28,8 @@ class Stage0 final : public GradientStrategy {
   StepResult step(const StepRequest& r) override;
   ModelStateBytes model_state_bytes() const override;
   void load_parameters(const nn::NamedTensors& whole) override;
+  trace::FlatSpace flat_space() const override;
+  trace::RankHoldings holdings() const override;
   optim::AdamW& optimizer() override { return *optimizer_; }
   const optim::AdamW& optimizer() const override { return *optimizer_; }
 
@@ -38,6 +40,16 @@ class Stage0 final : public GradientStrategy {
   std::shared_ptr<nn::GPT> model_;
   std::unique_ptr<dist::DistributedDataParallel> ddp_;
   std::unique_ptr<optim::AdamW> optimizer_;
+  /// Every parameter's place in the flat space: DDP's buckets end to end (reverse order of use, with
+  /// their padding), or the model's order on one rank.
+  struct Slot {
+    std::string name;
+    Tensor param;
+    std::int64_t begin;
+  };
+  std::vector<Slot> slots_;
+  trace::FlatSpace space_;
+  bool reduced_ = false;  ///< the gradients are DDP's averages (frames)
 };
 
 }  // namespace minitorch::zero

@@ -19,6 +19,7 @@
 #include "zero/bucket_reducer.h"
 #include "zero/partition.h"
 #include "zero/sharded_optimizer.h"
+#include "zero/step_frames.h"
 #include "zero/strategy.h"
 
 namespace minitorch::zero {
@@ -32,10 +33,12 @@ class Stage1 final : public GradientStrategy {
   std::string name() const override { return "ZeRO-1"; }
   int stage() const override { return 1; }
   void begin_backward(bool boundary) override;
-  void end_backward() override { reducer_->end_backward(); }
+  void end_backward() override;
   void reduce_gradients() override { reducer_->wait_all(); }
-  StepResult step(const StepRequest& r) override { return optimizer_->step(r); }
+  StepResult step(const StepRequest& r) override;
   ModelStateBytes model_state_bytes() const override;
+  trace::FlatSpace flat_space() const override { return partition_space(partition_, numbered_buckets(partition_)); }
+  trace::RankHoldings holdings() const override;
   bool shards_optimizer_state() const override { return true; }
   nn::NamedTensors parameter_pieces() const override { return partition_.piece_params(); }
   void load_parameters(const nn::NamedTensors& whole) override { optimizer_->load_parameters(whole); }
@@ -54,6 +57,7 @@ class Stage1 final : public GradientStrategy {
   Partition partition_;
   std::unique_ptr<BucketReducer> reducer_;
   std::unique_ptr<ShardedOptimizer> optimizer_;
+  ReductionProgress progress_;  ///< for the frames (zero/step_frames.h)
 };
 
 }  // namespace minitorch::zero

@@ -23,6 +23,7 @@
 #include "zero/bucket_reducer.h"
 #include "zero/partition.h"
 #include "zero/sharded_optimizer.h"
+#include "zero/step_frames.h"
 #include "zero/strategy.h"
 
 namespace minitorch::zero {
@@ -36,11 +37,13 @@ class Stage2 final : public GradientStrategy {
 
   std::string name() const override { return "ZeRO-2"; }
   int stage() const override { return 2; }
-  void begin_backward(bool) override { reducer_->begin_backward(/*reduce=*/true); }
-  void end_backward() override { reducer_->end_backward(); }
+  void begin_backward(bool) override;
+  void end_backward() override;
   void reduce_gradients() override { reducer_->wait_all(); }
-  StepResult step(const StepRequest& r) override { return optimizer_->step(r); }
+  StepResult step(const StepRequest& r) override;
   ModelStateBytes model_state_bytes() const override;
+  trace::FlatSpace flat_space() const override { return partition_space(partition_, numbered_buckets(partition_)); }
+  trace::RankHoldings holdings() const override;
   bool shards_optimizer_state() const override { return true; }
   nn::NamedTensors parameter_pieces() const override { return partition_.piece_params(); }
   void load_parameters(const nn::NamedTensors& whole) override { optimizer_->load_parameters(whole); }
@@ -52,7 +55,7 @@ class Stage2 final : public GradientStrategy {
 
  private:
   std::unique_ptr<dist::Work> launch(std::size_t b) { return in_flight_[b].start(partition_, b, group_); }
-  void finish(std::size_t b) { in_flight_[b].finish(partition_, b); }
+  void finish(std::size_t b);
 
   std::shared_ptr<nn::GPT> model_;
   dist::ProcessGroup& group_;
@@ -60,6 +63,7 @@ class Stage2 final : public GradientStrategy {
   std::vector<ShardReduction> in_flight_;  ///< per bucket: its buffers while it is reduced
   std::unique_ptr<BucketReducer> reducer_;
   std::unique_ptr<ShardedOptimizer> optimizer_;
+  ReductionProgress progress_;  ///< for the frames (zero/step_frames.h)
 };
 
 }  // namespace minitorch::zero

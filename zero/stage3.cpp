@@ -67,6 +67,11 @@ Stage3::Stage3(std::shared_ptr<nn::GPT> model, const Config& config, dist::Proce
   state_.assign(B, UnitState::gathered);
   gathers_.resize(B);
   reductions_.resize(B);
+  progress_.reduced.assign(B, false);
+  for (std::size_t b = 0, persistent = 0; b < B; ++b) unit_names_.push_back(persistent_[b] ? "persistent " + std::to_string(persistent++) : "");
+  for (std::size_t k = 0; k < model_->blocks.size(); ++k)
+    if (plan.block_pos[k] >= 0) unit_names_[units_[static_cast<std::size_t>(plan.block_pos[k])]] = "h." + std::to_string(k);
+  if (has_outer_) unit_names_[units_[0]] = "outer";
 
   // Every rank starts from rank 0's weights, then keeps only its shard of each unit.
   for (auto& [name, p] : model_->named_parameters()) {
@@ -108,11 +113,17 @@ Stage3::Stage3(std::shared_ptr<nn::GPT> model, const Config& config, dist::Proce
       partition_, config.zero.overlap_comm, /*max_in_flight=*/2,
       [this](std::size_t b) {
         auto work = reductions_[b].start(partition_, b, group_);
-        if (!persistent_[b]) release(b);  // no node of this backward reads the unit any more
+        // No node of this backward reads the unit any more. No frame: inside the gradient hook the
+        // autograd engine still holds the gradient it just made, memory no buffer of ours accounts for.
+        if (!persistent_[b]) release(b, /*framed=*/false);
         return work;
       },
-      [this](std::size_t b) { reductions_[b].finish(partition_, b); });
+      [this](std::size_t b) {
+        reductions_[b].finish(partition_, b);
+        reduced_frame(*this, partition_, b, unit_names_[b], progress_, true);
+      });
   optimizer_ = std::make_unique<ShardedOptimizer>(partition_, config, group_);
+  optimizer_->set_frame_source(this);
   for (std::size_t b = 0; b < B; ++b) optimizer_->set_gather_after_step(b, persistent_[b]);
 }
 
@@ -130,6 +141,7 @@ void Stage3::gather_async(std::size_t b) {
   bucket.params = FlatBuffer(partition_.shapes(bucket), bucket.param_shard.dtype(), group_.size(), MemTag::param,
                              bucket.param_shard.device());
   Tensor full = bucket.params.flat();
+  events::FlatRange what("zero unit", bucket.first, bucket.first + bucket.numel);  // for the traces
   gathers_[b] = group_.all_gather_into_async(full, bucket.param_shard);
   state_[b] = UnitState::gathering;
 }
@@ -141,13 +153,27 @@ void Stage3::ensure_gathered(std::size_t b) {
   gathers_[b].reset();
   partition_.attach_gathered(b);
   state_[b] = UnitState::gathered;
+  frame(*this, [&] {
+    const std::string& unit = unit_names_[b];
+    return trace::FrameNote{progress_.in_backward ? "backward" : "forward", "all-gather " + unit,
+                            "all-gather: every rank now holds all of " + unit + "'s parameters, for its " +
+                                (progress_.in_backward ? "backward" : "forward"),
+                            bucket_collective(partition_, b, "all_gather")};
+  });
 }
 
-void Stage3::release(std::size_t b) {
+void Stage3::release(std::size_t b, bool framed) {
   if (persistent_[b] || state_[b] == UnitState::sharded) return;
   if (state_[b] == UnitState::gathering) ensure_gathered(b);  // a prefetch not used: finish it first
   partition_.release_gathered(b);
   state_[b] = UnitState::sharded;
+  if (!framed) return;
+  frame(*this, [&] {
+    return trace::FrameNote{progress_.in_backward ? "backward" : "forward", "release " + unit_names_[b],
+                            "release: " + unit_names_[b] + "'s gathered parameters are freed; each rank keeps only "
+                                "its own shard of them",
+                            nullptr};
+  });
 }
 
 void Stage3::prefetch(const std::vector<std::size_t>& order, std::size_t pos, bool including) {
@@ -179,12 +205,45 @@ void Stage3::release_all() {
   for (std::size_t b : units_) release(b);
 }
 
+void Stage3::begin_backward(bool) {
+  reducer_->begin_backward(/*reduce=*/true);
+  progress_.in_backward = true;
+}
+
 void Stage3::end_backward() {
   reducer_->end_backward();
   for (std::size_t b : units_) release(b);  // a unit this backward did not reach
+  progress_.in_backward = false;
+}
+
+StepResult Stage3::step(const StepRequest& r) {
+  const StepResult result = optimizer_->step(r);
+  progress_.clear();  // the gradient shards are zero again
+  return result;
 }
 
 // ---- compute ----
+
+trace::RankHoldings Stage3::holdings() const {
+  trace::RankHoldings h;
+  for (std::size_t b = 0; b < partition_.buckets().size(); ++b) {
+    const ShardedBucket& bucket = partition_.buckets()[b];
+    const std::int64_t shard = bucket.numel / partition_.world(), mine = bucket.first + partition_.rank() * shard;
+    if (persistent_[b]) {
+      h.params.paint(bucket.first, bucket.first + bucket.numel, "whole");
+    } else {
+      h.params.paint(mine, mine + shard, "shard");
+      // While gathering or gathered, the full buffer lies over the shard, which stays allocated.
+      if (state_[b] != UnitState::sharded)
+        h.params.paint(bucket.first, bucket.first + bucket.numel,
+                       state_[b] == UnitState::gathered ? "gathered" : "gathering", trace::Overlay::separate_buffer);
+    }
+    if (bucket.grad_shard.defined()) h.grads.paint(mine, mine + shard, progress_.reduced[b] ? "reduced" : "shard");
+    paint_local_gradients(partition_, b, h.grads);
+  }
+  paint_optimizer_shard(partition_, optimizer(), h.optim);
+  return h;
+}
 
 ModelStateBytes Stage3::model_state_bytes() const {
   ModelStateBytes bytes;

@@ -28,6 +28,7 @@
 #include "zero/bucket_reducer.h"
 #include "zero/partition.h"
 #include "zero/sharded_optimizer.h"
+#include "zero/step_frames.h"
 #include "zero/strategy.h"
 
 namespace minitorch::zero {
@@ -57,12 +58,14 @@ class Stage3 final : public GradientStrategy {
 
   std::string name() const override { return "ZeRO-3"; }
   int stage() const override { return 3; }
-  void begin_backward(bool) override { reducer_->begin_backward(/*reduce=*/true); }
+  void begin_backward(bool) override;
   void end_backward() override;
   void reduce_gradients() override { reducer_->wait_all(); }
   /// Updates the shards; only the persistent buckets are gathered after it.
-  StepResult step(const StepRequest& r) override { return optimizer_->step(r); }
+  StepResult step(const StepRequest& r) override;
   ModelStateBytes model_state_bytes() const override;
+  trace::FlatSpace flat_space() const override { return partition_space(partition_, unit_names_); }
+  trace::RankHoldings holdings() const override;
   bool shards_optimizer_state() const override { return true; }
   nn::NamedTensors parameter_pieces() const override { return partition_.piece_params(); }
   void load_parameters(const nn::NamedTensors& whole) override { optimizer_->load_parameters(whole); }
@@ -85,7 +88,7 @@ class Stage3 final : public GradientStrategy {
   // ---- communication: the unit state machine ----
   void gather_async(std::size_t bucket);  ///< sharded → gathering
   void ensure_gathered(std::size_t bucket);  ///< → gathered (waits for a gather in flight)
-  void release(std::size_t bucket);       ///< gathered → sharded
+  void release(std::size_t bucket, bool framed = true);  ///< gathered → sharded (a frame, unless told not to)
   /// Starts the gathers of the units from position `pos` of `order` (after it, unless `including`)
   /// that fit in stage3_prefetch_bucket_size elements.
   void prefetch(const std::vector<std::size_t>& order, std::size_t pos, bool including);
@@ -105,6 +108,8 @@ class Stage3 final : public GradientStrategy {
   std::vector<HookHandle> hooks_;
   std::unique_ptr<BucketReducer> reducer_;
   std::unique_ptr<ShardedOptimizer> optimizer_;
+  std::vector<std::string> unit_names_;  ///< per bucket: "outer", "h.0", ..., "persistent 0", ...
+  ReductionProgress progress_;           ///< for the frames (zero/step_frames.h)
 };
 
 }  // namespace minitorch::zero

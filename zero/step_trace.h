@@ -1,21 +1,28 @@
 #pragma once
 /// \file step_trace.h
-/// `minitorch-train --trace DIR`: every rank records its events (trace/chrome_trace.h), and at the
-/// end rank 0 gathers them and writes `DIR/trace.json` (Chrome Trace Event format; docs/trace.md),
-/// atomically.
+/// `minitorch-train --trace DIR`: every rank records its events (trace/chrome_trace.h) and its frames
+/// (trace/frames.h), and at the end rank 0 gathers them and writes, each atomically:
+///   DIR/trace.json   the Chrome Trace Event format (docs/trace.md): Perfetto, chrome://tracing
+///   DIR/frames.json  the state of every rank after each phase (docs/frames.md)
+///   DIR/trace.html   the animated player of frames.json (trace/html_player.h)
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "dist/process_group.h"
 #include "trace/chrome_trace.h"
+#include "zero/engine.h"
 
 namespace minitorch::zero {
 
-/// Gathers every rank's recorded events to rank 0, which writes `dir/trace.json` (a temp file, then
-/// renamed). `about` lands in the file's otherData (the run: strategy, stage, ranks, ...). Every
-/// rank calls it (nullptr group: one rank). Returns the path written (on every rank).
+/// What frames.json says of the run (docs/frames.md `run`): strategy, stage, ranks, dtype, Ψ.
+nlohmann::json frames_run(const Engine& engine, int world_size);
+
+/// Gathers every rank's recorded events to rank 0, which writes the three files into `dir` (each a
+/// temp file, then renamed). `about` lands in trace.json's otherData (the run: strategy, stage,
+/// ranks, ...). Every rank calls it (nullptr group: one rank). Returns the path of trace.json (on
+/// every rank).
 std::string write_step_trace(const std::string& dir, const trace::TraceRecorder& recorder, dist::ProcessGroup* group,
-                             const nlohmann::json& about);
+                             const Engine& engine, const nlohmann::json& about);
 
 }  // namespace minitorch::zero

@@ -26,6 +26,7 @@
 #include "dist/process_group.h"
 #include "nn/gpt.h"
 #include "optim/adamw.h"
+#include "trace/frames.h"
 #include "zero/config.h"
 
 namespace minitorch::zero {
@@ -74,6 +75,11 @@ class GradientStrategy {
   /// Bytes of parameters, gradients and optimizer states this rank holds, counted from the tensors
   /// it owns (the run report sets them beside the allocator's tags and the formulas).
   virtual ModelStateBytes model_state_bytes() const = 0;
+  /// The flat parameter space this strategy lays the model out in (buckets end to end), and what this
+  /// rank holds of it now, read from the buffers it owns: frames.json (trace/frames.h, zero/step_frames.h).
+  virtual trace::FlatSpace flat_space() const = 0;
+  virtual trace::RankHoldings holdings() const = 0;
+
   /// The optimizer (over this rank's parameters, or over its shard).
   virtual optim::AdamW& optimizer() = 0;
   virtual const optim::AdamW& optimizer() const = 0;

@@ -89,7 +89,7 @@ class Run:
         ranks = []
         for r in range(self.n):
             p, g, o, mem = per_rank(r)
-            full = {"param": 0, "grad": 0, "optim": 0, "activation": 0, "optim_temp": 0, "comm_buffer": 0,
+            full = {"param": 0, "grad": 0, "optim": 0, "activation": 0, "optim_temp": 0, "comm": 0,
                     "other": 4096}
             full.update(mem)
             ranks.append({"rank": r, "params": normalise(p), "grads": normalise(g), "optim": normalise(o),
@@ -134,7 +134,7 @@ def zero3(n=4, name="zero3_4ranks"):
                 gbytes += (hi - lo) * F32
         optim = [{"begin": shard(b, r, n)[0], "end": shard(b, r, n)[1], "state": "shard"} for b in range(5)]
         mem = {"param": pbytes, "grad": gbytes, "optim": 2 * (NUMEL // n) * F32, "activation": act[0] + 1500 * r,
-               "comm_buffer": comm[0], "optim_temp": temp[0]}
+               "comm": comm[0], "optim_temp": temp[0]}
         return params, grads, optim, mem
 
     def f(phase, label, caption, coll=None):
@@ -226,7 +226,7 @@ def zero1():
         grads = [x for x in grads if x["begin"] < x["end"]]
         optim = [{"begin": shard(b, r, n)[0], "end": shard(b, r, n)[1], "state": "shard"} for b in range(5)]
         mem = {"param": NUMEL * F32, "grad": NUMEL * F32 + sum((bsize(b) // n) * F32 for b in range(5) if G[b] == "reduced"),
-               "optim": 2 * (NUMEL // n) * F32, "activation": act[0], "comm_buffer": comm[0], "optim_temp": temp[0]}
+               "optim": 2 * (NUMEL // n) * F32, "activation": act[0], "comm": comm[0], "optim_temp": temp[0]}
         return params, grads, optim, mem
 
     def f(phase, label, caption, coll=None):

@@ -1,0 +1,56 @@
+#pragma once
+/// \file step_frames.h
+/// How the stages describe themselves for frames.json (trace/frames.h, docs/frames.md): the flat
+/// space they lay the model out in, what this rank holds of it right now — read from the buffers
+/// they own, never from a plan — and the frames they record at each transition of a step.
+///
+/// A frame costs nothing untraced: `frame(strategy, make_note)` calls `make_note` (which builds the
+/// caption strings) only while a sink listens.
+///
+/// \code
+///   frame(*this, [&] { return trace::FrameNote{"reduce", "reduce-scatter " + name, caption, collective}; });
+/// \endcode
+#include <string>
+#include <vector>
+
+#include "dist/process_group.h"
+#include "optim/adamw.h"
+#include "trace/frames.h"
+#include "zero/partition.h"
+#include "zero/strategy.h"
+
+namespace minitorch::zero {
+
+/// Records a frame of `s` (its holdings() and the note) when tracing; else does nothing.
+template <class MakeNote>
+void frame(const GradientStrategy& s, MakeNote&& make_note) {
+  if (events::enabled()) trace::record_frame(make_note(), s.holdings());
+}
+
+/// The flat space of a partition: its buckets end to end (ShardedBucket::first), named `names[b]`,
+/// each parameter at its slot.
+trace::FlatSpace partition_space(const Partition& partition, const std::vector<std::string>& names);
+/// "bucket 0", "bucket 1", ... for a partition's buckets.
+std::vector<std::string> numbered_buckets(const Partition& partition);
+/// Paints this rank's pieces that have optimizer state (AdamW makes it at their first update) as "shard".
+void paint_optimizer_shard(const Partition& partition, const optim::AdamW& adamw, trace::HeldRanges& optim);
+/// Paints bucket b's parameters whose full .grad is allocated (local gradients of stages 2 and 3, a
+/// buffer of their own over the gradient shard) as "accumulating".
+void paint_local_gradients(const Partition& partition, std::size_t b, trace::HeldRanges& grads);
+/// What the ZeRO stages remember for their frames: which buckets' gradients this step has reduced,
+/// and whether a backward is running (a reduction finishing then belongs to the backward phase).
+struct ReductionProgress {
+  std::vector<bool> reduced;
+  bool in_backward = false;
+  void clear() { reduced.assign(reduced.size(), false); }
+};
+/// Marks bucket b reduced and records the frame of its finished reduce-scatter; `local_freed`: the
+/// full local gradients were freed when it started (stages 2, 3), else they stay (stage 1).
+void reduced_frame(const GradientStrategy& s, const Partition& partition, std::size_t b, const std::string& name,
+                   ReductionProgress& progress, bool local_freed);
+
+/// Bucket b's collective `op` ("reduce_scatter", "all_gather") as frames.json describes it: the whole
+/// bucket's range, and the elements and bytes this rank sends in the ring.
+nlohmann::json bucket_collective(const Partition& partition, std::size_t b, const std::string& op);
+
+}  // namespace minitorch::zero
