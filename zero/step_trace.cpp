@@ -21,6 +21,15 @@ json frames_run(const Engine& engine, int world_size) {
           {"capacity_bytes", nullptr}};
 }
 
+json gather_frames(const std::vector<events::Event>& evs, dist::ProcessGroup* group, const Engine& engine) {
+  const std::string mine = json(trace::frames_of(evs)).dump();
+  const std::vector<std::string> texts = group ? dist::all_gather_strings(*group, mine) : std::vector<std::string>{mine};
+  if (group && group->rank() != 0) return nullptr;
+  std::vector<std::vector<json>> frames;
+  for (const std::string& t : texts) frames.push_back(json::parse(t).get<std::vector<json>>());
+  return trace::frames_document(frames_run(engine, group ? group->size() : 1), engine.strategy().flat_space(), frames);
+}
+
 std::string write_step_trace(const std::string& dir, const trace::TraceRecorder& recorder, dist::ProcessGroup* group,
                              const Engine& engine, const json& about) {
   const int rank = group ? group->rank() : 0;
@@ -29,9 +38,7 @@ std::string write_step_trace(const std::string& dir, const trace::TraceRecorder&
   // broadcast), so the time since each recorder began lines the ranks up well enough to read.
   const std::string mine = trace::chrome_events(evs, rank, recorder.initial_memory(), recorder.start_us()).dump();
   const std::vector<std::string> texts = group ? dist::all_gather_strings(*group, mine) : std::vector<std::string>{mine};
-  const json my_frames = trace::frames_of(evs);
-  const std::vector<std::string> frame_texts =
-      group ? dist::all_gather_strings(*group, my_frames.dump()) : std::vector<std::string>{my_frames.dump()};
+  const json doc = gather_frames(evs, group, engine);
   const std::filesystem::path out(dir);
   const std::string path = (out / "trace.json").string();
   if (rank != 0) return path;
@@ -41,9 +48,6 @@ std::string write_step_trace(const std::string& dir, const trace::TraceRecorder&
   const std::string text = trace::chrome_trace(per_rank, about).dump() + "\n";
   write_file_atomic(path, {{text.data(), text.size()}}, "trace");
 
-  std::vector<std::vector<json>> frames;
-  for (const std::string& t : frame_texts) frames.push_back(json::parse(t).get<std::vector<json>>());
-  const json doc = trace::frames_document(frames_run(engine, group ? group->size() : 1), engine.strategy().flat_space(), frames);
   const std::string frames_text = doc.dump() + "\n";
   trace::parse_frames(doc, (out / "frames.json").string());  // the recorder holds itself to docs/frames.md
   write_file_atomic((out / "frames.json").string(), {{frames_text.data(), frames_text.size()}}, "frames");

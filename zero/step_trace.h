@@ -18,6 +18,20 @@ namespace minitorch::zero {
 /// What frames.json says of the run (docs/frames.md `run`): strategy, stage, ranks, dtype, Ψ.
 nlohmann::json frames_run(const Engine& engine, int world_size);
 
+/// frames.json of what `events` recorded on every rank (trace/frames.h): every rank calls it (a
+/// collective; nullptr group: one rank); rank 0 gets the document, the others null. Lessons print its
+/// frames with trace/terminal_player.h:
+/// \code
+///   trace::TraceRecorder rec;
+///   { events::Attach on(rec); engine->train_batch(sampler); }
+///   nlohmann::json doc = zero::gather_frames(rec.events(), &world, *engine);
+///   if (world.rank() == 0) {
+///     trace::FramesDoc frames = trace::parse_frames(doc, "lesson");
+///     std::cout << trace::render_frame_text(frames, 3, {});
+///   }
+/// \endcode
+nlohmann::json gather_frames(const std::vector<events::Event>& events, dist::ProcessGroup* group, const Engine& engine);
+
 /// Gathers every rank's recorded events to rank 0, which writes the three files into `dir` (each a
 /// temp file, then renamed). `about` lands in trace.json's otherData (the run: strategy, stage,
 /// ranks, ...). Every rank calls it (nullptr group: one rank). Returns the path of trace.json (on

@@ -5,10 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "test_util.h"
 #include "trace/chrome_trace.h"
+#include "trace/frames_reader.h"
 
 using mt_test::run_command;
 using nlohmann::json;
@@ -45,6 +47,24 @@ TEST(L07_TraceCli, Zero3OnTwoRanksWritesAValidChromeTraceWithTheReportsBytes) {
     // Only training reduce-scatters (evaluation gathers, never reduces): 2 steps of the report's last one.
     EXPECT_EQ(rs_bytes, 2 * rep["ranks"][rank]["comm_last_step"]["reduce_scatter"]["bytes"].get<std::int64_t>());
   }
+  // frames.json (docs/frames.md) beside it, read as the players read it, and its page.
+  EXPECT_THAT(r.output, HasSubstr("wrote " + out + "/frames.json"));
+  const minitorch::trace::FramesDoc frames = minitorch::trace::read_frames_file(out + "/frames.json");
+  EXPECT_EQ(frames.strategy, "ZeRO-3");
+  EXPECT_EQ(frames.world_size, 2);
+  EXPECT_EQ(frames.num_parameters, rep["num_parameters"].get<std::int64_t>());
+  ASSERT_FALSE(frames.frames.empty());
+  EXPECT_EQ(frames.frames.front().phase, "init");
+  EXPECT_EQ(frames.frames.back().step, 2);
+  std::int64_t rs_elements = 0;  // the frames' reduce-scatters of the last step = the report's
+  for (const auto& f : frames.frames)
+    if (f.step == 2 && f.collective && f.collective->op == "reduce_scatter") rs_elements += f.collective->elements;
+  EXPECT_EQ(rs_elements, rep["ranks"][0]["comm_last_step"]["reduce_scatter"]["elements"].get<std::int64_t>());
+  std::ostringstream page_text;
+  page_text << std::ifstream(out + "/trace.html").rdbuf();
+  const std::string page = page_text.str();
+  EXPECT_THAT(page, HasSubstr("<svg"));
+  EXPECT_THAT(page, HasSubstr("all-gather h.0"));  // the recorded frames, inlined
 }
 
 TEST(L07_TraceCli, AnUnwritableTraceDirectoryIsRefusedBeforeTraining) {

@@ -1,0 +1,101 @@
+// Recording frames (trace/frames.h): held ranges painted over each other, with the elements a second
+// buffer covers twice; frames taken out of a rank's events with their step and micro-step, and only
+// inside a step; the ranks' frames paired into frames.json, or one error naming the rank that differs.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "trace/frames.h"
+#include "trace/frames_reader.h"
+
+using namespace minitorch;
+using nlohmann::json;
+using testing::HasSubstr;
+
+TEST(L07_Frames, PaintingSplitsWhatItCoversAndMergesNeighboursOfOneState) {
+  trace::HeldRanges h;
+  h.paint(0, 100, "shard");
+  h.paint(200, 300, "shard");
+  h.paint(50, 250, "gathered", trace::Overlay::separate_buffer);  // over both: 50 + 50 elements held twice
+  EXPECT_EQ(h.to_json(), json::parse(R"([{"begin": 0, "end": 50, "state": "shard"},
+                                         {"begin": 50, "end": 250, "state": "gathered"},
+                                         {"begin": 250, "end": 300, "state": "shard"}])"));
+  EXPECT_EQ(h.held(), 300);
+  EXPECT_EQ(h.shadowed(), 100);
+  h.paint(250, 300, "gathered");  // the same buffer, another state: nothing counted twice
+  EXPECT_EQ(h.shadowed(), 100);
+  EXPECT_EQ(h.to_json().back(), json::parse(R"({"begin": 50, "end": 300, "state": "gathered"})"));
+  h.paint(400, 410, "whole");
+  h.paint(300, 400, "whole");  // fills the gap: one range
+  EXPECT_EQ(h.to_json().size(), 3u);
+  EXPECT_EQ(h.held(), 410);
+}
+
+namespace {
+events::Event phase(const char* name, std::int64_t step) {
+  events::Event e;
+  e.category = events::Category::phase;
+  e.name = name;
+  e.step = step;
+  return e;
+}
+events::Event frame(const std::string& label) {
+  events::Event e = phase("frame", -1);
+  e.detail = json{{"label", label}, {"phase", "forward"}}.dump();
+  return e;
+}
+events::Event backward(std::int64_t micro) {
+  events::Event e;
+  e.category = events::Category::compute;
+  e.kind = events::Kind::begin;
+  e.name = "backward";
+  e.micro_step = micro;
+  return e;
+}
+}  // namespace
+
+TEST(L07_Frames, FramesOfAStepCarryItsNumberAndMicroStepAndNothingBetweenSteps) {
+  const std::vector<events::Event> evs = {frame("before"),      phase("step_begin", 0), frame("a"), backward(1),
+                                          frame("b"),           phase("step_end", 1),   frame("evaluation"),
+                                          phase("step_begin", 1), frame("c")};
+  const std::vector<json> got = trace::frames_of(evs);
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[0]["label"], "a");
+  EXPECT_EQ(got[0]["step"], 1);
+  EXPECT_EQ(got[0]["micro"], 0);
+  EXPECT_EQ(got[1]["micro"], 1);
+  EXPECT_EQ(got[2]["label"], "c");
+  EXPECT_EQ(got[2]["step"], 2);
+  EXPECT_EQ(got[2]["micro"], 0);
+}
+
+namespace {
+json rank_frame(const std::string& label, std::int64_t begin, std::int64_t end) {
+  trace::RankHoldings h;
+  h.params.paint(begin, end, "shard");
+  return {{"label", label}, {"phase", "forward"}, {"caption", label}, {"collective", nullptr}, {"step", 1},
+          {"micro", 0}, {"params", h.params.to_json()}, {"grads", json::array()}, {"optim", json::array()},
+          {"shadowed", {{"params", 0}, {"grads", 0}, {"optim", 0}}}, {"memory_bytes", {{"param", 4 * (end - begin)}}}};
+}
+}  // namespace
+
+TEST(L07_Frames, TheRanksFramesPairUpIntoAFileThePlayersRead) {
+  trace::FlatSpace space;
+  trace::SpaceBucket& b = space.add_bucket("bucket 0", 8);
+  b.params.push_back({"w", 0, 7});  // one element of padding
+  const json run = {{"strategy", "ZeRO-3"}, {"zero_stage", 3}, {"world_size", 2}, {"dtype", "f32"}, {"num_parameters", 7}};
+  const json doc = trace::frames_document(run, space, {{rank_frame("x", 0, 4)}, {rank_frame("x", 4, 8)}});
+  const trace::FramesDoc read = trace::parse_frames(doc, "test");
+  ASSERT_EQ(read.frames.size(), 1u);
+  EXPECT_EQ(read.frames[0].ranks[1].params[0].begin, 4);
+  EXPECT_EQ(read.owner_of(5), 1);
+  EXPECT_EQ(read.numel, 8);
+  try {
+    trace::frames_document(run, space, {{rank_frame("x", 0, 4)}, {rank_frame("y", 4, 8)}});
+    FAIL() << "frames that differ must not pair";
+  } catch (const std::runtime_error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("'y' on rank 1"));
+  }
+  EXPECT_THROW(trace::frames_document(run, space, {{rank_frame("x", 0, 4)}, {}}), std::runtime_error);
+}
