@@ -223,7 +223,7 @@ FramesDoc parse_frames_text(const std::string& text, const std::string& what) {
   } catch (const JsonLimitError& e) {
     throw FramesError(e.what());
   } catch (const json::exception& e) {
-    throw FramesError("frames '" + what + "': malformed JSON: " + e.what());
+    throw FramesError("frames '" + what + "': malformed JSON: " + truncate_for_message(e.what(), 300));
   }
   return parse_frames(j, what);
 }

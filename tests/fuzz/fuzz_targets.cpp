@@ -19,6 +19,8 @@
 #include "data/text_dataset.h"
 #include "minitorch/random.h"
 #include "minitorch/safetensors.h"
+#include "trace/frames.h"
+#include "trace/frames_reader.h"
 #include "zero/checkpoint.h"
 #include "zero/checkpoint_manifest.h"
 #include "zero/config.h"
@@ -323,6 +325,45 @@ std::vector<std::string> sharded_manifest_seeds() {
   return {text};
 }
 
+// ---------------- frames.json (the players' input) ----------------
+
+const char* const kFramesFile = "fuzz-frames.json";
+
+Outcome run_frames(std::string_view input) {
+  try {
+    trace::parse_frames_text(std::string(input), kFramesFile);
+    return {true, ""};
+  } catch (const trace::FramesError& e) {
+    return rejected(e, kFramesFile);
+  }
+}
+
+/// What the recorder writes (trace::frames_document) for two frames of a 2-rank ZeRO-3 step over a
+/// padded bucket: a gathered unit over the shards, then the reduced gradient shards.
+std::vector<std::string> frames_seeds() {
+  trace::FlatSpace space;
+  trace::SpaceBucket& b = space.add_bucket("h.0", 8);
+  b.params = {{"w", 0, 5}, {"b", 5, 7}};
+  const nlohmann::json run = {{"strategy", "ZeRO-3"}, {"zero_stage", 3}, {"world_size", 2}, {"dtype", "f32"},
+                              {"num_parameters", 7}, {"capacity_bytes", nullptr}};
+  std::vector<std::vector<nlohmann::json>> per_rank(2);
+  for (int r = 0; r < 2; ++r) {
+    trace::RankHoldings gathered, reduced;
+    gathered.params.paint(4 * r, 4 * r + 4, "shard");
+    gathered.params.paint(0, 8, "gathered", trace::Overlay::separate_buffer);
+    reduced.params.paint(4 * r, 4 * r + 4, "shard");
+    reduced.grads.paint(4 * r, 4 * r + 4, "reduced");
+    for (const auto& [label, held] : {std::pair{"all-gather h.0", &gathered}, std::pair{"reduce-scatter h.0", &reduced}})
+      per_rank[static_cast<std::size_t>(r)].push_back(
+          {{"label", label}, {"phase", "backward"}, {"caption", std::string(label) + ": done"}, {"step", 1}, {"micro", 0},
+           {"collective", trace::collective_json("all_gather", 0, 0, 8, 4, 16, 2)}, {"params", held->params.to_json()},
+           {"grads", held->grads.to_json()}, {"optim", held->optim.to_json()},
+           {"shadowed", {{"params", held->params.shadowed()}, {"grads", 0}, {"optim", 0}}},
+           {"memory_bytes", {{"param", 48}, {"grad", 16}, {"comm", 0}}}});
+  }
+  return {trace::frames_document(run, space, per_rank).dump(2)};
+}
+
 // ---------------- text data ----------------
 
 const char* const kTextSource = "fuzz.txt";
@@ -385,6 +426,8 @@ const std::vector<Target>& targets() {
        run_manifest, manifest_seeds},
       {"sharded_manifest", "zero::parse_sharded_manifest (--resume DIR): std::runtime_error naming the directory",
        InputKind::json, run_sharded_manifest, sharded_manifest_seeds},
+      {"frames", "trace::parse_frames_text (minitorch-trace DIR): trace::FramesError naming the file", InputKind::json,
+       run_frames, frames_seeds},
       {"text", "TextDataset::from_text (char, byte), tokenizer_from_string: std::runtime_error", InputKind::text,
        run_text, text_seeds},
   };

@@ -73,6 +73,7 @@ TEST(L03_Fuzz, Checkpoint) { fuzz_target("checkpoint"); }
 TEST(L03_Fuzz, OptimState) { fuzz_target("optim_state"); }
 TEST(L03_Fuzz, Manifest) { fuzz_target("manifest"); }
 TEST(L06_Fuzz, ShardedManifest) { fuzz_target("sharded_manifest"); }
+TEST(L07_Fuzz, Frames) { fuzz_target("frames"); }
 TEST(L03_Fuzz, Text) { fuzz_target("text"); }
 
 TEST(L03_Fuzz, MutationsAreAFunctionOfTheIndex) {
