@@ -219,10 +219,12 @@ bench-zero: build
 bench-events: build
 	$(BUILD)/bin/bench-events --steps 10 --rounds 5
 
-# The cost of --trace: (c) of bench-events (a step with the trace recorder attached vs none).
+# The cost of --trace: (c) of bench-events (a step with the trace recorder attached vs none) and (d) a
+# real 2-rank ZeRO-3 run with and without --trace (bench/trace_overhead.py: the run reports' step times).
 .PHONY: bench-trace
-bench-trace: build
+bench-trace: build data
 	$(BUILD)/bin/bench-events --steps 10 --rounds 3
+	/usr/bin/python3 bench/trace_overhead.py --build $(BUILD) --ranks 2 --steps 12 --rounds 3
 
 # The PyTorch reference for bench-gpt (bench/pytorch_gpt.py): Debian's python3-torch, with libblas.so.3 from
 # OpenBLAS (libopenblas0-pthread; with Debian's reference BLAS a gpt2 step takes ~54 s). Debian's python only:
