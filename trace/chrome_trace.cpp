@@ -59,7 +59,10 @@ json chrome_events(const std::vector<events::Event>& evs, int rank, const std::a
   // Collectives get lanes: a collective goes on the first lane of its op that is free at its start,
   // so X events on one thread never overlap (tid = 10 * stream + lane; lane 0 is the stream's tid).
   std::map<int, std::vector<double>> lane_end;  // stream -> end of the last event on each lane
-  std::map<std::string, std::int64_t> seq;      // op -> how many so far: the ranks' k-th ones pair up
+  // op -> how many launched so far: the ranks' k-th launches of an op pair up (every rank launches its
+  // collectives in the same order; they may complete in another, e.g. two reduce-scatters in flight)
+  std::map<std::string, std::int64_t> seq;
+  std::map<std::uint64_t, std::int64_t> seq_of;  // begin id -> its launch number
   std::map<std::uint64_t, const events::Event*> open;
   double last = 0;
   auto close = [&](const events::Event& b, double end_us, bool unfinished) {
@@ -73,7 +76,7 @@ json chrome_events(const std::vector<events::Event>& evs, int rank, const std::a
       args["bytes"] = b.bytes;
       if (b.range_begin >= 0) args["range"] = {b.range_begin, b.range_end};
       if (b.peer >= 0) args["peer"] = b.peer;
-      args["seq"] = seq[b.name]++;
+      args["seq"] = seq_of.at(b.id);
       std::vector<double>& lanes = lane_end[stream];
       std::size_t lane = 0;
       while (lane < lanes.size() && lanes[lane] > ts(b.time_us)) ++lane;
@@ -97,7 +100,10 @@ json chrome_events(const std::vector<events::Event>& evs, int rank, const std::a
                        {"args", {{tag_name(e.tag), cur}}}});
         break;
       }
-      case events::Kind::begin: open[e.id] = &e; break;
+      case events::Kind::begin:
+        open[e.id] = &e;
+        if (e.category == events::Category::comm && comm_thread(e.name) > 0) seq_of[e.id] = seq[e.name]++;
+        break;
       case events::Kind::end: {
         auto it = open.find(e.id);
         if (it == open.end()) break;  // began before recording did

@@ -82,6 +82,21 @@ TEST(L07_ChromeTrace, SpansBecomeSlicesOnTheirStreamAndOverlappingCollectivesGet
   EXPECT_EQ((*grad)["args"]["grad"], 4096);
 }
 
+TEST(L07_ChromeTrace, CollectivesPairUpByLaunchOrderEvenWhenTheyCompleteInAnother) {
+  using K = events::Kind;
+  using C = events::Category;
+  // The second reduce-scatter (200 elements) completes first on this rank.
+  const std::vector<events::Event> v = {span(K::begin, C::comm, "reduce_scatter", 2, 20, 100),
+                                        span(K::begin, C::comm, "reduce_scatter", 3, 30, 200),
+                                        span(K::end, C::comm, "reduce_scatter", 3, 40),
+                                        span(K::end, C::comm, "reduce_scatter", 2, 50)};
+  const json ev = trace::chrome_events(v, 0, kNoMemory, 0);
+  for (const json& e : ev)
+    if (e["ph"] == "X") {
+      EXPECT_EQ(e["args"]["seq"], e["args"]["elements"] == 100 ? 0 : 1) << e.dump();
+    }
+}
+
 TEST(L07_ChromeTrace, TwoRanksMakeAValidFileWithNamedTracksAndFlowsBetweenTheRanksOfACollective) {
   const json file = trace::chrome_trace({trace::chrome_events(one_rank(), 0, kNoMemory, 0),
                                          trace::chrome_events(one_rank(), 1, kNoMemory, 0)},
