@@ -5,8 +5,10 @@ mpirun for several ranks), configs derived from configs/*.json, a small corpus, 
     cfg = mt.config("zero2", "zero2_2steps", {"training": {"eval_interval": 0}})
     rep = mt.train(cfg, ranks=2, steps=2)          # the run report (docs/report.md) as a dict
     rep["ranks"][0]["model_states"]                # {"param": ..., "grad": ..., "optim": ...}
+    rep = mt.train(cfg, ranks=2, steps=2, trace=True)
+    rep["_trace"]["traceEvents"]                   # the run's trace.json (docs/trace.md)
 
-Everything a notebook writes goes under BUILD/notebooks/ (configs, reports, figures); the sources stay
+Everything a notebook writes goes under BUILD/notebooks/ (configs, reports, traces, figures); the sources stay
 clean. BUILD is the environment's MINITORCH_BUILD (relative to the repository root, as the Makefile's
 BUILD), default "build".
 """
@@ -94,21 +96,32 @@ def corpus(lines: int = 2000) -> Path:
 
 
 def train(config_path: Path, ranks: int, steps: int, name: str | None = None, data: Path | None = None,
-          quiet: bool = False) -> dict:
+          quiet: bool = False, trace: bool = False) -> dict:
     """minitorch-train --config CONFIG --steps STEPS --data DATA --out '' --report R on `ranks` ranks; returns
     the run report (docs/report.md) as a dict, with the run's wall time under "_wall_s". The report is
-    BUILD/notebooks/runs/NAME.json (NAME: the config's name and the ranks by default)."""
+    BUILD/notebooks/runs/NAME.json (NAME: the config's name and the ranks by default).
+
+    trace=True adds `--trace BUILD/notebooks/traces/NAME`: the same run also writes trace.json there (every
+    rank's events in the Chrome Trace Event format, docs/trace.md), returned parsed under "_trace"."""
     name = name or f"{Path(config_path).stem}_np{ranks}"
     report = OUT / "runs" / f"{name}.json"
     report.parent.mkdir(parents=True, exist_ok=True)
     report.unlink(missing_ok=True)
+    args = ["--report", report]
+    if trace:
+        trace_dir = OUT / "traces" / name
+        trace_dir.mkdir(parents=True, exist_ok=True)
+        (trace_dir / "trace.json").unlink(missing_ok=True)
+        args += ["--trace", trace_dir]
     data = data or corpus()
     t0 = time.perf_counter()
-    run(["minitorch-train", "--config", config_path, "--steps", steps, "--data", data, "--out", "",
-         "--report", report], ranks=ranks)
+    run(["minitorch-train", "--config", config_path, "--steps", steps, "--data", data, "--out", ""] + args,
+        ranks=ranks)
     wall = time.perf_counter() - t0
     rep = json.loads(report.read_text())
     rep["_wall_s"] = wall
+    if trace:
+        rep["_trace"] = json.loads((trace_dir / "trace.json").read_text())
     if not quiet:
         print(f"{name}: {ranks} rank{'s' if ranks > 1 else ''}, {steps} steps, {rep['strategy']}, "
               f"Ψ = {rep['num_parameters']:,}, {wall:.1f} s")
