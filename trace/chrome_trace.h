@@ -6,17 +6,18 @@
 /// One process per rank ("rank r"), one thread per stream of work, because `X` events on one thread
 /// must nest and a rank's streams overlap:
 ///
-///   tid 0  compute         X events: forward / backward per module and micro-step, optimizer_step
-///                          (Span pairs; they nest, being made on the rank's main thread), and the
-///                          step_begin / step_end markers as instants
-///   tid 1  all_reduce      async b/e events, one id per collective: two reduce-scatters in flight
-///   tid 2  reduce_scatter  at once overlap, which async events may and X events may not;
-///   tid 3  all_gather      args: elements, bytes, the flat range and what it is ("bucket 3")
-///   tid 4  broadcast
+///   tid 0  compute         X events: the engine's forward and backward per micro-step, the forward of
+///                          every module, reduce_gradients (the wait), optimizer_step (Span pairs; they
+///                          nest, being made on the rank's main thread); instants: the step_begin /
+///                          step_end markers and the frames (trace/frames.h)
+///   tid 1  all_reduce      X events from launch to completion, args: elements, bytes, the flat range
+///   tid 2  reduce_scatter  and what it is ("zero bucket"), seq (the k-th launched). Two of one kind in
+///   tid 3  all_gather      flight at once would not nest on one thread: the second goes on a lane of
+///   tid 4  broadcast       its own, tid 10·stream + lane
 ///   tid 5  p2p             send / recv (args.peer)
 ///   memory                 `C` counters, one track per allocator tag (bytes)
 ///
-/// Flow arrows join the k-th collective of the same op on every rank (the ranks of one collective).
+/// Flow arrows join the k-th launched collective of the same op on every rank (the ranks of one collective).
 ///
 /// \code
 ///   trace::TraceRecorder rec(&report);      // forwards every event to the run report too

@@ -157,7 +157,7 @@ bool Engine::step() {
       events::Event e;
       e.category = events::Category::phase;
       e.name = "step_end";
-      e.step = global_steps_;
+      e.step = global_steps_ - 1;  // the same 0-based index as its step_begin
       events::emit(std::move(e));
     }
   }
