@@ -3,7 +3,8 @@
 // Every rank holds the whole baby GPT and trains on its own micro-batches; DDP averages the gradients
 // in buckets whose all-reduces start from the gradient hooks while backward is still running. The
 // lesson runs the ring all-reduce step by step (watched_ring.cpp), shows the buckets, when each fired
-// on each rank, the bytes each rank sent against 2(N-1)/N·Ψ·4, and trains on N ranks against the
+// on each rank, what every rank holds after backward and after the all-reduce (the step's frames,
+// common/frames.h), the bytes each rank sent against 2(N-1)/N·Ψ·4, and trains on N ranks against the
 // one-rank run with the same global batch.
 #include <mpi.h>
 #include <unistd.h>

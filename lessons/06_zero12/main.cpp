@@ -3,8 +3,8 @@
 // DDP keeps every model state on every rank: N copies of the same bytes. ZeRO-1 shards the optimizer
 // states over the ranks (each rank updates its shard, then the parameters are all-gathered), ZeRO-2
 // the gradients too (each bucket is reduce-scattered from the gradient hooks while backward runs and a
-// rank keeps only its shard). The lesson shows the partition, one step's collectives with their bytes,
-// the model-state bytes of every rank beside the formula, the paper's 7.5B table, and trains the baby
+// rank keeps only its shard). The lesson shows the partition, one step's collectives with their bytes
+// and what every rank holds after a bucket's reduce-scatter and at the end (frames), the model-state bytes of every rank beside the formula, the paper's 7.5B table, and trains the baby
 // GPT at stages 0, 1 and 2 on the same batches: the same losses, for fewer bytes per rank.
 #include <algorithm>
 #include <chrono>

@@ -2,7 +2,8 @@
 // [--steps N] [--prefetch ELEMENTS] (make lesson-07 starts it on 4 ranks)
 // ZeRO-3 shards the parameters too: a rank holds a whole parameter only while its unit (a block, or
 // the embeddings + ln_f) computes. The lesson shows who holds which shard, watches one forward and one
-// backward gather, prefetch, reduce-scatter and release each unit (unit_trace.cpp), counts the bytes
+// backward gather, prefetch, reduce-scatter and release each unit (unit_trace.cpp, and as frames: what
+// every rank holds at a unit's all-gather, release and reduce-scatter), counts the bytes
 // of a step against 3(N-1)/N·Ψ, prints the paper's 7.5B table, maps the stages onto PyTorch FSDP, and
 // trains the baby GPT at stage 3 beside lesson 05's DDP run.
 #include <algorithm>

@@ -2,8 +2,8 @@
 // repository root (naming it here makes test-lessons depend on it). The quick run must exit 0, show its
 // six beats, print the numbers they promise — every rank's model-state bytes equal to the formula and to
 // the estimator's plan, each step's gradient traffic equal to 2(N-1)/N·Ψ·4, the 7.5B table as the paper
-// prints it, ZeRO-1 and ZeRO-2 training to DDP's losses and DDP to lesson 05's — and every figure its
-// guide quotes (lesson_util.h).
+// prints it, ZeRO-1 and ZeRO-2 training to DDP's losses and DDP to lesson 05's, the frames of beats 3
+// and 4 cell by cell — and every figure its guide quotes (lesson_util.h).
 #include <gtest/gtest.h>
 
 #include <cmath>

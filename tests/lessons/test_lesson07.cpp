@@ -2,7 +2,8 @@
 // the repository root (naming lesson-07 here makes test-lessons depend on it). It must exit 0, print
 // the numbers its beats promise — every rank's model states equal to (P+G+K)(Ψ+padding)/N, the param
 // pool's peak during forward below the whole model, a step's gathers and reduce-scatters equal to
-// 3(N-1)/N·Ψ, the paper's 7.5B row, stage 3 training like DDP — and every line its guide quotes.
+// 3(N-1)/N·Ψ, the paper's 7.5B row, stage 3 training like DDP, the frames of beats 2 and 3 cell by
+// cell — and every line its guide quotes.
 #include <gtest/gtest.h>
 
 #include <cmath>
