@@ -3,7 +3,8 @@
 // Every rank holds the whole baby GPT and trains on its own micro-batches; DDP averages the gradients
 // in buckets whose all-reduces start from the gradient hooks while backward is still running. The
 // lesson runs the ring all-reduce step by step (watched_ring.cpp), shows the buckets, when each fired
-// on each rank, the bytes each rank sent against 2(N-1)/N·Ψ·4, and trains on N ranks against the
+// on each rank, what every rank holds after backward and after the all-reduce (the step's frames,
+// common/frames.h), the bytes each rank sent against 2(N-1)/N·Ψ·4, and trains on N ranks against the
 // one-rank run with the same global batch.
 #include <mpi.h>
 #include <unistd.h>
@@ -20,11 +21,13 @@
 #include <vector>
 
 #include "common/beat.h"
+#include "common/frames.h"
 #include "data/batch_sampler.h"
 #include "data/text_dataset.h"
 #include "dist/ddp.h"
 #include "dist/process_group.h"
 #include "minitorch/allocator.h"
+#include "minitorch/events.h"
 #include "minitorch/parallel.h"
 #include "zero/config.h"
 #include "zero/engine.h"
@@ -186,6 +189,27 @@ int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
   std::printf("rank 0: the all-reduces alone take %.2f ms; step() waited %.2f ms -> %.0f%% hidden under backward\n",
               alone, waited, 100.0 * std::max(0.0, 1.0 - waited / alone));
   std::printf("(%d ranks share this machine's cores: timings are noisy, the order is not)\n", N);
+  // One more step, recorded (after the timings: a recorder costs time): what every rank holds after its
+  // backward and after the all-reduce, as frames (docs/frames.md, lessons/common/frames.h).
+  events::Recorder rec;
+  const std::int64_t before_framed = world.stats().bytes;
+  {
+    events::Attach on(rec);
+    engine->train_batch(train_sampler);
+  }
+  const std::int64_t framed_bytes = world.stats().bytes - before_framed;
+  const lesson::StepFrames frames(rec.events(), world, *engine, lesson::frames_in_colour(beats));
+  std::printf("\none more step, recorded: what each rank holds of the flat space (its %zu buckets end to end)\n"
+              "after its backward, then after the all-reduce. DDP shards nothing: every rank holds all of it.\n",
+              buckets.size());
+  frames.print_legend();
+  frames.print(frames.find("backward", "backward"));
+  const std::size_t reduced = frames.find("all-reduce the gradients");
+  frames.print(reduced);
+  std::printf("\nafter backward each rank's gradients are its own (~: from its own micro-batch, different on each\n"
+              "rank); after the all-reduce every rank holds the same averages (*). The frame's all_reduce: %lld bytes\n"
+              "per rank = world.stats() over this step, %lld bytes: beat 7 sets them beside 2(N-1)/N * psi * 4.\n",
+              static_cast<long long>(frames.bytes(reduced)), static_cast<long long>(framed_bytes));
 
   // ------------------------------------------------------------------------------------------
   beats.beat("bytes per step: 2(N-1)/N * psi * 4",

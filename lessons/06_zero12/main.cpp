@@ -3,8 +3,8 @@
 // DDP keeps every model state on every rank: N copies of the same bytes. ZeRO-1 shards the optimizer
 // states over the ranks (each rank updates its shard, then the parameters are all-gathered), ZeRO-2
 // the gradients too (each bucket is reduce-scattered from the gradient hooks while backward runs and a
-// rank keeps only its shard). The lesson shows the partition, one step's collectives with their bytes,
-// the model-state bytes of every rank beside the formula, the paper's 7.5B table, and trains the baby
+// rank keeps only its shard). The lesson shows the partition, one step's collectives with their bytes
+// and what every rank holds after a bucket's reduce-scatter and at the end (frames), the model-state bytes of every rank beside the formula, the paper's 7.5B table, and trains the baby
 // GPT at stages 0, 1 and 2 on the same batches: the same losses, for fewer bytes per rank.
 #include <algorithm>
 #include <chrono>
@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/beat.h"
+#include "common/frames.h"
 #include "data/batch_sampler.h"
 #include "data/text_dataset.h"
 #include "dist/process_group.h"
@@ -151,6 +152,14 @@ int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
   lesson06::print_step_traffic(world, s1->partition(), seen, zero::comm_elements_per_step(1, flat_elements, N, 1));
   std::printf("\n");
   lesson06::print_model_states(world, 1, engine->measured_model_states(), planned(1, cfg[1], V, world), psi, fp32);
+  // The same recorded step as frames (docs/frames.md): what every rank holds after a reduce-scatter, and at the end.
+  std::printf("\nthe same step as frames: what each rank holds of the flat space, bucket by bucket\n");
+  const lesson::StepFrames frames1(seen, world, *engine, lesson::frames_in_colour(beats));
+  frames1.print_legend();
+  frames1.print(frames1.find("reduce-scatter bucket 0"));
+  frames1.print(frames1.find("all-gather the updated parameters"));
+  std::printf("\nZeRO-1: every rank keeps all its local gradients (~) after the reduce-scatter; only its own shard\n"
+              "is the average (*). AdamW updates the shards it owns, and the all-gather makes every rank whole.\n");
 
   // ------------------------------------------------------------------------------------------
   beats.beat("ZeRO-2: gradients sharded too, reduce-scattered during backward",
@@ -172,6 +181,15 @@ int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
   lesson06::print_step_traffic(world, s2->partition(), seen, zero::comm_elements_per_step(2, flat_elements, N, 1));
   std::printf("\n");
   lesson06::print_model_states(world, 2, engine->measured_model_states(), planned(2, cfg[2], V, world), psi, fp32);
+  std::printf("\nthe same step as frames: after bucket 1's reduce-scatter, inside backward, and at the end\n");
+  const lesson::StepFrames frames2(seen, world, *engine, lesson::frames_in_colour(beats));
+  frames2.print_legend();
+  frames2.print(frames2.find("reduce-scatter bucket 1"));
+  frames2.print(frames2.find("all-gather the updated parameters"));
+  std::printf("\nZeRO-2: of buckets 0 and 1 each rank keeps only its own shard, reduced (*): their local gradients\n"
+              "were freed (.) when each bucket's reduce-scatter began. The later buckets show how far backward\n"
+              "got meanwhile: local gradients (~), or freed with the shard (#) not yet reduced (in flight).\n"
+              "After the step only the reduced shards are left: G psi / N bytes of gradients per rank.\n");
 
   // ------------------------------------------------------------------------------------------
   beats.beat("7.5B parameters on 1 to 1024 ranks: the paper's Table 1",

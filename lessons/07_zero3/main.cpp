@@ -2,7 +2,8 @@
 // [--steps N] [--prefetch ELEMENTS] (make lesson-07 starts it on 4 ranks)
 // ZeRO-3 shards the parameters too: a rank holds a whole parameter only while its unit (a block, or
 // the embeddings + ln_f) computes. The lesson shows who holds which shard, watches one forward and one
-// backward gather, prefetch, reduce-scatter and release each unit (unit_trace.cpp), counts the bytes
+// backward gather, prefetch, reduce-scatter and release each unit (unit_trace.cpp, and as frames: what
+// every rank holds at a unit's all-gather, release and reduce-scatter), counts the bytes
 // of a step against 3(N-1)/N·Ψ, prints the paper's 7.5B table, maps the stages onto PyTorch FSDP, and
 // trains the baby GPT at stage 3 beside lesson 05's DDP run.
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "common/beat.h"
+#include "common/frames.h"
 #include "data/batch_sampler.h"
 #include "data/text_dataset.h"
 #include "dist/process_group.h"
@@ -151,8 +153,10 @@ int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
   trace.print_header();
   reset_peak_memory();
   Tensor loss;
+  events::Recorder framed;           // the same events again, for the frames (this beat's and the next's)
+  lesson::Tee trace_and_rec(trace, framed);
   {
-    events::Attach watching(trace);
+    events::Attach watching(trace_and_rec);
     loss = engine->forward(batch.x, batch.y);  // () the mean cross-entropy
   }
   trace.flush();
@@ -165,6 +169,17 @@ int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
               ll(shards), ll(peak), blocks, blocks == 1 ? "" : "s");
   std::printf("the whole model, as DDP and ZeRO-1/2 hold it on every rank: 4 psi = %lld B (peak %s)\n", ll(4.0 * psi),
               peak < 4.0 * psi ? "is below it" : "is NOT below it");
+  {
+    const lesson::StepFrames frames(framed.events(), world, *engine, lesson::frames_in_colour(beats));
+    std::printf("\nthe same forward as frames (docs/frames.md): block h.0 gathered on every rank, then released\n");
+    frames.print_legend();
+    const std::size_t gathered = frames.find("all-gather h.0", "forward");
+    frames.print(gathered);
+    frames.print(frames.find("release h.0", "forward", gathered));
+    std::printf("\nall-gather: each rank sent its shard of h.0 and now holds the whole block (+; the outer unit too,\n"
+                "its forward runs around the blocks'); release: the gathered buffer is freed, each rank keeps only\n"
+                "its own shard (#), and h.1's prefetch is in flight (:).\n");
+  }
 
   // ------------------------------------------------------------------------------------------
   beats.beat("backward: gather again, reduce-scatter, release",
@@ -174,13 +189,23 @@ int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
   {
     nn::ModulePhaseEvents phases(engine->model());  // "backward transformer.h.K" events
     trace.print_header();
-    events::Attach watching(trace);
+    events::Attach watching(trace_and_rec);
     engine->backward(loss);
     engine->step();
   }
   trace.flush();
   std::printf("after the step: param pool %lld B = the shards again; nothing is gathered until the next forward\n",
               ll(memory_stats().current(MemTag::param)));
+  {
+    const lesson::StepFrames frames(framed.events(), world, *engine, lesson::frames_in_colour(beats));
+    std::printf("\nthe same backward as frames: h.2's reduce-scatter done\n");
+    frames.print_legend();
+    frames.print(frames.find("reduce-scatter h.2"));
+    std::printf("\nreduce-scatter: of h.2's gradients (and of h.3's, reduced before) each rank keeps its own shard,\n"
+                "now the average over the ranks (*); the full local gradients were freed (.). The frame is taken\n"
+                "when the reduction is done: backward has gone on meanwhile, the units it works on gathered (+),\n"
+                "with local gradients (~) or a reduction in flight (#: the shard, not yet reduced).\n");
+  }
 
   // ------------------------------------------------------------------------------------------
   beats.beat("bytes per step: 3(N-1)/N * psi",

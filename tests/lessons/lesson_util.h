@@ -142,6 +142,96 @@ inline void expect_guide_figures(const std::string& nn, const std::string& args,
                                  << args << "` did not print it:\n" << output;
 }
 
+// ---- frames a lesson prints (lessons/common/frames.h, drawn by trace/terminal_player.h) ----
+
+/// One frame as the terminal player printed it (plain characters: --auto prints no colours).
+struct PrintedFrame {
+  std::string header;   // "=== frame 4/5 | step 3 | micro 0 | reduce ===..."
+  std::string phase;    // "reduce"
+  std::string label;    // "all-reduce the gradients"
+  std::vector<std::string> notes;             // the caption and the collective, trimmed
+  std::vector<std::string> owners;            // per bucket: the owner of each cell ("0000111122223333")
+  std::vector<std::vector<std::string>> bars;  // per rank: params, grads, optim, each "|...|...|" per bucket
+  std::string text;                           // the frame's lines as printed
+  int ranks() const { return static_cast<int>(bars.size()); }
+  /// Rank r's bar of `kind` ("params", "grads", "optim") in bucket b, one character per cell.
+  std::string cells(int r, const std::string& kind, std::size_t b) const {
+    const std::size_t k = kind == "params" ? 0 : kind == "grads" ? 1 : 2;
+    std::vector<std::string> segs;
+    std::istringstream in(bars.at(static_cast<std::size_t>(r)).at(k));
+    for (std::string seg; std::getline(in, seg, '|');)
+      if (!seg.empty()) segs.push_back(seg);
+    return segs.at(b);
+  }
+  bool note(const std::string& text) const {
+    for (const std::string& n : notes)
+      if (n.find(text) != std::string::npos) return true;
+    return false;
+  }
+};
+
+/// The text between the first and the last '|' of a line.
+inline std::string between_bars(const std::string& line) {
+  const std::size_t a = line.find('|'), z = line.rfind('|');
+  return a == std::string::npos || z <= a ? "" : line.substr(a, z - a + 1);
+}
+
+/// Every frame in `output`, in order: a "=== frame k/n | step s | micro m | phase ===" line, the label,
+/// the caption and collective, the owner row, then per rank its params, grads and optim bars.
+inline std::vector<PrintedFrame> printed_frames(const std::string& output) {
+  const std::vector<std::string> lines = lines_of(output);
+  std::vector<PrintedFrame> frames;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    if (lines[i].rfind("=== frame ", 0) != 0 || i + 1 >= lines.size()) continue;
+    PrintedFrame f;
+    f.header = lines[i];
+    const std::size_t bar = f.header.rfind(" | ");
+    f.phase = bar == std::string::npos ? "" : f.header.substr(bar + 3, f.header.find(' ', bar + 3) - bar - 3);
+    f.label = lines[i + 1];
+    std::size_t j = i + 2;
+    for (; j < lines.size() && lines[j].rfind("  ", 0) == 0 && !squeeze(lines[j]).empty(); ++j)
+      f.notes.push_back(squeeze(lines[j]));
+    for (; j < lines.size() && lines[j].empty(); ++j) {
+    }
+    for (; j < lines.size() && !lines[j].empty(); ++j) {
+      const std::string& l = lines[j];
+      if (l.rfind("owner", 0) == 0) {
+        std::istringstream in(between_bars(l));
+        for (std::string seg; std::getline(in, seg, '|');)
+          if (!seg.empty()) f.owners.push_back(seg);
+      } else if (l.rfind("rank ", 0) == 0 && l.find(" params ") != std::string::npos) {
+        f.bars.push_back({between_bars(l)});
+      } else if (!f.bars.empty() && (l.find(" grads ") != std::string::npos || l.find(" optim ") != std::string::npos) &&
+                 l.find('|') != std::string::npos) {
+        f.bars.back().push_back(between_bars(l));
+      }
+    }
+    for (std::size_t k = i; k < j; ++k) f.text += lines[k] + "\n";
+    frames.push_back(std::move(f));
+    i = j;
+  }
+  return frames;
+}
+
+/// The `nth` (0-based) printed frame labelled `label`, or nullptr.
+inline const PrintedFrame* find_frame(const std::vector<PrintedFrame>& frames, const std::string& label, int nth = 0) {
+  for (const PrintedFrame& f : frames)
+    if (f.label == label && nth-- == 0) return &f;
+  return nullptr;
+}
+
+/// Checks that in bucket b every rank's `kind` shows `own` on the cells of its own shard and `other`
+/// on the rest (the owner row says whose shard a cell is in).
+inline void expect_cells(const PrintedFrame& f, const std::string& kind, std::size_t b, char own, char other) {
+  ASSERT_LT(b, f.owners.size()) << f.text;
+  for (int r = 0; r < f.ranks(); ++r) {
+    std::string expected;
+    for (char owner : f.owners[b]) expected += owner - '0' == r ? own : other;
+    EXPECT_EQ(f.cells(r, kind, b), expected) << "frame '" << f.label << "': rank " << r << " " << kind << " in bucket "
+                                             << b << " (owners " << f.owners[b] << ")\n" << f.text;
+  }
+}
+
 // ---- the code a guide names ----
 
 /// What a guide may name: every source file of the tree (C++, CUDA, Makefile, CMake) concatenated, its

@@ -2,8 +2,8 @@
 // repository root (naming it here makes test-lessons depend on it). The quick run must exit 0, show its
 // six beats, print the numbers they promise — every rank's model-state bytes equal to the formula and to
 // the estimator's plan, each step's gradient traffic equal to 2(N-1)/N·Ψ·4, the 7.5B table as the paper
-// prints it, ZeRO-1 and ZeRO-2 training to DDP's losses and DDP to lesson 05's — and every figure its
-// guide quotes (lesson_util.h).
+// prints it, ZeRO-1 and ZeRO-2 training to DDP's losses and DDP to lesson 05's, the frames of beats 3
+// and 4 cell by cell — and every figure its guide quotes (lesson_util.h).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -43,6 +43,50 @@ std::vector<double> numbers(const std::string& text, const std::string& pattern)
   return out;
 }
 
+/// Beats 3 and 4 print their recorded step as frames (lessons/common/frames.h). ZeRO-1, after bucket 0's
+/// reduce-scatter: each rank's own shard of bucket 0 reduced, every other gradient still local; at the
+/// end, after the all-gather: all parameters whole, own shards reduced, the rest of the local gradients
+/// kept, optimizer states on the own shards only. ZeRO-2: the same, except that a reduced bucket's local
+/// gradients are gone, from the moment its reduce-scatter began.
+void expect_zero12_frames(const CommandResult& r) {
+  const std::vector<PrintedFrame> frames = printed_frames(r.output);
+  const PrintedFrame* rs1 = find_frame(frames, "reduce-scatter bucket 0");
+  const PrintedFrame* ag1 = find_frame(frames, "all-gather the updated parameters", 0);
+  const PrintedFrame* rs2 = find_frame(frames, "reduce-scatter bucket 1");
+  const PrintedFrame* ag2 = find_frame(frames, "all-gather the updated parameters", 1);
+  for (const PrintedFrame* f : {rs1, ag1, rs2, ag2}) {
+    ASSERT_NE(f, nullptr) << r.output;
+    ASSERT_EQ(f->ranks(), 4) << f->label << "\n" << r.output;
+    ASSERT_EQ(f->owners.size(), 5u) << f->label << "\n" << r.output;
+  }
+  EXPECT_TRUE(rs1 < ag1 && ag1 < rs2 && rs2 < ag2) << r.output;  // beat 3's two, then beat 4's
+  EXPECT_TRUE(rs1->note("reduce-scatter: each rank now holds, in its own shard of bucket 0, the average over all ranks"))
+      << r.output;
+  EXPECT_TRUE(rs1->note("reduce_scatter bucket 0 (bucket 0) [0, 198656): 148992 elements, 595968 bytes per rank, ranks 0-3"))
+      << r.output;
+  EXPECT_TRUE(rs2->note("its full local gradients were freed when the reduction began")) << r.output;
+  EXPECT_TRUE(rs2->note("reduce_scatter bucket 1 (bucket 1) [198656, 396928): 148704 elements, 594816 bytes per rank"))
+      << r.output;
+  for (const PrintedFrame* ag : {ag1, ag2}) {
+    EXPECT_EQ(ag->phase, "gather") << ag->header;
+    EXPECT_TRUE(ag->note("all_gather [0, 809600): 607200 elements, 2428800 bytes per rank, ranks 0-3")) << r.output;
+  }
+  for (std::size_t b = 0; b < 5; ++b) {
+    // ZeRO-1
+    expect_cells(*rs1, "params", b, '=', '=');
+    expect_cells(*rs1, "grads", b, b == 0 ? '*' : '~', '~');
+    expect_cells(*ag1, "params", b, '=', '=');
+    expect_cells(*ag1, "grads", b, '*', '~');
+    expect_cells(*ag1, "optim", b, '#', '.');
+    // ZeRO-2
+    expect_cells(*rs2, "params", b, '=', '=');
+    if (b <= 1) expect_cells(*rs2, "grads", b, '*', '.');
+    expect_cells(*ag2, "params", b, '=', '=');
+    expect_cells(*ag2, "grads", b, '*', '.');
+    expect_cells(*ag2, "optim", b, '#', '.');
+  }
+}
+
 }  // namespace
 
 TEST(L06_Lesson, RunsQuickOn4RanksAndPrintsWhatItsGuideQuotes) {
@@ -79,6 +123,7 @@ TEST(L06_Lesson, RunsQuickOn4RanksAndPrintsWhatItsGuideQuotes) {
   EXPECT_TRUE(has(r, "0 of 5 buckets started from a gradient hook while backward ran (overlap_comm off")) << r.output;
   EXPECT_TRUE(has(r, "5 of 5 buckets started from a gradient hook while backward ran\n")) << r.output;
   EXPECT_TRUE(has(r, "parameters holding a full .grad after the step: 0 of")) << r.output;
+  expect_zero12_frames(r);
   // The paper's Table 1 for 7.5B: N = 64 is 31.4 / 16.6 / 1.88 GB.
   const std::regex n64(R"(\n\s*64\s+120\.0\s+31\.41 \[31\.4\]\s+16\.64 \[16\.6\]\s+1\.88 \[1\.88\])");
   EXPECT_TRUE(std::regex_search(r.output, n64))

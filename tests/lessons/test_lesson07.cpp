@@ -2,7 +2,8 @@
 // the repository root (naming lesson-07 here makes test-lessons depend on it). It must exit 0, print
 // the numbers its beats promise — every rank's model states equal to (P+G+K)(Ψ+padding)/N, the param
 // pool's peak during forward below the whole model, a step's gathers and reduce-scatters equal to
-// 3(N-1)/N·Ψ, the paper's 7.5B row, stage 3 training like DDP — and every line its guide quotes.
+// 3(N-1)/N·Ψ, the paper's 7.5B row, stage 3 training like DDP, the frames of beats 2 and 3 cell by
+// cell — and every line its guide quotes.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -28,6 +29,42 @@ double number_after(const CommandResult& r, const std::string& label) {
   std::smatch m;
   if (std::regex_search(r.output, m, std::regex(label + R"(\s*([-+0-9.eE]+))"))) return std::stod(m[1]);
   return std::nan("");
+}
+
+/// Beats 2 and 3 print frames of their forward and backward (lessons/common/frames.h): h.0's all-gather
+/// leaves the outer unit and h.0 whole on every rank and the other blocks sharded; its release takes
+/// h.0 back to the own shards, with h.1's prefetch in flight; after h.2's reduce-scatter each rank holds
+/// the reduced own shard of h.2's and h.3's gradients and nothing else of them.
+void expect_zero3_frames(const CommandResult& r) {
+  const std::vector<PrintedFrame> frames = printed_frames(r.output);
+  const PrintedFrame* gathered = find_frame(frames, "all-gather h.0");
+  const PrintedFrame* released = find_frame(frames, "release h.0");
+  const PrintedFrame* reduced = find_frame(frames, "reduce-scatter h.2");
+  for (const PrintedFrame* f : {gathered, released, reduced}) {
+    ASSERT_NE(f, nullptr) << r.output;
+    ASSERT_EQ(f->ranks(), 4) << f->label << "\n" << r.output;
+    ASSERT_EQ(f->owners.size(), 5u) << f->label << "\n" << r.output;  // outer, h.0 ... h.3
+  }
+  EXPECT_TRUE(gathered < released && released < reduced) << r.output;
+  EXPECT_EQ(gathered->phase, "forward") << gathered->header;
+  EXPECT_EQ(released->phase, "forward") << released->header;
+  EXPECT_EQ(reduced->phase, "backward") << reduced->header;
+  EXPECT_TRUE(gathered->note("all-gather: every rank now holds all of h.0's parameters, for its forward")) << r.output;
+  EXPECT_TRUE(gathered->note("all_gather bucket 1 (h.0) [16512, 214784): 148704 elements, 594816 bytes per rank, ranks 0-3"))
+      << r.output;
+  EXPECT_TRUE(released->note("release: h.0's gathered parameters are freed")) << r.output;
+  EXPECT_TRUE(reduced->note("reduce_scatter bucket 3 (h.2) [413056, 611328): 148704 elements, 594816 bytes per rank"))
+      << r.output;
+  for (std::size_t b = 0; b < 5; ++b) {
+    expect_cells(*gathered, "params", b, b <= 1 ? '+' : '#', b <= 1 ? '+' : '.');
+    expect_cells(*released, "params", b, b == 0 ? '+' : b == 2 ? ':' : '#', b == 0 ? '+' : b == 2 ? ':' : '.');
+    for (const PrintedFrame* f : {gathered, released}) {
+      expect_cells(*f, "grads", b, '#', '.');
+      expect_cells(*f, "optim", b, '#', '.');
+    }
+    if (b >= 3) expect_cells(*reduced, "grads", b, '*', '.');  // h.2 and h.3
+    expect_cells(*reduced, "optim", b, '#', '.');
+  }
 }
 
 TEST(L07_Lesson, RunsQuickOn4RanksAndPrintsWhatItsGuideQuotes) {
@@ -56,6 +93,7 @@ TEST(L07_Lesson, RunsQuickOn4RanksAndPrintsWhatItsGuideQuotes) {
 
   // Beat 3: after the step only the shards are left.
   EXPECT_EQ(number_after(r, "after the step: param pool"), 4.0 * psi / N) << r.output;
+  expect_zero3_frames(r);
 
   // Beat 4: what the events counted is 3(N-1)/N·Ψ elements.
   EXPECT_EQ(number_after(r, "gathers \\+ reduce-scatters: measured"), 3.0 * (N - 1) * psi / N) << r.output;

@@ -41,6 +41,34 @@ void expect_beats(const CommandResult& r, int first, int last, int total) {
     EXPECT_FALSE(has(r, "--- beat " + std::to_string(k) + "/")) << "beat " << k << " shown:\n" << r.output;
 }
 
+/// Lesson 05's beat 6 prints one recorded DDP step as frames (lessons/common/frames.h): after backward
+/// every rank holds all the parameters and its own local gradients; after the all-reduce, the averages,
+/// the same on every rank, for 2(N-1)/N·Ψ·4 bytes per rank.
+void expect_ddp_frames(const CommandResult& r) {
+  const std::vector<PrintedFrame> frames = printed_frames(r.output);
+  const PrintedFrame* back = find_frame(frames, "backward");
+  const PrintedFrame* reduce = find_frame(frames, "all-reduce the gradients");
+  ASSERT_NE(back, nullptr) << "no frame 'backward'\n" << r.output;
+  ASSERT_NE(reduce, nullptr) << "no frame 'all-reduce the gradients'\n" << r.output;
+  EXPECT_LT(back, reduce) << r.output;
+  EXPECT_EQ(back->phase, "backward") << back->header;
+  EXPECT_EQ(reduce->phase, "reduce") << reduce->header;
+  EXPECT_TRUE(reduce->note("all-reduce (average): every rank now holds the same gradients")) << r.output;
+  EXPECT_TRUE(reduce->note("all_reduce [0, 809600): 1214400 elements, 4857600 bytes per rank, ranks 0-3")) << r.output;
+  EXPECT_TRUE(has(r, "The frame's all_reduce: 4857600 bytes\nper rank = world.stats() over this step, 4857600 bytes"))
+      << r.output;
+  ASSERT_EQ(back->ranks(), 4) << r.output;
+  ASSERT_EQ(reduce->ranks(), 4) << r.output;
+  ASSERT_EQ(back->owners.size(), 5u) << r.output;  // the 5 buckets of beat 5
+  for (std::size_t b = 0; b < 5; ++b) {  // DDP shards nothing: the same character on every cell of every rank
+    expect_cells(*back, "params", b, '=', '=');
+    expect_cells(*back, "grads", b, '~', '~');
+    expect_cells(*reduce, "params", b, '=', '=');
+    expect_cells(*reduce, "grads", b, '*', '*');
+    expect_cells(*reduce, "optim", b, '=', '=');
+  }
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------------
@@ -267,6 +295,7 @@ TEST(L05_Lesson, RunsQuickOn4RanksAndPrintsWhatItsGuideQuotes) {
   EXPECT_TRUE(has(r, "(equal: measured = recorded = formula)")) << r.output;
   EXPECT_TRUE(has(r, "bucket 0:  198656 elements, 15 tensors: transformer.ln_f.bias")) << r.output;
   EXPECT_TRUE(has(r, "backward end")) << r.output;
+  expect_ddp_frames(r);
   EXPECT_LT(number_after(r, "largest relative loss difference over 10 steps:"), 1e-5) << r.output;
   EXPECT_LT(number_after(r, "4 ranks: train loss"), 4.0) << r.output;
   expect_guide_figures("05", args, r.output);
