@@ -219,7 +219,8 @@ bench-zero: build
 bench-events: build
 	$(BUILD)/bin/bench-events --steps 10 --rounds 5
 
-# The cost of --trace: (c) of bench-events (a step with the trace recorder attached vs none) and (d) a
+# The cost of --trace: (c) and (d) of bench-events (a step with the trace recorder attached vs none; one
+# frame's recording against the step) and (e) a
 # real 2-rank ZeRO-3 run with and without --trace (bench/trace_overhead.py: the run reports' step times).
 .PHONY: bench-trace
 bench-trace: build data

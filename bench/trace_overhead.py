@@ -54,7 +54,7 @@ def main():
             print(f"round {r + 1}: ZeRO-3 on {args.ranks} ranks, median step {off[-1]:.1f} ms untraced, "
                   f"{on[-1]:.1f} ms with --trace", flush=True)
     a, b = statistics.median(off), statistics.median(on)
-    print(f"(d) --trace on a real run (ZeRO-3, {args.ranks} ranks, baby GPT, {args.steps} steps, medians of "
+    print(f"(e) --trace on a real run (ZeRO-3, {args.ranks} ranks, baby GPT, {args.steps} steps, medians of "
           f"{args.rounds}): {a:.1f} ms -> {b:.1f} ms per step ({100 * (b - a) / a:+.1f}%; target <= +5%)")
 
 
