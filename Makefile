@@ -84,6 +84,13 @@ define run_notebooks
 	done; \
 	echo "notebooks: $(words $(NOTEBOOKS)) executed in $$(( $$(date +%s) - start )) s; outputs and figures in $(BUILD)/notebooks/"
 endef
+# The student tree of the lab assignments (docs/labs.md): the tracked files, every `// BEGIN SOLUTION` block
+# replaced by a NotImplemented stub; LESSON=NN stubs one lesson's tasks only. LABS_OUT=dir (default build/labs).
+LABS_OUT ?= $(BUILD)/labs
+.PHONY: labs
+labs:
+	/usr/bin/python3 tools/labs/make_labs.py --root . --out $(LABS_OUT) $(if $(LESSON),--lesson $(LESSON))
+
 notebooks: build data
 	$(run_notebooks)
 

@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+"""make labs: the student tree of minitorch's lab assignments, cut from the one reference tree (docs/labs.md).
+
+The code a student writes sits in the reference between
+
+    // BEGIN SOLUTION L05.2
+    ...the solution...
+    // END SOLUTION
+
+(task ids L<lesson>.<n>; a block is a whole function body, or statements nothing after them depends on).
+This script copies the repository's tracked files (`git ls-files`: no git history, no build outputs, so no
+solution survives anywhere) into OUT and replaces every block of the chosen lessons with
+
+    throw minitorch::NotImplemented("L05.2: <title> — see <guide>");
+
+keeping the markers' lines so the student sees where to write. The titles and guides come from
+labs/tasks.json. A file with a block must include "minitorch/not_implemented.h". Markers that do not pair,
+nest, or name an unknown task are one error naming the file and line. OUT/LAB.md lists the tasks.
+
+Usage: make_labs.py --root REPO --out DIR [--lesson NN] [--list]
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+BEGIN = re.compile(r"^(\s*)//\s*BEGIN SOLUTION\s+(\S+)\s*$")
+END = re.compile(r"^\s*//\s*END SOLUTION\s*$")
+TASK_ID = re.compile(r"^L(\d\d)\.(\d+)$")
+SOURCE_SUFFIXES = (".h", ".hpp", ".cpp", ".cu", ".cuh")
+INCLUDE = '#include "minitorch/not_implemented.h"'
+
+
+class LabError(Exception):
+    pass
+
+
+def tracked_files(root):
+    """The repository's files as git knows them (no .git, no build outputs, no untracked files)."""
+    try:
+        out = subprocess.run(["git", "-C", root, "ls-files", "-z"], check=True, capture_output=True).stdout
+    except (OSError, subprocess.CalledProcessError) as e:
+        raise LabError(f"{root}: not a git checkout ({e}); make labs copies the tracked files only")
+    return sorted(p for p in out.decode().split("\0") if p)
+
+
+def load_tasks(root):
+    path = os.path.join(root, "labs", "tasks.json")
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+    except (OSError, ValueError) as e:
+        raise LabError(f"{path}: {e}")
+    tasks = {}
+    for i, t in enumerate(doc.get("tasks", [])):
+        for key in ("id", "title", "guide", "points"):
+            if key not in t:
+                raise LabError(f"{path}: tasks[{i}] has no '{key}'")
+        if not TASK_ID.match(t["id"]):
+            raise LabError(f"{path}: tasks[{i}].id '{t['id']}' is not L<lesson>.<n> (e.g. L05.2)")
+        if t["id"] in tasks:
+            raise LabError(f"{path}: task {t['id']} appears twice")
+        tasks[t["id"]] = t
+    return tasks
+
+
+def find_blocks(path, lines, tasks):
+    """[(task id, begin line index, end line index)] of one file, checked."""
+    blocks, open_ = [], None
+    for i, line in enumerate(lines):
+        b, e = BEGIN.match(line), END.match(line)
+        if b:
+            if open_:
+                raise LabError(f"{path}:{i + 1}: BEGIN SOLUTION {b.group(2)} inside {open_[0]} (opened at line {open_[1] + 1})")
+            if b.group(2) not in tasks:
+                raise LabError(f"{path}:{i + 1}: BEGIN SOLUTION {b.group(2)}: no such task in labs/tasks.json")
+            open_ = (b.group(2), i)
+        elif e:
+            if not open_:
+                raise LabError(f"{path}:{i + 1}: END SOLUTION without a BEGIN SOLUTION")
+            blocks.append((open_[0], open_[1], i))
+            open_ = None
+        elif "SOLUTION" in line and re.search(r"//\s*(BEGIN|END)\s+SOLUTION", line):
+            raise LabError(f"{path}:{i + 1}: a malformed marker: '{line.strip()}' "
+                           "(write '// BEGIN SOLUTION L05.2' or '// END SOLUTION' alone on its line)")
+    if open_:
+        raise LabError(f"{path}:{open_[1] + 1}: BEGIN SOLUTION {open_[0]} is never closed")
+    return blocks
+
+
+def stub(lines, blocks, tasks, chosen):
+    out, last = [], 0
+    for task, b, e in blocks:
+        if not chosen(task):
+            continue
+        indent = BEGIN.match(lines[b]).group(1)
+        t = tasks[task]
+        message = f"{task}: {t['title']} — see {t['guide']}".replace("\\", "\\\\").replace('"', '\\"')
+        out += lines[last:b + 1]
+        out.append(f'{indent}throw ::minitorch::NotImplemented("{message}");\n')
+        last = e
+    return out + lines[last:]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--root", required=True, help="the reference repository (a git checkout)")
+    ap.add_argument("--out", help="where to write the student tree (replaced)")
+    ap.add_argument("--lesson", help="stub only this lesson's tasks (e.g. 05); earlier lessons keep their solutions")
+    ap.add_argument("--list", action="store_true", help="print the marked tasks and their files, write nothing")
+    args = ap.parse_args()
+    try:
+        if args.lesson is not None and not re.fullmatch(r"\d\d", args.lesson):
+            raise LabError(f"--lesson '{args.lesson}': expected two digits, e.g. 05")
+        if not args.list and not args.out:
+            raise LabError("--out DIR is needed (or --list)")
+        root = os.path.abspath(args.root)
+        tasks = load_tasks(root)
+        chosen = (lambda t: True) if args.lesson is None else (lambda t: t.startswith(f"L{args.lesson}."))
+        files = tracked_files(root)
+        marked = {}
+        for rel in files:
+            if not rel.endswith(SOURCE_SUFFIXES) or rel.startswith("tools/labs/"):
+                continue
+            with open(os.path.join(root, rel), encoding="utf-8") as f:
+                lines = f.readlines()
+            blocks = find_blocks(rel, lines, tasks)
+            if blocks:
+                if not any(l.strip() == INCLUDE for l in lines):
+                    raise LabError(f"{rel}: has solution blocks but does not {INCLUDE} (its stubs throw NotImplemented)")
+                marked[rel] = (lines, blocks)
+        per_task = {}
+        for rel, (_, blocks) in marked.items():
+            for task, b, _ in blocks:
+                per_task.setdefault(task, []).append(f"{rel}:{b + 1}")
+        if args.list:
+            for task in sorted(tasks):
+                print(f"{task}  {tasks[task]['title']}  ({tasks[task]['points']} points)  {', '.join(per_task.get(task, ['(no block)']))}")
+            return 0
+        out = os.path.abspath(args.out)
+        inside = out.startswith(root + os.sep)
+        if out == root or root.startswith(out + os.sep) or (inside and not os.path.relpath(out, root).startswith("build")):
+            raise LabError(f"--out {out}: must be outside the reference tree, or under one of its build folders")
+        if os.path.exists(out):
+            shutil.rmtree(out)
+        stubbed = 0
+        for rel in files:
+            src, dst = os.path.join(root, rel), os.path.join(out, rel)
+            if not os.path.lexists(src):
+                continue  # deleted in the work tree, not yet in git
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            if rel in marked:
+                lines, blocks = marked[rel]
+                with open(dst, "w", encoding="utf-8") as f:
+                    f.writelines(stub(lines, blocks, tasks, chosen))
+                stubbed += sum(1 for t, _, _ in blocks if chosen(t))
+            else:
+                shutil.copy2(src, dst, follow_symlinks=False)
+        with open(os.path.join(out, "LAB.md"), "w") as f:
+            f.write("# Lab tasks\n\nEach task's code is a stub that throws `NotImplemented` with its id. Write it, then run "
+                    "its tests: `cd build && ctest -R <filter>`.\n\n"
+                    "| task | what | where | tests | points | guide |\n|---|---|---|---|---|---|\n")
+            for task in sorted(tasks):
+                if not chosen(task):
+                    continue
+                t = tasks[task]
+                f.write(f"| {task} | {t['title']} | {', '.join(per_task.get(task, []))} | `{t.get('tests', task.replace('.', '_T'))}` "
+                        f"| {t['points']} | {t['guide']} |\n")
+        print(f"labs: wrote {out} ({len(files)} files, {stubbed} solution blocks stubbed"
+              f"{'' if args.lesson is None else ' of lesson ' + args.lesson}; LAB.md lists the tasks)")
+        return 0
+    except LabError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
