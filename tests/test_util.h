@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <sstream>
 #include <string>
 
 namespace mt_test {
@@ -82,6 +83,13 @@ inline CommandResult run_command(const std::string& cmd) {
 }
 
 /// A binary in build/bin, and a file in the source tree.
+/// The whole of file `path` ("" if it cannot be read).
+inline std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
 inline std::string bin(const std::string& name) { return std::string(MT_BIN_DIR) + "/" + name; }
 inline std::string source(const std::string& rel) { return std::string(MT_SOURCE_DIR) + "/" + rel; }
 

@@ -48,12 +48,11 @@ trace::RankHoldings Stage1::holdings() const {
   trace::RankHoldings h;
   for (std::size_t b = 0; b < partition_.buckets().size(); ++b) {
     const ShardedBucket& bucket = partition_.buckets()[b];
-    const std::int64_t first = bucket.first, shard = bucket.numel / partition_.world();
-    h.params.paint(first, first + bucket.numel, "whole");
+    h.params.paint(bucket.first, bucket.first + bucket.numel, "whole");
     if (bucket.grads.numel() == 0) continue;
-    h.grads.paint(first, first + bucket.numel, "accumulating");  // one buffer: the shard is a view of it
-    const std::int64_t mine = first + partition_.rank() * shard;
-    if (progress_.reduced[b]) h.grads.paint(mine, mine + shard, "reduced");
+    h.grads.paint(bucket.first, bucket.first + bucket.numel, "accumulating");  // one buffer: the shard is a view of it
+    const auto [begin, end] = own_shard(partition_, b);
+    if (progress_.reduced[b]) h.grads.paint(begin, end, "reduced");
   }
   paint_optimizer_shard(partition_, optimizer(), h.optim);
   return h;

@@ -46,10 +46,8 @@ trace::RankHoldings Stage2::holdings() const {
   trace::RankHoldings h;
   for (std::size_t b = 0; b < partition_.buckets().size(); ++b) {
     const ShardedBucket& bucket = partition_.buckets()[b];
-    const std::int64_t shard = bucket.numel / partition_.world(), mine = bucket.first + partition_.rank() * shard;
     h.params.paint(bucket.first, bucket.first + bucket.numel, "whole");
-    if (bucket.grad_shard.defined()) h.grads.paint(mine, mine + shard, progress_.reduced[b] ? "reduced" : "shard");
-    paint_local_gradients(partition_, b, h.grads);  // backward's full gradients, until their reduction
+    paint_sharded_gradients(partition_, b, progress_, h.grads);
   }
   paint_optimizer_shard(partition_, optimizer(), h.optim);
   return h;

@@ -228,18 +228,17 @@ trace::RankHoldings Stage3::holdings() const {
   trace::RankHoldings h;
   for (std::size_t b = 0; b < partition_.buckets().size(); ++b) {
     const ShardedBucket& bucket = partition_.buckets()[b];
-    const std::int64_t shard = bucket.numel / partition_.world(), mine = bucket.first + partition_.rank() * shard;
     if (persistent_[b]) {
       h.params.paint(bucket.first, bucket.first + bucket.numel, "whole");
     } else {
-      h.params.paint(mine, mine + shard, "shard");
+      const auto [begin, end] = own_shard(partition_, b);
+      h.params.paint(begin, end, "shard");
       // While gathering or gathered, the full buffer lies over the shard, which stays allocated.
       if (state_[b] != UnitState::sharded)
         h.params.paint(bucket.first, bucket.first + bucket.numel,
                        state_[b] == UnitState::gathered ? "gathered" : "gathering", trace::Overlay::separate_buffer);
     }
-    if (bucket.grad_shard.defined()) h.grads.paint(mine, mine + shard, progress_.reduced[b] ? "reduced" : "shard");
-    paint_local_gradients(partition_, b, h.grads);
+    paint_sharded_gradients(partition_, b, progress_, h.grads);
   }
   paint_optimizer_shard(partition_, optimizer(), h.optim);
   return h;

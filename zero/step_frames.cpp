@@ -31,8 +31,19 @@ void paint_optimizer_shard(const Partition& partition, const optim::AdamW& adamw
   }
 }
 
-void paint_local_gradients(const Partition& partition, std::size_t b, trace::HeldRanges& grads) {
+std::pair<std::int64_t, std::int64_t> own_shard(const Partition& partition, std::size_t b) {
   const ShardedBucket& bucket = partition.buckets()[b];
+  const std::int64_t begin = bucket.first + bucket.shard_begin(partition.rank(), partition.world());
+  return {begin, begin + bucket.numel / partition.world()};
+}
+
+void paint_sharded_gradients(const Partition& partition, std::size_t b, const ReductionProgress& progress,
+                             trace::HeldRanges& grads) {
+  const ShardedBucket& bucket = partition.buckets()[b];
+  if (bucket.grad_shard.defined()) {
+    const auto [begin, end] = own_shard(partition, b);
+    grads.paint(begin, end, progress.reduced[b] ? "reduced" : "shard");
+  }
   std::int64_t at = bucket.first;
   for (std::size_t p : bucket.members) {
     const Tensor& t = partition.params()[p].second;

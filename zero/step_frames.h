@@ -11,6 +11,7 @@
 ///   frame(*this, [&] { return trace::FrameNote{"reduce", "reduce-scatter " + name, caption, collective}; });
 /// \endcode
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dist/process_group.h"
@@ -34,9 +35,8 @@ trace::FlatSpace partition_space(const Partition& partition, const std::vector<s
 std::vector<std::string> numbered_buckets(const Partition& partition);
 /// Paints this rank's pieces that have optimizer state (AdamW makes it at their first update) as "shard".
 void paint_optimizer_shard(const Partition& partition, const optim::AdamW& adamw, trace::HeldRanges& optim);
-/// Paints bucket b's parameters whose full .grad is allocated (local gradients of stages 2 and 3, a
-/// buffer of their own over the gradient shard) as "accumulating".
-void paint_local_gradients(const Partition& partition, std::size_t b, trace::HeldRanges& grads);
+/// This rank's shard of bucket b, [first, second) in the flat space.
+std::pair<std::int64_t, std::int64_t> own_shard(const Partition& partition, std::size_t b);
 /// What the ZeRO stages remember for their frames: which buckets' gradients this step has reduced,
 /// and whether a backward is running (a reduction finishing then belongs to the backward phase).
 struct ReductionProgress {
@@ -44,6 +44,11 @@ struct ReductionProgress {
   bool in_backward = false;
   void clear() { reduced.assign(reduced.size(), false); }
 };
+/// Stages 2 and 3: bucket b's gradient shard ("reduced" once this step reduced it, else "shard"), then
+/// the parameters whose full .grad is allocated — backward's local gradients, a buffer of their own
+/// over the shard until their reduction frees them — as "accumulating".
+void paint_sharded_gradients(const Partition& partition, std::size_t b, const ReductionProgress& progress,
+                             trace::HeldRanges& grads);
 /// Marks bucket b reduced and records the frame of its finished reduce-scatter; `local_freed`: the
 /// full local gradients were freed when it started (stages 2, 3), else they stay (stage 1).
 void reduced_frame(const GradientStrategy& s, const Partition& partition, std::size_t b, const std::string& name,

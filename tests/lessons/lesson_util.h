@@ -62,12 +62,7 @@ inline CommandResult run_lesson_typing(const std::string& nn, const std::string&
   return mt_test::run_command("cd " + kSource + " && (printf '" + typed + "' | " + lesson_command(nn, args) + ")");
 }
 
-inline std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using mt_test::read_text;
 
 /// `s` with each run of blanks as one space and no blanks at either end.
 inline std::string squeeze(const std::string& s) {

@@ -60,9 +60,7 @@ TEST(L07_TraceCli, Zero3OnTwoRanksWritesAValidChromeTraceWithTheReportsBytes) {
   for (const auto& f : frames.frames)
     if (f.step == 2 && f.collective && f.collective->op == "reduce_scatter") rs_elements += f.collective->elements;
   EXPECT_EQ(rs_elements, rep["ranks"][0]["comm_last_step"]["reduce_scatter"]["elements"].get<std::int64_t>());
-  std::ostringstream page_text;
-  page_text << std::ifstream(out + "/trace.html").rdbuf();
-  const std::string page = page_text.str();
+  const std::string page = mt_test::read_text(out + "/trace.html");
   EXPECT_THAT(page, HasSubstr("<svg"));
   EXPECT_THAT(page, HasSubstr("all-gather h.0"));  // the recorded frames, inlined
 }

@@ -15,13 +15,6 @@ using mt_test::contains;
 
 namespace {
 
-std::string read(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 const std::string kZero3 = mt_test::source("tests/trace/data/zero3_4ranks/frames.json");
 const std::string kZero1 = mt_test::source("tests/trace/data/zero1_2ranks/frames.json");
 
@@ -48,7 +41,7 @@ TEST(L07_TraceHtml, TemplateHoldsThePlaceholderOnceAndTheTestHooks) {
 }
 
 TEST(L07_TraceHtml, EmbedsTheFramesAsTheSameJson) {
-  const std::string text = read(kZero3);
+  const std::string text = mt_test::read_text(kZero3);
   const std::string page = trace::render_trace_html(text);
   EXPECT_FALSE(contains(page, trace::kFramesPlaceholder));
   const nlohmann::json embedded = nlohmann::json::parse(embedded_json(page));
@@ -57,7 +50,7 @@ TEST(L07_TraceHtml, EmbedsTheFramesAsTheSameJson) {
 }
 
 TEST(L07_TraceHtml, ScriptEndInACaptionIsEscaped) {
-  nlohmann::json j = nlohmann::json::parse(read(kZero1));
+  nlohmann::json j = nlohmann::json::parse(mt_test::read_text(kZero1));
   const std::string evil = "</script><script>alert(1)</script><!-- <SCRIPT";
   j["frames"][0]["caption"] = evil;
   j["frames"][1]["label"] = "</ScRiPt >";
@@ -76,7 +69,7 @@ TEST(L07_TraceHtml, ScriptEndInACaptionIsEscaped) {
 }
 
 TEST(L07_TraceHtml, PageIsSelfContained) {
-  const std::string page = trace::render_trace_html(read(kZero3));
+  const std::string page = trace::render_trace_html(mt_test::read_text(kZero3));
   // no fetch of anything: the only URL is the SVG namespace name (an identifier, never loaded)
   const std::string ns = "http://www.w3.org/2000/svg";
   std::string rest = page;
@@ -96,10 +89,10 @@ TEST(L07_TraceHtml, PageIsSelfContained) {
 
 TEST(L07_TraceHtml, WriteTraceHtmlWritesNextToFramesJson) {
   mt_test::TempDir tmp;
-  tmp.write("frames.json", read(kZero1));
+  tmp.write("frames.json", mt_test::read_text(kZero1));
   const std::string out = trace::write_trace_html(tmp.dir.string());
   EXPECT_EQ(out, tmp.path("trace.html"));
-  const std::string page = read(out);
+  const std::string page = mt_test::read_text(out);
   EXPECT_TRUE(contains(page, "<!DOCTYPE html>"));
   EXPECT_EQ(nlohmann::json::parse(embedded_json(page))["run"]["strategy"], "ZeRO-1");
   // nothing else left behind (the atomic write's temporary file)
@@ -119,7 +112,7 @@ TEST(L07_TraceHtml, BadFramesAreOneErrorNamingTheFile) {
 }
 
 TEST(L07_TraceHtml, SchemaErrorsSayWhere) {
-  nlohmann::json j = nlohmann::json::parse(read(kZero3));
+  nlohmann::json j = nlohmann::json::parse(mt_test::read_text(kZero3));
   auto error = [](const nlohmann::json& doc) { return mt_test::error_of([&] { trace::render_trace_html(doc.dump(), "f.json"); }); };
   nlohmann::json bad = j;
   bad["frames"][3]["ranks"][1]["params"][0]["state"] = "lost";

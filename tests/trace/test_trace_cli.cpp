@@ -18,13 +18,6 @@ using mt_test::source;
 
 namespace {
 
-std::string read(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 std::string trace_cmd(const std::string& args) { return bin("minitorch-trace") + " " + args; }
 
 /// The first line where `a` and `b` differ, for a readable failure.
@@ -44,7 +37,7 @@ std::string first_difference(const std::string& a, const std::string& b) {
 TEST(L06_TraceTerminal, Zero1TwoRanksPlainMatchesGolden) {
   const auto r = run_command(trace_cmd(source("tests/trace/data/zero1_2ranks") + " --plain --auto"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  const std::string golden = read(source("tests/trace/data/zero1_2ranks.golden.txt"));
+  const std::string golden = mt_test::read_text(source("tests/trace/data/zero1_2ranks.golden.txt"));
   ASSERT_FALSE(golden.empty());
   EXPECT_EQ(r.output, golden) << first_difference(r.output, golden)
                               << "\n(if the change is meant: see tests/trace/test_trace_cli.cpp for the command that "
@@ -85,11 +78,11 @@ TEST(L07_TraceTerminal, Zero3FourRanksShowsEveryFrame) {
 
 TEST(L07_TraceTerminal, HtmlWritesTracePage) {
   mt_test::TempDir tmp;
-  tmp.write("frames.json", read(source("tests/trace/data/zero3_4ranks/frames.json")));
+  tmp.write("frames.json", mt_test::read_text(source("tests/trace/data/zero3_4ranks/frames.json")));
   const auto r = run_command(trace_cmd(tmp.dir.string() + " --html"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "wrote " + tmp.path("trace.html")));
-  EXPECT_TRUE(contains(read(tmp.path("trace.html")), "ZeRO-3"));
+  EXPECT_TRUE(contains(mt_test::read_text(tmp.path("trace.html")), "ZeRO-3"));
 }
 
 TEST(L07_TraceTerminal, BadDirOrFramesIsOneClearError) {
