@@ -26,11 +26,13 @@ def git(root, *args):
 
 
 def make_tree(root, source):
-    os.makedirs(os.path.join(root, "labs"))
+    os.makedirs(os.path.join(root, "labs", "tasks"))
     os.makedirs(os.path.join(root, "dist"))
-    with open(os.path.join(root, "labs", "tasks.json"), "w") as f:
-        json.dump({"tasks": [
-            {"id": "L05.1", "title": "ring all-reduce", "guide": "lessons/05_ddp/README.md", "points": 3, "tests": "L05_T1"},
+    with open(os.path.join(root, "labs", "tasks", "L05.json"), "w") as f:
+        json.dump({"lesson": "05", "tasks": [
+            {"id": "L05.1", "title": "ring all-reduce", "guide": "lessons/05_ddp/README.md", "points": 3, "tests": "L05_T1"}]}, f)
+    with open(os.path.join(root, "labs", "tasks", "L06.json"), "w") as f:
+        json.dump({"lesson": "06", "tasks": [
             {"id": "L06.1", "title": "the \"partition\"", "guide": "lessons/06_zero12/README.md", "points": 2}]}, f)
     with open(os.path.join(root, "dist", "ring.cpp"), "w") as f:
         f.write(source)

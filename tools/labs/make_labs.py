@@ -14,7 +14,7 @@ solution survives anywhere) into OUT and replaces every block of the chosen less
     throw minitorch::NotImplemented("L05.2: <title> — see <guide>");
 
 keeping the markers' lines so the student sees where to write. The titles and guides come from
-labs/tasks.json. A file with a block must include "minitorch/not_implemented.h". Markers that do not pair,
+labs/tasks/L<lesson>.json. A file with a block must include "minitorch/not_implemented.h". Markers that do not pair,
 nest, or name an unknown task are one error naming the file and line. OUT/LAB.md lists the tasks.
 
 Usage: make_labs.py --root REPO --out DIR [--lesson NN] [--list]
@@ -27,15 +27,13 @@ import shutil
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from labs_tasks import LabError, load_tasks  # noqa: E402
+
 BEGIN = re.compile(r"^(\s*)//\s*BEGIN SOLUTION\s+(\S+)\s*$")
 END = re.compile(r"^\s*//\s*END SOLUTION\s*$")
-TASK_ID = re.compile(r"^L(\d\d)\.(\d+)$")
 SOURCE_SUFFIXES = (".h", ".hpp", ".cpp", ".cu", ".cuh")
 INCLUDE = '#include "minitorch/not_implemented.h"'
-
-
-class LabError(Exception):
-    pass
 
 
 def tracked_files(root):
@@ -47,26 +45,6 @@ def tracked_files(root):
     return sorted(p for p in out.decode().split("\0") if p)
 
 
-def load_tasks(root):
-    path = os.path.join(root, "labs", "tasks.json")
-    try:
-        with open(path) as f:
-            doc = json.load(f)
-    except (OSError, ValueError) as e:
-        raise LabError(f"{path}: {e}")
-    tasks = {}
-    for i, t in enumerate(doc.get("tasks", [])):
-        for key in ("id", "title", "guide", "points"):
-            if key not in t:
-                raise LabError(f"{path}: tasks[{i}] has no '{key}'")
-        if not TASK_ID.match(t["id"]):
-            raise LabError(f"{path}: tasks[{i}].id '{t['id']}' is not L<lesson>.<n> (e.g. L05.2)")
-        if t["id"] in tasks:
-            raise LabError(f"{path}: task {t['id']} appears twice")
-        tasks[t["id"]] = t
-    return tasks
-
-
 def find_blocks(path, lines, tasks):
     """[(task id, begin line index, end line index)] of one file, checked."""
     blocks, open_ = [], None
@@ -76,14 +54,14 @@ def find_blocks(path, lines, tasks):
             if open_:
                 raise LabError(f"{path}:{i + 1}: BEGIN SOLUTION {b.group(2)} inside {open_[0]} (opened at line {open_[1] + 1})")
             if b.group(2) not in tasks:
-                raise LabError(f"{path}:{i + 1}: BEGIN SOLUTION {b.group(2)}: no such task in labs/tasks.json")
+                raise LabError(f"{path}:{i + 1}: BEGIN SOLUTION {b.group(2)}: no such task in labs/tasks/L*.json")
             open_ = (b.group(2), i)
         elif e:
             if not open_:
                 raise LabError(f"{path}:{i + 1}: END SOLUTION without a BEGIN SOLUTION")
             blocks.append((open_[0], open_[1], i))
             open_ = None
-        elif "SOLUTION" in line and re.search(r"//\s*(BEGIN|END)\s+SOLUTION", line):
+        elif re.match(r"^\s*//\s*(BEGIN|END)\s*SOLUTION", line):
             raise LabError(f"{path}:{i + 1}: a malformed marker: '{line.strip()}' "
                            "(write '// BEGIN SOLUTION L05.2' or '// END SOLUTION' alone on its line)")
     if open_:
@@ -167,7 +145,7 @@ def main():
                 if not chosen(task):
                     continue
                 t = tasks[task]
-                f.write(f"| {task} | {t['title']} | {', '.join(per_task.get(task, []))} | `{t.get('tests', task.replace('.', '_T'))}` "
+                f.write(f"| {task} | {t['title']} | {', '.join(per_task.get(task, []))} | `{t['tests']}` "
                         f"| {t['points']} | {t['guide']} |\n")
         print(f"labs: wrote {out} ({len(files)} files, {stubbed} solution blocks stubbed"
               f"{'' if args.lesson is None else ' of lesson ' + args.lesson}; LAB.md lists the tasks)")

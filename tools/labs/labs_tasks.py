@@ -1,0 +1,62 @@
+"""The lab tasks (docs/labs.md), read from labs/tasks/L<lesson>.json — one file per lesson, so that lessons
+are written and handed out independently:
+
+    {"lesson": "05",
+     "tasks": [{"id": "L05.1", "title": "ring reduce-scatter", "guide": "lessons/05_ddp/README.md",
+                "points": 3, "tests": "L05_T1", "needs": []}, ...]}
+
+id L<lesson>.<n>; tests is the ctest/GoogleTest name prefix of the task's tests (default L05_T1 for L05.1);
+needs lists the tasks of the same lesson this one builds on (its tests fail while those are stubs too)."""
+import glob
+import json
+import os
+import re
+
+TASK_ID = re.compile(r"^L(\d\d)\.(\d+)$")
+
+
+class LabError(Exception):
+    pass
+
+
+def default_filter(task_id):
+    return task_id.replace(".", "_T")
+
+
+def load_tasks(root):
+    """{task id: task} over every labs/tasks/L*.json, each checked; a task gains 'tests' and 'needs' defaults."""
+    tasks = {}
+    files = sorted(glob.glob(os.path.join(root, "labs", "tasks", "L*.json")))
+    for path in files:
+        rel = os.path.relpath(path, root)
+        lesson = os.path.basename(path)[1:-len(".json")]
+        try:
+            with open(path) as f:
+                doc = json.load(f)
+        except (OSError, ValueError) as e:
+            raise LabError(f"{rel}: {e}")
+        if not isinstance(doc, dict) or doc.get("lesson") != lesson:
+            raise LabError(f"{rel}: expected an object with \"lesson\": \"{lesson}\" (the file's name)")
+        for i, t in enumerate(doc.get("tasks", [])):
+            for key in ("id", "title", "guide", "points"):
+                if key not in t:
+                    raise LabError(f"{rel}: tasks[{i}] has no '{key}'")
+            m = TASK_ID.match(str(t["id"]))
+            if not m:
+                raise LabError(f"{rel}: tasks[{i}].id '{t['id']}' is not L<lesson>.<n> (e.g. L05.2)")
+            if m.group(1) != lesson:
+                raise LabError(f"{rel}: task {t['id']} belongs in labs/tasks/L{m.group(1)}.json")
+            if t["id"] in tasks:
+                raise LabError(f"{rel}: task {t['id']} appears twice")
+            if not isinstance(t["points"], int) or t["points"] <= 0:
+                raise LabError(f"{rel}: task {t['id']}: points must be a positive integer")
+            t.setdefault("tests", default_filter(t["id"]))
+            t.setdefault("needs", [])
+            t["lesson"] = lesson
+            tasks[t["id"]] = t
+    for t in tasks.values():
+        for n in t["needs"]:
+            if n not in tasks or tasks[n]["lesson"] != t["lesson"] or n == t["id"]:
+                raise LabError(f"labs/tasks/L{t['lesson']}.json: task {t['id']} needs '{n}', which is not another "
+                               f"task of lesson {t['lesson']} (tasks build on each other only within a lesson)")
+    return tasks
