@@ -91,6 +91,20 @@ LABS_OUT ?= $(BUILD)/labs
 labs:
 	/usr/bin/python3 tools/labs/make_labs.py --root . --out $(LABS_OUT) $(if $(LESSON),--lesson $(LESSON))
 
+# make labs-check [LESSON=NN] (tools/labs/labs_check.py, docs/labs.md): for each lesson (or the one given), its
+# solution blocks are stubbed in place (put back byte for byte after), the library's suites rebuilt and run:
+# the reference passes every test; a test passes iff it depends on no stubbed task (labs/depends.json); each
+# stubbed task's own tests fail with its NotImplemented message. labs-check-full also pastes back one solution
+# at a time. labs-record rewrites labs/depends.json from runs with one task stubbed at a time.
+.PHONY: labs-check labs-check-full labs-record
+LABS_CHECK = /usr/bin/python3 tools/labs/labs_check.py --root . --build $(BUILD) $(if $(LESSON),--lesson $(LESSON))
+labs-check: build
+	$(LABS_CHECK)
+labs-check-full: build
+	$(LABS_CHECK) --full
+labs-record: build
+	$(LABS_CHECK) --record
+
 notebooks: build data
 	$(run_notebooks)
 

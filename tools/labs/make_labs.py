@@ -69,7 +69,27 @@ def find_blocks(path, lines, tasks):
     return blocks
 
 
+def marked_files(root, files, tasks):
+    """{path: (lines, blocks)} of the files (relative to root) that hold solution blocks, each checked."""
+    marked = {}
+    for rel in files:
+        if not rel.endswith(SOURCE_SUFFIXES) or rel.startswith("tools/labs/"):
+            continue
+        path = os.path.join(root, rel)
+        if not os.path.exists(path):
+            continue  # deleted in the work tree, not yet in git
+        with open(path, encoding="utf-8") as f:
+            lines = f.readlines()
+        blocks = find_blocks(rel, lines, tasks)
+        if blocks:
+            if not any(line.strip() == INCLUDE for line in lines):
+                raise LabError(f"{rel}: has solution blocks but does not {INCLUDE} (its stubs throw NotImplemented)")
+            marked[rel] = (lines, blocks)
+    return marked
+
+
 def stub(lines, blocks, tasks, chosen):
+    """The file's lines with the chosen tasks' blocks replaced by their NotImplemented stubs."""
     out, last = [], 0
     for task, b, e in blocks:
         if not chosen(task):
@@ -99,17 +119,7 @@ def main():
         tasks = load_tasks(root)
         chosen = (lambda t: True) if args.lesson is None else (lambda t: t.startswith(f"L{args.lesson}."))
         files = tracked_files(root)
-        marked = {}
-        for rel in files:
-            if not rel.endswith(SOURCE_SUFFIXES) or rel.startswith("tools/labs/"):
-                continue
-            with open(os.path.join(root, rel), encoding="utf-8") as f:
-                lines = f.readlines()
-            blocks = find_blocks(rel, lines, tasks)
-            if blocks:
-                if not any(l.strip() == INCLUDE for l in lines):
-                    raise LabError(f"{rel}: has solution blocks but does not {INCLUDE} (its stubs throw NotImplemented)")
-                marked[rel] = (lines, blocks)
+        marked = marked_files(root, files, tasks)
         per_task = {}
         for rel, (_, blocks) in marked.items():
             for task, b, _ in blocks:

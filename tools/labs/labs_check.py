@@ -1,0 +1,410 @@
+#!/usr/bin/env python3
+"""make labs-check: proves the labs (docs/labs.md), one lesson at a time.
+
+For each lesson: the lesson's solution blocks are replaced by the stubs `make labs LESSON=NN` writes (the same
+function writes both), IN PLACE in the reference tree, whose build is then brought up to date (only the
+stubbed files recompile); the library's test suites run; the files are put back byte for byte. Checked:
+
+  - the reference passes every test (run first, unless --no-reference);
+  - the stubbed tree builds;
+  - a test passes if and only if it depends on no stubbed task (labs/depends.json, plus its own task and
+    the tasks that one needs), and each stubbed task's own tests fail with `not implemented: L<NN>.<k>`.
+
+--full also pastes back one solution at a time (all the lesson's other tasks stubbed): exactly the tests
+that depend on no task still stubbed turn green. --record writes labs/depends.json from runs with one task
+stubbed at a time (then review the diff: it is data every later check holds the tree to).
+
+The suites are the library's GoogleTest binaries (build/bin/test-<layer>; each runs once as one process,
+the multi-rank ones under mpirun -np 2). tools/ and lessons/ (programs trained for seconds to minutes) and
+cuda/ are left out: docs/labs.md says why.
+
+If a run is interrupted, the stubbed files are restored from WORK/backup the next time this runs (and a
+message says so); `--restore` does only that.
+"""
+import argparse
+import concurrent.futures
+import fnmatch
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from labs_tasks import LabError, load_tasks  # noqa: E402
+from make_labs import marked_files, stub, tracked_files  # noqa: E402
+
+SKIPPED_LAYERS = ("tools", "lessons", "cuda")
+TASK_PREFIX = re.compile(r"^(L\d\d)_T(\d+)_")
+ENV = {"MINITORCH_NUM_THREADS": "1", "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+       "OMPI_MCA_rmaps_base_oversubscribe": "1"}
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+# ---- what each test depends on ------------------------------------------------------------------------------
+
+def load_depends(root, tasks):
+    """{task id: [test name patterns]} from labs/depends.json: the tests (other than the task's own) that fail
+    while that task is a stub."""
+    path = os.path.join(root, "labs", "depends.json")
+    if not os.path.exists(path):
+        return {}
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+    except ValueError as e:
+        raise LabError(f"labs/depends.json: {e}")
+    depends = doc.get("depends", {})
+    for task, patterns in depends.items():
+        if task not in tasks:
+            raise LabError(f"labs/depends.json: '{task}' is not a task of labs/tasks/L*.json")
+        if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
+            raise LabError(f"labs/depends.json: depends['{task}'] must be a list of test name patterns")
+    return depends
+
+
+def own_task(test, tasks):
+    m = TASK_PREFIX.match(test)
+    if not m:
+        return None
+    task = f"{m.group(1)}.{m.group(2)}"
+    return task if task in tasks else None
+
+
+def closure(start, tasks):
+    """The tasks in `start` and every task they build on (needs), transitively."""
+    out, todo = set(), list(start)
+    while todo:
+        t = todo.pop()
+        if t not in out:
+            out.add(t)
+            todo += tasks[t]["needs"]
+    return out
+
+
+def deps_of(test, tasks, depends):
+    """The tasks the test needs: its own (from its name), labs/depends.json's, and what those build on."""
+    own = own_task(test, tasks)
+    listed = [task for task, patterns in depends.items() if any(fnmatch.fnmatchcase(test, p) for p in patterns)]
+    return closure(([own] if own else []) + listed, tasks)
+
+
+# ---- running the suites ---------------------------------------------------------------------------------------
+
+class Result:
+    def __init__(self, passed, message="", binary=""):
+        self.passed, self.message, self.binary = passed, message, binary
+
+
+def suite_binaries(build):
+    bins = []
+    for name in sorted(os.listdir(os.path.join(build, "bin"))):
+        m = re.fullmatch(r"test-(\w+)", name)
+        if m and m.group(1) not in SKIPPED_LAYERS:
+            bins.append(m.group(1))
+    return bins
+
+
+def parse_json(path, binary, results):
+    with open(path) as f:
+        doc = json.load(f)
+    for suite in doc.get("testsuites", []):
+        for t in suite.get("testsuite", []):
+            name = f"{suite['name']}.{t['name']}"
+            failures = [x.get("failure", "") for x in t.get("failures", [])]
+            passed = not failures and t.get("result", "COMPLETED") in ("COMPLETED", "SKIPPED")
+            prev = results.get(name)
+            if prev is None or (prev.passed and not passed):  # failed on any rank = failed
+                results[name] = Result(passed, failures[0][:400] if failures else "", binary)
+
+
+def parse_stdout(text, binary, results):
+    """What a crashed or killed run printed: the tests it finished (a failure's message is what the test
+    printed), and the one that was running, returned."""
+    running, printed = None, []
+    for line in text.splitlines():
+        m = re.match(r"^\[\s*(RUN|OK|FAILED)\s*\] (\S+)", line)
+        if not m:
+            printed.append(line)
+            continue
+        kind, name = m.group(1), m.group(2)
+        if kind == "RUN":
+            running, printed = name, []
+        elif name == running:
+            results.setdefault(name, Result(kind == "OK", "" if kind == "OK" else "\n".join(printed)[:400], binary))
+            running = None
+    return running
+
+
+def run_binary(build, work, layer, np, timeout):
+    """{test: Result} of one test binary, run whole (again without what finished, if a test crashed it)."""
+    exe = os.path.join(build, "bin", f"test-{layer}")
+    results, excluded = {}, []
+    for attempt in range(50):
+        out_dir = os.path.join(work, "results", layer)
+        shutil.rmtree(out_dir, ignore_errors=True)
+        os.makedirs(out_dir)
+        args = [f"--gtest_filter=-{':'.join(excluded)}"] if excluded else []
+        if layer.endswith("_mpi"):
+            cmd = ["mpirun", "--oversubscribe", "--bind-to", "none", "-np", str(np), "sh", "-c",
+                   f'exec "$0" --gtest_output=json:{out_dir}/rank$OMPI_COMM_WORLD_RANK.json "$@"', exe, *args]
+        else:
+            cmd = [exe, f"--gtest_output=json:{out_dir}/rank0.json", *args]
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
+                                env={**os.environ, **ENV}, start_new_session=True)
+        try:
+            text, _ = proc.communicate(timeout=timeout)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            text, _ = proc.communicate()
+            timed_out = True
+        files = [os.path.join(out_dir, f) for f in os.listdir(out_dir)]
+        if files and not timed_out and proc.returncode in (0, 1):
+            for path in files:
+                parse_json(path, layer, results)
+            return results
+        running = parse_stdout(text, layer, results)
+        if running is None:
+            raise LabError(f"test-{layer} ended (exit {proc.returncode}) outside any test:\n{text[-2000:]}")
+        why = f"timed out after {timeout} s" if timed_out else f"the process ended (exit {proc.returncode})"
+        results[running] = Result(False, f"{why} in this test: {text[-300:]}", layer)
+        excluded = sorted(results)
+    raise LabError(f"test-{layer}: too many crashes")
+
+
+def run_suites(build, work, layers, np, jobs, timeout):
+    """{test: Result} over the suites: the single-process ones `jobs` at a time, then the multi-rank ones
+    one after another (their ranks use every core)."""
+    results = {}
+    single = [layer for layer in layers if not layer.endswith("_mpi")]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+        for r in pool.map(lambda layer: run_binary(build, work, layer, np, timeout), single):
+            results.update(r)
+    for layer in layers:
+        if layer.endswith("_mpi"):
+            results.update(run_binary(build, work, layer, np, timeout))
+    return results
+
+
+# ---- stubbing in place, safely ------------------------------------------------------------------------------
+
+class InPlace:
+    """Writes stubbed versions of files into the reference tree, keeping the originals in WORK/backup; puts
+    them back (fresh mtimes, so the build recompiles them) on exit, on Ctrl-C, or on the next run."""
+
+    def __init__(self, root, work):
+        self.root, self.backup = root, os.path.join(work, "backup")
+        self.manifest = os.path.join(self.backup, "manifest.json")
+
+    def restore(self):
+        if not os.path.exists(self.manifest):
+            return []
+        with open(self.manifest) as f:
+            files = json.load(f)
+        for rel in files:
+            shutil.copyfile(os.path.join(self.backup, "files", rel), os.path.join(self.root, rel))
+        os.remove(self.manifest)
+        return files
+
+    def apply(self, texts):
+        """texts: {path: the stubbed text}; every other file backed up earlier is put back first."""
+        self.restore()
+        os.makedirs(os.path.join(self.backup, "files"), exist_ok=True)
+        for rel in texts:
+            dst = os.path.join(self.backup, "files", rel)
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            shutil.copyfile(os.path.join(self.root, rel), dst)
+        with open(self.manifest, "w") as f:
+            json.dump(sorted(texts), f)
+        for rel, text in texts.items():
+            with open(os.path.join(self.root, rel), "w", encoding="utf-8") as f:
+                f.write(text)
+
+
+def build_suites(build, layers, jobs):
+    t0 = time.time()
+    cmd = ["cmake", "--build", build, "-j", str(jobs), "--target", *[f"test-{layer}" for layer in layers]]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        errors = [line for line in r.stdout.splitlines() if "error" in line][:20]
+        raise LabError("the stubbed tree does not build:\n" + "\n".join(errors or r.stdout.splitlines()[-30:]))
+    return time.time() - t0
+
+
+# ---- the checks ---------------------------------------------------------------------------------------------
+
+def expect(results, tasks, depends, stubbed):
+    """Problems of one run: a test passes iff it depends on no stubbed task; a stubbed task's own tests fail
+    with its (or a needed task's) NotImplemented message."""
+    problems = []
+    for name, r in sorted(results.items()):
+        deps = deps_of(name, tasks, depends)
+        hit = deps & stubbed
+        own = own_task(name, tasks)
+        if not hit and not r.passed:
+            problems.append(f"{name} ({r.binary}) depends on no stubbed task ({', '.join(sorted(deps)) or 'none'}) "
+                            f"but failed: {r.message.strip()[:300]}")
+        elif hit and r.passed:
+            problems.append(f"{name} ({r.binary}) depends on {', '.join(sorted(hit))} (stubbed) but passed: "
+                            "labs/depends.json says more than the test needs")
+        elif hit and own in stubbed and not any(f"not implemented: {t}" in r.message for t in hit):
+            problems.append(f"{name} ({r.binary}) failed without its task's NotImplemented message "
+                            f"(expected 'not implemented: {own}'): {r.message.strip()[:300]}")
+    for task in sorted(stubbed):
+        if not any(own_task(n, tasks) == task for n in results):
+            problems.append(f"task {task} has no tests (suites named {tasks[task]['tests']}_...)")
+    return problems
+
+
+def stubbed_texts(root, marked, tasks, chosen):
+    texts = {}
+    for rel, (lines, blocks) in marked.items():
+        if any(chosen(t) for t, _, _ in blocks):
+            texts[rel] = "".join(stub(lines, blocks, tasks, chosen))
+    return texts
+
+
+def compress(failing, all_tests):
+    """Test name patterns for a set of tests: Suite.* where every test of the suite is in it."""
+    suites = {}
+    for name in all_tests:
+        suites.setdefault(name.split(".")[0], []).append(name)
+    out = []
+    for suite, names in sorted(suites.items()):
+        hit = [n for n in names if n in failing]
+        if hit and len(hit) == len(names):
+            out.append(f"{suite}.*")
+        else:
+            out += sorted(hit)
+    return out
+
+
+def interrupted(*_):
+    raise KeyboardInterrupt()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--root", default=".", help="the reference repository")
+    ap.add_argument("--build", default="build", help="its CMake build folder")
+    ap.add_argument("--work", help="scratch folder (default BUILD/labs-check)")
+    ap.add_argument("--lesson", action="append", help="NN; repeat for several (default: every lesson with tasks)")
+    ap.add_argument("--full", action="store_true", help="also paste back one solution at a time")
+    ap.add_argument("--record", action="store_true", help="write labs/depends.json for the lessons from one-task runs")
+    ap.add_argument("--no-reference", action="store_true", help="skip the run of the unmodified tree")
+    ap.add_argument("--restore", action="store_true", help="only put back files an interrupted run left stubbed")
+    ap.add_argument("--np", type=int, default=2, help="ranks for the multi-rank suites (default 2)")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("--timeout", type=int, default=600, help="seconds per test binary")
+    args = ap.parse_args()
+    root = os.path.abspath(args.root)
+    build = os.path.abspath(args.build)
+    work = os.path.abspath(args.work or os.path.join(build, "labs-check"))
+    inplace = InPlace(root, work)
+    signal.signal(signal.SIGTERM, interrupted)
+    t_start = time.time()
+    try:
+        restored = inplace.restore()
+        if restored:
+            log(f"labs-check: put back {len(restored)} file(s) an interrupted run had left stubbed: {', '.join(restored)}")
+        if args.restore:
+            return 0
+        tasks = load_tasks(root)
+        depends = load_depends(root, tasks)
+        marked = marked_files(root, tracked_files(root), tasks)
+        marked_tasks = {t for _, blocks in marked.values() for t, _, _ in blocks}
+        for t in sorted(set(tasks) - marked_tasks):
+            raise LabError(f"task {t} ({tasks[t]['title']}) has no // BEGIN SOLUTION {t} block")
+        lessons = sorted(set(args.lesson or [t["lesson"] for t in tasks.values()]))
+        for lesson in lessons:
+            if not any(t["lesson"] == lesson for t in tasks.values()):
+                raise LabError(f"--lesson {lesson}: no tasks in labs/tasks/L{lesson}.json")
+        layers = suite_binaries(build)
+        build_suites(build, layers, args.jobs)
+        all_problems = []
+        if not args.no_reference:
+            t0 = time.time()
+            ref = run_suites(build, work, layers, args.np, args.jobs, args.timeout)
+            bad = [f"{n} ({r.binary}): {r.message.strip()[:300]}" for n, r in sorted(ref.items()) if not r.passed]
+            log(f"labs-check: the reference: {len(ref) - len(bad)}/{len(ref)} tests pass ({time.time() - t0:.0f} s)")
+            if bad:
+                raise LabError("the reference tree fails tests (fix them first):\n  " + "\n  ".join(bad))
+        recorded = {}
+        for lesson in lessons:
+            ids = sorted(t for t in tasks if tasks[t]["lesson"] == lesson)
+            runs = [(set(ids), "every task stubbed")]
+            if args.full:
+                runs += [(set(ids) - {t}, f"{t} solved, the rest stubbed") for t in ids]
+            if args.record:
+                runs = [({t}, f"only {t} stubbed") for t in ids]
+            for stubbed, what in runs:
+                t0 = time.time()
+                inplace.apply(stubbed_texts(root, marked, tasks, lambda t, s=stubbed: t in s))
+                build_s = build_suites(build, layers, args.jobs)
+                results = run_suites(build, work, layers, args.np, args.jobs, args.timeout)
+                failed = {n for n, r in results.items() if not r.passed}
+                if args.record:
+                    (task,) = stubbed
+                    own = {n for n in failed if task in deps_of(n, tasks, {})}
+                    recorded[task] = (failed - own, results)
+                    log(f"labs-check L{lesson} ({what}): {len(failed)} tests fail, {len(own)} of them the task's "
+                        f"own; built in {build_s:.0f} s, {time.time() - t0:.0f} s in all")
+                    continue
+                problems = expect(results, tasks, depends, stubbed)
+                own_failed = sum(1 for n in failed if own_task(n, tasks) in stubbed)
+                log(f"labs-check L{lesson} ({what}): built in {build_s:.0f} s; {len(results)} tests, "
+                    f"{len(failed)} fail as they should ({own_failed} of them the stubbed tasks' own), "
+                    f"{len(problems)} problems ({time.time() - t0:.0f} s)")
+                all_problems += [f"L{lesson} ({what}): {p}" for p in problems]
+        inplace.restore()
+        if args.record:
+            # a test listed under a task that builds on T (needs it) need not be listed under T too
+            for task, (failing, results) in list(recorded.items()):
+                implied = set()
+                for other, (f, _) in recorded.items():
+                    if other != task and task in closure([other], tasks):
+                        implied |= f
+                recorded[task] = compress(failing - implied, results)
+            path = os.path.join(root, "labs", "depends.json")
+            doc = {"about": "Which tests (other than a task's own, named L<NN>_T<k>_..., and the tasks that one needs) "
+                            "fail while a task is a stub: written by tools/labs/labs_check.py --record, held to by "
+                            "make labs-check. Patterns are GoogleTest names, * for any characters.",
+                   "depends": {}}
+            if os.path.exists(path):
+                with open(path) as f:
+                    doc["depends"] = json.load(f).get("depends", {})
+            doc["depends"].update(recorded)
+            doc["depends"] = {k: v for k, v in sorted(doc["depends"].items()) if v}
+            with open(path + ".tmp", "w") as f:
+                json.dump(doc, f, indent=1)
+                f.write("\n")
+            os.replace(path + ".tmp", path)
+            log(f"labs-check: wrote {path} (review the diff)")
+        log("labs-check: rebuilding the reference")
+        build_suites(build, layers, args.jobs)
+        if all_problems:
+            print("\n".join(["labs-check: FAILED"] + all_problems), file=sys.stderr)
+            return 1
+        log(f"labs-check: ok, lesson(s) {', '.join(lessons)}{' (full)' if args.full else ''} in {time.time() - t_start:.0f} s")
+        return 0
+    except LabError as e:
+        if inplace.restore():
+            e = f"{e}\n(the stubbed files are back as they were; `make` rebuilds the reference)"
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        inplace.restore()
+        print("labs-check: interrupted; the stubbed files are back as they were (`make` rebuilds the reference)",
+              file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+"""minitorch-grade: points per lab task (docs/labs.md) from the task's tests in this build.
+
+A task's tests are the GoogleTest suites named L<NN>_T<k>_... in every test binary of the build (build/bin/test-*,
+the grader's hidden ones too: cmake -DMINITORCH_HIDDEN_TESTS=DIR); the multi-rank binaries run under mpirun
+with each of --np's rank counts, and a test counts as passed only if it passed at every one. A task earns
+points × passed / total. The text output is a table and the total; --json is for an autograder:
+
+  {"tasks": [{"id": "L05.1", "title": ..., "tests_passed": 3, "tests_total": 4, "points": 2.25,
+              "max_points": 3, "first_failure": "L05_T1_Ring.X (2 ranks): ..."}, ...],
+   "points": ..., "max_points": ...}
+
+Build first (`cmake --build build`): the binaries are graded as they were last built.
+Exit 0 when grading ran (whatever the score), 2 on an error (no build, unknown task).
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from labs_tasks import LabError, load_tasks  # noqa: E402
+
+ENV = {"MINITORCH_NUM_THREADS": "1", "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+       "OMPI_MCA_rmaps_base_oversubscribe": "1"}
+TASK_SUITE = re.compile(r"^(L\d\d)_T(\d+)_\w*$")
+
+
+def list_task_tests(exe):
+    """{task id: [full test names]} of one binary (--gtest_list_tests)."""
+    r = subprocess.run([exe, "--gtest_list_tests"], capture_output=True, text=True, env={**os.environ, **ENV}, timeout=120)
+    if r.returncode != 0:
+        raise LabError(f"{exe} --gtest_list_tests failed (exit {r.returncode}): {r.stderr.strip()[-300:]}")
+    out, suite = {}, None
+    for line in r.stdout.splitlines():
+        if not line.strip() or line.startswith(" "):
+            if suite and line.strip():
+                m = TASK_SUITE.match(suite)
+                if m:
+                    out.setdefault(f"{m.group(1)}.{m.group(2)}", []).append(f"{suite}.{line.split()[0]}")
+            continue
+        suite = line.split()[0].rstrip(".")
+    return out
+
+
+def run_tests(exe, names, np, timeout):
+    """{test: first failure message or None} of one run of `names` (under mpirun -np np if np)."""
+    with tempfile.TemporaryDirectory(prefix="mt-grade-") as tmp:
+        filt = "--gtest_filter=" + ":".join(names)
+        if np:
+            cmd = ["mpirun", "--oversubscribe", "--bind-to", "none", "-np", str(np), "sh", "-c",
+                   f'exec "$0" --gtest_output=json:{tmp}/rank$OMPI_COMM_WORLD_RANK.json "$@"', exe, filt]
+        else:
+            cmd = [exe, f"--gtest_output=json:{tmp}/rank0.json", filt]
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, errors="replace", env={**os.environ, **ENV},
+                               timeout=timeout)
+            ended = f"exit {r.returncode}: {(r.stdout + r.stderr).strip()[-300:]}"
+        except subprocess.TimeoutExpired:
+            ended = f"timed out after {timeout} s"
+        results = {n: f"no result ({ended})" for n in names}
+        seen = set()
+        for f in sorted(os.listdir(tmp)):
+            try:
+                with open(os.path.join(tmp, f)) as fh:
+                    doc = json.load(fh)
+            except ValueError:
+                continue
+            for suite in doc.get("testsuites", []):
+                for t in suite.get("testsuite", []):
+                    name = f"{suite['name']}.{t['name']}"
+                    fails = [x.get("failure", "") for x in t.get("failures", [])]
+                    if name not in seen:
+                        seen.add(name)
+                        results[name] = None
+                    if fails and results.get(name) is None:
+                        results[name] = fails[0].strip()
+        return results
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--json", action="store_true", help="print JSON for an autograder")
+    ap.add_argument("--lesson", action="append", help="grade only this lesson's tasks (NN; repeatable)")
+    ap.add_argument("--task", action="append", help="grade only this task (L05.1; repeatable)")
+    ap.add_argument("--np", default="2,4", help="rank counts for the multi-rank tests (default 2,4)")
+    ap.add_argument("--build", default=os.environ.get("MINITORCH_BUILD"), help="the build folder (set by CMake)")
+    ap.add_argument("--root", default=os.path.normpath(os.path.join(HERE, "..", "..")), help="the source tree")
+    ap.add_argument("--timeout", type=int, default=600, help="seconds per test run")
+    args = ap.parse_args()
+    try:
+        if not args.build or not os.path.isdir(os.path.join(args.build, "bin")):
+            raise LabError(f"no build at '{args.build}' (run cmake --build build, then build/bin/minitorch-grade)")
+        tasks = load_tasks(args.root)
+        chosen = sorted(tasks)
+        if args.lesson:
+            chosen = [t for t in chosen if tasks[t]["lesson"] in args.lesson]
+        if args.task:
+            for t in args.task:
+                if t not in tasks:
+                    raise LabError(f"--task {t}: no such task (labs/tasks/L*.json lists {', '.join(sorted(tasks))})")
+            chosen = [t for t in chosen if t in args.task]
+        if not chosen:
+            raise LabError("no tasks to grade")
+        nps = [int(x) for x in args.np.split(",") if x.strip()]
+        if shutil.which("mpirun") is None:
+            raise LabError("mpirun not found (the multi-rank tests need Open MPI: make deps)")
+        bin_dir = os.path.join(args.build, "bin")
+        per_task = {t: {} for t in chosen}  # task -> {test: failure or None}
+        for name in sorted(os.listdir(bin_dir)):
+            if not name.startswith("test-") or name == "test-cuda":
+                continue
+            exe = os.path.join(bin_dir, name)
+            listed = {t: n for t, n in list_task_tests(exe).items() if t in per_task}
+            names = [n for ns in listed.values() for n in ns]
+            if not names:
+                continue
+            runs = [(np, f" ({np} ranks)") for np in nps] if name.endswith("_mpi") else [(0, "")]
+            for np, where in runs:
+                results = run_tests(exe, names, np, args.timeout)
+                for task, ns in listed.items():
+                    for n in ns:
+                        prev = per_task[task].get(n)
+                        failure = results.get(n)
+                        if n not in per_task[task] or (prev is None and failure is not None):
+                            per_task[task][n] = None if failure is None else f"{n}{where}: {failure}"
+        rows, total, max_total = [], 0.0, 0
+        for t in chosen:
+            tests = per_task[t]
+            passed = sum(1 for f in tests.values() if f is None)
+            points = round(tasks[t]["points"] * passed / len(tests), 2) if tests else 0.0
+            failures = [f for _, f in sorted(tests.items()) if f is not None]
+            rows.append({"id": t, "title": tasks[t]["title"], "tests_passed": passed, "tests_total": len(tests),
+                         "points": points, "max_points": tasks[t]["points"],
+                         "first_failure": (failures[0][:500] if failures else None) if tests else
+                         f"no tests named {tasks[t]['tests']}_... in {bin_dir}"})
+            total += points
+            max_total += tasks[t]["points"]
+        if args.json:
+            print(json.dumps({"tasks": rows, "points": round(total, 2), "max_points": max_total}, indent=1))
+        else:
+            print(f"{'task':7} {'tests':>7} {'points':>11}  title")
+            for r in rows:
+                print(f"{r['id']:7} {r['tests_passed']:>3}/{r['tests_total']:<3} {r['points']:>5g} / {r['max_points']:<3}  {r['title']}")
+                if r["first_failure"]:
+                    print(f"        first failure: {r['first_failure'].splitlines()[0][:200]}")
+            print(f"total {round(total, 2):g} / {max_total}")
+        return 0
+    except LabError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
