@@ -87,6 +87,9 @@ with tempfile.TemporaryDirectory(prefix="mt-labs-check-") as tmp:
         f.write("solution\n")
     lc.InPlace(root, work).apply({"dist/ring.cpp": "stub\n"})
     check(open(os.path.join(root, "dist", "ring.cpp")).read() == "stub\n", "apply writes the stub")
+    os.utime(os.path.join(root, "dist", "ring.cpp"), (1, 1))
+    lc.InPlace(root, work).apply({"dist/ring.cpp": "stub\n"})
+    check(os.path.getmtime(os.path.join(root, "dist", "ring.cpp")) == 1, "the same stub again leaves the file alone (no rebuild)")
     restored = lc.InPlace(root, work).restore()  # a new run, as after a crash
     check(restored == ["dist/ring.cpp"] and open(os.path.join(root, "dist", "ring.cpp")).read() == "solution\n",
           "the next run puts the solution back")

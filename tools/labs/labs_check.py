@@ -142,15 +142,17 @@ def parse_stdout(text, binary, results):
     return running
 
 
-def run_binary(build, work, layer, np, timeout):
-    """{test: Result} of one test binary, run whole (again without what finished, if a test crashed it)."""
+def run_binary(build, work, layer, np, timeout, only=None):
+    """{test: Result} of one test binary, run whole or only the tests `only` names (again without what
+    finished, if a test crashed it)."""
     exe = os.path.join(build, "bin", f"test-{layer}")
     results, excluded = {}, []
     for attempt in range(50):
         out_dir = os.path.join(work, "results", layer)
         shutil.rmtree(out_dir, ignore_errors=True)
         os.makedirs(out_dir)
-        args = [f"--gtest_filter=-{':'.join(excluded)}"] if excluded else []
+        positive = ":".join(sorted(only)) if only is not None else ""
+        args = [f"--gtest_filter={positive}" + (f"-{':'.join(excluded)}" if excluded else "")] if positive or excluded else []
         if layer.endswith("_mpi"):
             cmd = ["mpirun", "--oversubscribe", "--bind-to", "none", "-np", str(np), "sh", "-c",
                    f'exec "$0" --gtest_output=json:{out_dir}/rank$OMPI_COMM_WORLD_RANK.json "$@"', exe, *args]
@@ -179,17 +181,19 @@ def run_binary(build, work, layer, np, timeout):
     raise LabError(f"test-{layer}: too many crashes")
 
 
-def run_suites(build, work, layers, np, jobs, timeout):
-    """{test: Result} over the suites: the single-process ones `jobs` at a time, then the multi-rank ones
-    one after another (their ranks use every core)."""
+def run_suites(build, work, layers, np, jobs, timeout, only=None):
+    """{test: Result} over the suites (or only the tests `only` = {layer: names} lists): the single-process
+    ones `jobs` at a time, then the multi-rank ones one after another (their ranks use every core)."""
+    if only is not None:
+        layers = [layer for layer in layers if only.get(layer)]
     results = {}
     single = [layer for layer in layers if not layer.endswith("_mpi")]
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-        for r in pool.map(lambda layer: run_binary(build, work, layer, np, timeout), single):
+        for r in pool.map(lambda layer: run_binary(build, work, layer, np, timeout, only and only[layer]), single):
             results.update(r)
     for layer in layers:
         if layer.endswith("_mpi"):
-            results.update(run_binary(build, work, layer, np, timeout))
+            results.update(run_binary(build, work, layer, np, timeout, only and only[layer]))
     return results
 
 
@@ -203,29 +207,54 @@ class InPlace:
         self.root, self.backup = root, os.path.join(work, "backup")
         self.manifest = os.path.join(self.backup, "manifest.json")
 
-    def restore(self):
+    def _backed_up(self):
         if not os.path.exists(self.manifest):
             return []
         with open(self.manifest) as f:
-            files = json.load(f)
+            return json.load(f)
+
+    def _write_manifest(self, files):
+        with open(self.manifest + ".tmp", "w") as f:
+            json.dump(sorted(files), f)
+        os.replace(self.manifest + ".tmp", self.manifest)
+
+    def _put(self, rel, text):
+        """Writes the file only if its text changes (an unchanged file keeps its mtime: no rebuild)."""
+        path = os.path.join(self.root, rel)
+        with open(path, encoding="utf-8") as f:
+            if f.read() == text:
+                return
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+
+    def _original(self, rel):
+        with open(os.path.join(self.backup, "files", rel), encoding="utf-8") as f:
+            return f.read()
+
+    def restore(self):
+        files = self._backed_up()
         for rel in files:
-            shutil.copyfile(os.path.join(self.backup, "files", rel), os.path.join(self.root, rel))
-        os.remove(self.manifest)
+            self._put(rel, self._original(rel))
+        if files:
+            os.remove(self.manifest)
         return files
 
     def apply(self, texts):
-        """texts: {path: the stubbed text}; every other file backed up earlier is put back first."""
-        self.restore()
+        """texts: {path: the stubbed text}; every other file backed up earlier is put back."""
+        before = self._backed_up()
         os.makedirs(os.path.join(self.backup, "files"), exist_ok=True)
         for rel in texts:
-            dst = os.path.join(self.backup, "files", rel)
-            os.makedirs(os.path.dirname(dst), exist_ok=True)
-            shutil.copyfile(os.path.join(self.root, rel), dst)
-        with open(self.manifest, "w") as f:
-            json.dump(sorted(texts), f)
+            if rel not in before:
+                dst = os.path.join(self.backup, "files", rel)
+                os.makedirs(os.path.dirname(dst), exist_ok=True)
+                shutil.copyfile(os.path.join(self.root, rel), dst)
+        self._write_manifest(set(before) | set(texts))
+        for rel in before:
+            if rel not in texts:
+                self._put(rel, self._original(rel))
         for rel, text in texts.items():
-            with open(os.path.join(self.root, rel), "w", encoding="utf-8") as f:
-                f.write(text)
+            self._put(rel, text)
+        self._write_manifest(texts)
 
 
 def build_suites(build, layers, jobs):
@@ -342,18 +371,28 @@ def main():
             runs = [(set(ids), "every task stubbed")]
             if args.full:
                 runs += [(set(ids) - {t}, f"{t} solved, the rest stubbed") for t in ids]
-            if args.record:
-                runs = [({t}, f"only {t} stubbed") for t in ids]
+            if args.record:  # first every task stubbed; then one at a time, running only what failed then
+                runs += [({t}, f"only {t} stubbed") for t in ids]
+            only = None
             for stubbed, what in runs:
                 t0 = time.time()
                 inplace.apply(stubbed_texts(root, marked, tasks, lambda t, s=stubbed: t in s))
                 build_s = build_suites(build, layers, args.jobs)
-                results = run_suites(build, work, layers, args.np, args.jobs, args.timeout)
+                results = run_suites(build, work, layers, args.np, args.jobs, args.timeout, only)
+                if args.record and only is None:
+                    only = {}
+                    for n, r in results.items():
+                        if not r.passed:
+                            only.setdefault(r.binary, []).append(n)
+                    log(f"labs-check L{lesson} ({what}): {sum(map(len, only.values()))} tests fail "
+                        f"({time.time() - t0:.0f} s)")
+                    all_tests = set(results)
+                    continue
                 failed = {n for n, r in results.items() if not r.passed}
                 if args.record:
                     (task,) = stubbed
                     own = {n for n in failed if task in deps_of(n, tasks, {})}
-                    recorded[task] = (failed - own, results)
+                    recorded[task] = (failed - own, all_tests)
                     log(f"labs-check L{lesson} ({what}): {len(failed)} tests fail, {len(own)} of them the task's "
                         f"own; built in {build_s:.0f} s, {time.time() - t0:.0f} s in all")
                     continue
