@@ -292,6 +292,15 @@ def expect(results, tasks, depends, stubbed):
     return problems
 
 
+def grade(build, lesson=None):
+    """minitorch-grade --json of the build (every task, or one lesson's)."""
+    cmd = [os.path.join(build, "bin", "minitorch-grade"), "--json"] + (["--lesson", lesson] if lesson else [])
+    r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **ENV})
+    if r.returncode != 0:
+        raise LabError(f"minitorch-grade failed (exit {r.returncode}): {r.stderr.strip()[-500:]}")
+    return json.loads(r.stdout)
+
+
 def stubbed_texts(root, marked, tasks, chosen):
     texts = {}
     for rel, (lines, blocks) in marked.items():
@@ -365,6 +374,10 @@ def main():
             log(f"labs-check: the reference: {len(ref) - len(bad)}/{len(ref)} tests pass ({time.time() - t0:.0f} s)")
             if bad:
                 raise LabError("the reference tree fails tests (fix them first):\n  " + "\n  ".join(bad))
+            g = grade(build)
+            log(f"labs-check: minitorch-grade on the reference: {g['points']:g} / {g['max_points']} points")
+            if g["points"] != g["max_points"]:
+                raise LabError("minitorch-grade does not give the reference full marks:\n" + json.dumps(g, indent=1))
         recorded = {}
         for lesson in lessons:
             ids = sorted(t for t in tasks if tasks[t]["lesson"] == lesson)
@@ -397,6 +410,10 @@ def main():
                         f"own; built in {build_s:.0f} s, {time.time() - t0:.0f} s in all")
                     continue
                 problems = expect(results, tasks, depends, stubbed)
+                if stubbed == set(ids):  # the grader gives a lesson of stubs nothing
+                    g = grade(build, lesson)
+                    problems += [f"minitorch-grade gives stubbed task {t['id']} {t['points']} points"
+                                 for t in g["tasks"] if t["points"] != 0]
                 own_failed = sum(1 for n in failed if own_task(n, tasks) in stubbed)
                 log(f"labs-check L{lesson} ({what}): built in {build_s:.0f} s; {len(results)} tests, "
                     f"{len(failed)} fail as they should ({own_failed} of them the stubbed tasks' own), "

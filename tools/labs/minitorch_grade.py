@@ -148,7 +148,7 @@ def main():
             for r in rows:
                 print(f"{r['id']:7} {r['tests_passed']:>3}/{r['tests_total']:<3} {r['points']:>5g} / {r['max_points']:<3}  {r['title']}")
                 if r["first_failure"]:
-                    print(f"        first failure: {r['first_failure'].splitlines()[0][:200]}")
+                    print(f"        first failure: {' '.join(r['first_failure'].split())[:240]}")
             print(f"total {round(total, 2):g} / {max_total}")
         return 0
     except LabError as e:
