@@ -88,7 +88,7 @@ endef
 # replaced by a NotImplemented stub; LESSON=NN stubs one lesson's tasks only. LABS_OUT=dir (default build/labs).
 LABS_OUT ?= $(BUILD)/labs
 .PHONY: labs
-labs:
+labs: deps
 	/usr/bin/python3 tools/labs/make_labs.py --root . --out $(LABS_OUT) $(if $(LESSON),--lesson $(LESSON))
 
 # make labs-check [LESSON=NN] (tools/labs/labs_check.py, docs/labs.md): for each lesson (or the one given), its
