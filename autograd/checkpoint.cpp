@@ -1,0 +1,96 @@
+// autograd::checkpoint: forward without a graph, backward = recompute + differentiate (checkpoint.h).
+#include "autograd/checkpoint.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+#include <unordered_set>
+
+#include "autograd/engine.h"
+#include "autograd/engine_detail.h"
+#include "autograd/node.h"
+
+namespace minitorch::autograd {
+
+namespace {
+
+/// The node that stands for a whole segment: it saved the segment's inputs, nothing inside.
+struct CheckpointBackward : Node {
+  Segment fn;
+  std::vector<SavedTensor> inputs;
+  std::vector<bool> wants_grad;  // per input: does the outer graph want its gradient?
+
+  const char* name() const override { return "CheckpointBackward"; }
+  void release_saved() override {
+    inputs.clear();
+    fn = nullptr;
+  }
+
+  // grad_output: dL/dy, shaped like y.
+  std::vector<Tensor> backward(const Tensor& grad_output) override {
+    if (!fn) throw std::runtime_error("checkpoint: the segment was already differentiated by an earlier backward");
+    // 1. The recompute: y = fn(x) again, recorded this time, from detached copies of the inputs (leaves
+    //    of a graph of its own, so the nested backward stops at them).
+    std::vector<Tensor> x(inputs.size());
+    std::vector<Tensor> wanted;
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      x[i] = inputs[i].get().defined() ? inputs[i].get().detach() : Tensor();
+      if (wants_grad[i]) wanted.push_back(x[i].set_requires_grad());
+    }
+    Tensor y = fn(x);
+    std::vector<Tensor> grads(inputs.size());
+    if (!needs_grad(y)) return grads;  // nothing inside depends on anything that wants a gradient
+    // 2. Differentiate it. Inside backward(): a nested backward accumulates the captured parameters'
+    //    gradients into their .grad and fires their hooks, and leaves the inputs' in x[i].grad().
+    //    Inside grad(): a nested grad() over the inputs; a captured leaf that wants a gradient is an error.
+    if (hooks_enabled()) {
+      autograd::backward(y, grad_output);
+      for (std::size_t i = 0; i < x.size(); ++i)
+        if (wants_grad[i]) grads[i] = x[i].grad();
+      return grads;
+    }
+    std::unordered_set<const TensorImpl*> ours;
+    for (const Tensor& t : wanted) ours.insert(t.impl_ptr().get());
+    for (const auto& node : detail::reachable_nodes({y.grad_fn()}))
+      for (const Edge& e : node->next_edges)
+        if (e.leaf && !ours.count(e.leaf.get()))
+          throw std::logic_error("checkpoint: autograd::grad through a checkpointed segment that uses a tensor "
+                                 "requiring grad other than its inputs ('" + e.leaf->name +
+                                 "'): grad() writes no .grad; use backward(), or pass the tensor as an input");
+    std::vector<Tensor> g = wanted.empty() ? std::vector<Tensor>{} : autograd::grad({y}, wanted, {grad_output});
+    for (std::size_t i = 0, j = 0; i < x.size(); ++i)
+      if (wants_grad[i]) grads[i] = g[j++];
+    return grads;
+  }
+};
+
+}  // namespace
+
+Tensor checkpoint(const Segment& fn, const std::vector<Tensor>& inputs) {
+  if (!fn) throw std::invalid_argument("checkpoint: no function given");
+  if (!grad_enabled()) return fn(inputs);
+  Tensor y;
+  {
+    NoGradGuard no_graph;  // the segment's activations are freed as soon as they are used
+    y = fn(inputs);
+  }
+  if (!y.defined()) throw std::invalid_argument("checkpoint: the segment returned an undefined tensor");
+  auto node = std::make_shared<CheckpointBackward>();
+  node->fn = fn;
+  for (const Tensor& in : inputs) {
+    node->inputs.emplace_back(in);
+    node->wants_grad.push_back(needs_grad(in));
+  }
+  // The output is connected to the graph through the node even when no input needs a gradient: the
+  // segment's parameters do (a GPT block's input from a frozen embedding still trains the block).
+  y = y.detach();
+  if (std::find(node->wants_grad.begin(), node->wants_grad.end(), true) != node->wants_grad.end())
+    return record(y, node, inputs);
+  node->output_shape = y.shape();
+  node->next_edges.resize(inputs.size());
+  y.impl().grad_fn = std::move(node);
+  y.impl().requires_grad = true;
+  return y;
+}
+
+}  // namespace minitorch::autograd
