@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "autograd/checkpoint.h"
 #include "autograd/functions.h"
 #include "autograd/node.h"
 
@@ -80,10 +81,32 @@ Tensor GPT::head(const Tensor& x) const { return lm_head->forward(ln_f->forward(
 // idx: (B, T) i32 -> logits: (B, T, V)
 Tensor GPT::forward(const Tensor& idx) const {
   return call({idx}, [&] {
-    Tensor x = embed(idx);
-    for (const auto& block : blocks) x = block->forward(x);
+    Tensor x = embed(idx);  // (B, T, C)
+    const std::int64_t L = static_cast<std::int64_t>(blocks.size()), k = checkpoint_segment_size_;
+    if (k == 0) {
+      for (const auto& block : blocks) x = block->forward(x);
+    } else {
+      for (std::int64_t first = 0; first < L; first += k) {
+        // blocks[first, first + k): x (B, T, C) -> (B, T, C), recomputed in backward
+        std::vector<std::shared_ptr<Block>> segment(blocks.begin() + first, blocks.begin() + std::min(L, first + k));
+        x = ag::checkpoint(
+            [segment](const std::vector<Tensor>& in) {
+              Tensor h = in[0];
+              for (const auto& block : segment) h = block->forward(h);
+              return h;
+            },
+            {x});
+      }
+    }
     return head(x);
   });
+}
+
+void GPT::set_checkpoint_segments(std::int64_t segment_size) {
+  if (segment_size < 0 || segment_size > config_.n_layer)
+    throw std::invalid_argument("GPT: activation checkpointing segments of " + std::to_string(segment_size) +
+                                " blocks: need 0 (off) to n_layer = " + std::to_string(config_.n_layer));
+  checkpoint_segment_size_ = segment_size;
 }
 
 // logits: (B, T, V), targets: (B, T) -> scalar

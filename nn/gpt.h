@@ -73,7 +73,14 @@ class GPT : public Module {
   /// Final LayerNorm and the LM head.   x: (B, T, C) -> logits: (B, T, V)
   Tensor head(const Tensor& x) const;
   /// embed, every block, head.   idx: (B, T) i32 -> logits: (B, T, V)
+  /// With activation checkpointing on, the blocks run in segments of `segment_size` consecutive blocks,
+  /// each an autograd::checkpoint: only a segment's input (B, T, C) is kept for backward, which runs
+  /// the segment's forward again (the last segment may be shorter).
   Tensor forward(const Tensor& idx) const;
+  /// Activation checkpointing: 0 = off (every block keeps its activations), k >= 1 = segments of k
+  /// blocks (config `activation_checkpointing`). k > n_layer is an error.
+  void set_checkpoint_segments(std::int64_t segment_size);
+  std::int64_t checkpoint_segment_size() const { return checkpoint_segment_size_; }
   /// Mean cross-entropy of the next-token prediction.   idx, targets: (B, T) i32 -> scalar
   /// Targets equal to `ignore_index` (default -1) do not count.
   Tensor loss(const Tensor& idx, const Tensor& targets, std::int32_t ignore_index = -1) const;
@@ -100,6 +107,7 @@ class GPT : public Module {
 
  private:
   GPTConfig config_;
+  std::int64_t checkpoint_segment_size_ = 0;
 };
 
 }  // namespace minitorch::nn

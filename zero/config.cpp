@@ -209,6 +209,7 @@ void parse_small_sections(SectionReader& r, Config& c) {
   if (const json* a = r.object("activation_checkpointing")) {
     SectionReader ar(*a, "activation_checkpointing", c.source);
     ar.get("enabled", c.activation_checkpointing.enabled);
+    ar.get("segment_size", c.activation_checkpointing.segment_size, 1);
     ar.finish(c.warnings);
   }
 }
@@ -322,6 +323,10 @@ Config Config::from_json(const std::string& text, int world_size, const std::str
   if (const json* o = r.object("optimizer")) parse_optimizer(*o, c);
   if (const json* s = r.object("scheduler")) parse_scheduler(*s, c);
   if (const json* m = r.object("model")) parse_model(*m, c);
+  if (c.activation_checkpointing.segment_size > c.model.n_layer)
+    r.fail("activation_checkpointing.segment_size (" + std::to_string(c.activation_checkpointing.segment_size) +
+           ") is more than the model's " + std::to_string(c.model.n_layer) +
+           " blocks (model.n_layer): a segment is at most the whole stack");
   if (const json* t = r.object("training")) parse_training(*t, c);
   if (const json* cm = r.object("comm")) parse_comm(*cm, c);
   r.finish(c.warnings, c.zero.stage);  // unknown top-level keys: warnings

@@ -14,7 +14,7 @@
 ///   below stage 3), is a warning saying it has no effect here;
 /// - a feature not implemented yet is an error "... is not implemented yet" saying what to do
 ///   instead: ZeRO stages 1-3 (stage 0, DDP, runs on any number of ranks), offload_optimizer /
-///   offload_param to "cpu", activation_checkpointing.enabled, pipeline.stages > 1, amp,
+///   offload_param to "cpu", pipeline.stages > 1, amp,
 ///   model.dropout > 0. Their off values ("none", false, 1, 0) are silent;
 /// - wrong JSON types, malformed JSON and duplicate keys are errors naming the file and the key.
 ///
@@ -23,7 +23,7 @@
 ///   vocab_size (0 = from the tokenizer), dropout (only 0), bias};
 /// - `training`: {steps, eval_interval, eval_iters, log_interval, checkpoint, seed, tokenizer, data};
 /// - `pipeline`: {stages, schedule "gpipe"|"1f1b"} (stages 1 only, for now);
-/// - `activation_checkpointing`: {"enabled": bool} (false only, for now);
+/// - `activation_checkpointing`: {"enabled": bool, "segment_size": blocks per segment (default 1)};
 /// - `comm`: {"timeout_s": seconds > 0} — how long a rank waits in one collective or receive before
 ///   it ends the job (dist::ProcessGroup::set_timeout).
 ///
@@ -131,9 +131,11 @@ struct PipelineConfig {
   std::string schedule = "1f1b";    ///< "gpipe" | "1f1b"
 };
 
-/// `activation_checkpointing` (ours: `enabled` wraps every block in autograd::checkpoint).
+/// `activation_checkpointing` (our keys; DeepSpeed's are judged by zero/config_keys.cpp): `enabled` runs
+/// the GPT's blocks in autograd::checkpoint segments of `segment_size` blocks (nn::GPT::set_checkpoint_segments).
 struct ActivationCheckpointingConfig {
   bool enabled = false;
+  std::int64_t segment_size = 1;  ///< blocks per checkpointed segment, 1 to n_layer
 };
 
 /// `comm` (ours): communication between ranks.

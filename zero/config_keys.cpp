@@ -40,7 +40,7 @@ constexpr StageMask k12 = stage_bit(1) | stage_bit(2), k123 = k12 | stage_bit(3)
 constexpr std::string_view kUnused = "minitorch's ZeRO does not use it yet";
 constexpr std::string_view kOffload = "it only tunes offloading, which is not implemented yet";
 constexpr std::string_view kPipe = "it only tunes pipeline parallelism, which is not implemented yet";
-constexpr std::string_view kAct = "it only tunes activation checkpointing, which is not implemented yet";
+constexpr std::string_view kActTuning = "it tunes DeepSpeed's checkpointing (device synchronisation, timing), which minitorch's has no counterpart for";
 constexpr std::string_view kNoFeature = "minitorch does not have this DeepSpeed feature";
 constexpr std::string_view kMonitor = "monitoring is not implemented; the training log is stdout";
 constexpr std::string_view kOffloadAdvice =
@@ -185,14 +185,21 @@ const ConfigKey kKeys[] = {
     noop("pipeline.pipe_partitioned", "true", kPipe),
     noop("pipeline.grad_partitioned", "true", kPipe),
     ok("activation_checkpointing", "{}"),
-    todo("activation_checkpointing.enabled", "true", "false", "activation_checkpointing",
-         "set \"enabled\": false (every block then keeps its activations for backward)"),
-    noop("activation_checkpointing.partition_activations", "false", kAct),
-    noop("activation_checkpointing.cpu_checkpointing", "false", kAct),
-    noop("activation_checkpointing.contiguous_memory_optimization", "false", kAct),
-    noop("activation_checkpointing.number_checkpoints", "4", kAct),
-    noop("activation_checkpointing.synchronize_checkpoint_boundary", "false", kAct),
-    noop("activation_checkpointing.profile", "false", kAct),
+    ok("activation_checkpointing.enabled", "true"),      // GPT::set_checkpoint_segments (minitorch's key)
+    ok("activation_checkpointing.segment_size", "1"),    // blocks per checkpointed segment (minitorch's key)
+    todo("activation_checkpointing.partition_activations", "true", "false",
+         "activation_checkpointing.partition_activations",
+         "it splits each checkpoint across tensor-parallel ranks, and minitorch has no tensor parallelism: set it to false"),
+    todo("activation_checkpointing.cpu_checkpointing", "true", "false", "activation_checkpointing.cpu_checkpointing",
+         "it keeps the checkpoints in host memory, which needs the host memory pools of the offload work: set it to false"),
+    todo("activation_checkpointing.contiguous_memory_optimization", "true", "false",
+         "activation_checkpointing.contiguous_memory_optimization",
+         "it copies partitioned checkpoints into one buffer, and minitorch does not partition them (no tensor "
+         "parallelism): set it to false"),
+    noop("activation_checkpointing.number_checkpoints", "4",
+         "it sizes DeepSpeed's buffer for contiguous_memory_optimization; minitorch checkpoints every segment_size blocks"),
+    noop("activation_checkpointing.synchronize_checkpoint_boundary", "false", kActTuning),
+    noop("activation_checkpointing.profile", "false", kActTuning),
     // ---- model (minitorch) ----
     ok("model", R"({"name": "baby"})"),
     ok("model.name", R"("baby")"),

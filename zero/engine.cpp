@@ -56,6 +56,7 @@ Engine::Engine(std::shared_ptr<nn::GPT> model, Config config, dist::ProcessGroup
                       "' is not available in the engine yet; use AdamW");
   // Mixed precision: params 2Ψ, grads 2Ψ; AdamW adds f32 master + m + v = 12Ψ.
   if (config_.bf16) model_->to(DType::bf16);
+  model_->set_checkpoint_segments(config_.activation_checkpointing.enabled ? config_.activation_checkpointing.segment_size : 0);
   if (config_.fp16.enabled) {
     model_->to(DType::f16);
     scaler_ = std::make_unique<LossScaler>(config_.fp16);

@@ -126,19 +126,38 @@ TEST(L03_Config, NotImplementedFeaturesAreSilentWhenOff) {
 }
 
 TEST(L03_Config, NotImplementedFeaturesSayWhatToDoInstead) {
-  std::string msg = parse_error(with(R"("activation_checkpointing": {"enabled": true})"));
-  EXPECT_TRUE(contains(msg, "test.json: activation_checkpointing is not implemented yet "
-                            "(activation_checkpointing.enabled is true); set \"enabled\": false"))
-      << msg;
-  msg = parse_error(with(R"("amp": {"enabled": true, "opt_level": "O1"})"));
+  std::string msg = parse_error(with(R"("amp": {"enabled": true, "opt_level": "O1"})"));
   EXPECT_TRUE(contains(msg, "amp (NVIDIA Apex mixed precision) is not implemented yet")) << msg;
   EXPECT_TRUE(parse(with(R"("amp": {"opt_level": "O1"})")).warnings.empty());  // enabled defaults to false
   // Sub-keys of a feature that is off only warn: they tune something that does not run.
-  Config c = parse(with(R"("activation_checkpointing": {"enabled": false, "cpu_checkpointing": true})"));
+  Config c = parse(with(R"("pipeline": {"stages": 1, "seed_layers": true})"));
   ASSERT_EQ(c.warnings.size(), 1u);
-  EXPECT_TRUE(contains(c.warnings[0], "activation_checkpointing.cpu_checkpointing is accepted but has no effect here: "
-                                      "it only tunes activation checkpointing"))
+  EXPECT_TRUE(contains(c.warnings[0], "pipeline.seed_layers is accepted but has no effect here: "
+                                      "it only tunes pipeline parallelism"))
       << c.warnings[0];
+}
+
+TEST(L08_Config, ActivationCheckpointingKeysOursAndDeepSpeeds) {
+  Config c = parse(with(R"("activation_checkpointing": {"enabled": true, "segment_size": 2})"));
+  EXPECT_TRUE(c.warnings.empty());
+  EXPECT_TRUE(c.activation_checkpointing.enabled);
+  EXPECT_EQ(c.activation_checkpointing.segment_size, 2);
+  EXPECT_EQ(parse(with(R"("activation_checkpointing": {"enabled": true})")).activation_checkpointing.segment_size, 1);
+  std::string msg = parse_error(with(R"("activation_checkpointing": {"enabled": true, "segment_size": 5})"));
+  EXPECT_TRUE(contains(msg, "activation_checkpointing.segment_size (5) is more than the model's 4 blocks (model.n_layer)"))
+      << msg;
+  msg = parse_error(with(R"("activation_checkpointing": {"segment_size": 0})"));
+  EXPECT_TRUE(contains(msg, "segment_size")) << msg;
+  // DeepSpeed's keys: rejected with the reason, or accepted with a warning saying what they would do.
+  msg = parse_error(with(R"("activation_checkpointing": {"enabled": true, "partition_activations": true})"));
+  EXPECT_TRUE(contains(msg, "minitorch has no tensor parallelism: set it to false")) << msg;
+  msg = parse_error(with(R"("activation_checkpointing": {"enabled": true, "contiguous_memory_optimization": true})"));
+  EXPECT_TRUE(contains(msg, "minitorch does not partition them (no tensor parallelism)")) << msg;
+  msg = parse_error(with(R"("activation_checkpointing": {"enabled": true, "cpu_checkpointing": true})"));
+  EXPECT_TRUE(contains(msg, "needs the host memory pools")) << msg;
+  c = parse(with(R"("activation_checkpointing": {"enabled": true, "number_checkpoints": 4})"));
+  ASSERT_EQ(c.warnings.size(), 1u);
+  EXPECT_TRUE(contains(c.warnings[0], "it sizes DeepSpeed's buffer for contiguous_memory_optimization")) << c.warnings[0];
 }
 
 TEST(L03_Config, PipelineStagesAboveOneAreNotImplementedYet) {

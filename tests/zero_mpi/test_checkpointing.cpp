@@ -1,0 +1,56 @@
+// L08 — activation checkpointing with DDP and ZeRO-1/2/3 (autograd::checkpoint around the GPT's blocks):
+// the same training bit for bit as without, each gradient reduced exactly once (the reduce traffic of a
+// step unchanged), and at ZeRO-3 each checkpointed unit gathered once more per micro-step, for its
+// recompute (DeepSpeed re-gathers too).
+#include <gtest/gtest.h>
+
+#include "zero/stage3.h"
+#include "zero_test_util.h"
+
+using namespace minitorch;
+using zero_test::ZeroRun;
+
+namespace {
+
+/// The whole model's parameters (ZeRO-3: every unit gathered for the read, released again).
+std::vector<float> all_params(ZeroRun& run) {
+  auto* s3 = const_cast<zero::Stage3*>(run.engine->strategy_as<zero::Stage3>());
+  if (s3) s3->gather_all();
+  std::vector<float> p = run.params();
+  if (s3) s3->release_all();
+  return p;
+}
+
+std::string with_checkpointing(std::string json, int segment_size) {
+  const std::string at = R"("gradient_clipping": 1.0,)";
+  json.insert(json.find(at) + at.size(), R"( "activation_checkpointing": {"enabled": true, "segment_size": )" +
+                                             std::to_string(segment_size) + "},");
+  return json;
+}
+
+}  // namespace
+
+TEST(L08_CheckpointedStages, SameTrainingBitForBitAndEachGradientReducedOnce) {
+  auto& world = dist::world();
+  for (int stage : {0, 1, 2, 3}) {
+    for (int segment : {1, 2}) {
+      const std::string plain =
+          zero_test::config_json(stage, 2, 2, false, 2500, stage == 3 ? R"(, "stage3_param_persistence_threshold": 0)" : "");
+      ZeroRun a(plain, &world), b(with_checkpointing(plain, segment), &world);
+      EXPECT_EQ(b.engine->model().checkpoint_segment_size(), segment);
+      for (int s = 0; s < 4; ++s) {
+        const float la = a.engine->train_batch(*a.sampler), lb = b.engine->train_batch(*b.sampler);
+        EXPECT_EQ(la, lb) << "stage " << stage << ", segments of " << segment << ", step " << s;
+      }
+      auto ta = zero_test::traffic_of_one_step(a), tb = zero_test::traffic_of_one_step(b);
+      for (const char* op : {"all_reduce", "reduce_scatter"})
+        EXPECT_EQ(ta[op], tb[op]) << "stage " << stage << ": " << op << " (calls, elements) of one step";
+      if (stage < 3) {
+        EXPECT_EQ(ta["all_gather"], tb["all_gather"]) << "stage " << stage;
+      } else {
+        EXPECT_GT(tb["all_gather"].first, ta["all_gather"].first) << "ZeRO-3 gathers the units again for the recompute";
+      }
+      EXPECT_EQ(all_params(a), all_params(b)) << "stage " << stage << ", segments of " << segment;
+    }
+  }
+}
