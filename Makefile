@@ -236,6 +236,12 @@ bench-zero: build
 	@if [ "$$(id -u)" = 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi; \
 	  set -x; mpirun --oversubscribe --bind-to none -np 2 $(BUILD)/bin/bench-zero --steps 40
 
+# Activation checkpointing (bench/checkpoint.cpp): baby and small GPT, 1 rank x 1 thread, off and segments of
+# 1..L blocks: the activation peak, the median step time (3 alternating rounds), losses bit-identical.
+.PHONY: bench-checkpoint
+bench-checkpoint: build
+	$(BUILD)/bin/bench-checkpoint --steps 2 --rounds 3
+
 .PHONY: bench-events
 bench-events: build
 	$(BUILD)/bin/bench-events --steps 10 --rounds 5
