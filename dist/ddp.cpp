@@ -5,6 +5,7 @@
 
 #include "minitorch/allocator.h"
 #include "minitorch/events.h"
+#include "minitorch/not_implemented.h"
 
 namespace minitorch::dist {
 
@@ -16,6 +17,7 @@ struct DistributedDataParallel::Hooked {
 std::vector<std::pair<std::size_t, std::size_t>> plan_buckets(const std::vector<std::int64_t>& numels,
                                                               std::int64_t bucket_size) {
   if (bucket_size < 1) throw std::invalid_argument("DDP: reduce_bucket_size must be at least 1 element");
+  // BEGIN SOLUTION L05.4
   std::vector<std::pair<std::size_t, std::size_t>> ranges;
   std::size_t first = 0;
   std::int64_t filled = 0;
@@ -29,6 +31,7 @@ std::vector<std::pair<std::size_t, std::size_t>> plan_buckets(const std::vector<
   }
   if (first < numels.size()) ranges.emplace_back(first, numels.size());
   return ranges;
+  // END SOLUTION
 }
 
 DistributedDataParallel::DistributedDataParallel(const nn::NamedTensors& params, ProcessGroup& group,
@@ -105,6 +108,7 @@ void DistributedDataParallel::on_grad_ready(std::size_t bi) {
 }
 
 void DistributedDataParallel::launch(Bucket& b, bool in_backward) {
+  // BEGIN SOLUTION L05.5
   for (std::size_t i = 0; i < b.params.size(); ++i) {  // flatten: grads → one contiguous f32 buffer
     Tensor slot = b.buffer.view(i);
     Tensor g = b.params[i].grad();
@@ -116,6 +120,7 @@ void DistributedDataParallel::launch(Bucket& b, bool in_backward) {
   Tensor flat = b.buffer.flat();
   events::FlatRange what("ddp bucket", b.first, b.first + b.buffer.numel());  // for the traces
   b.work = group_.all_reduce_async(flat, ReduceOp::avg);
+  // END SOLUTION
   b.launched_ms = now_ms();
   b.launched_in_backward = in_backward;
   b.launch_order = launched_++;

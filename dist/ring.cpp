@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "dist/process_group.h"
+#include "minitorch/not_implemented.h"
 
 namespace minitorch::dist::ring {
 
@@ -44,6 +45,7 @@ void reduce_scatter(const float* input, float* output, std::int64_t numel, int r
     if (output != own_in) std::copy(own_in, own_in + own_n, output);
     return;
   }
+  // BEGIN SOLUTION L05.1
   const std::size_t largest = static_cast<std::size_t>(chunk_size(numel, world, 0));
   std::vector<float> incoming(largest), partial(largest);
   // Step 0 sends this rank's own term of a chunk, straight from the input; later steps send the
@@ -64,6 +66,7 @@ void reduce_scatter(const float* input, float* output, std::int64_t numel, int r
     for (std::int64_t i = 0; i < recv_n; ++i) sum[i] = incoming[static_cast<std::size_t>(i)] + own[i];
     outgoing = partial.data();
   }
+  // END SOLUTION
 }
 
 void reduce_scatter(float* data, std::int64_t numel, int rank, int world, const Shift& shift) {
@@ -74,6 +77,7 @@ void reduce_scatter(float* data, std::int64_t numel, int rank, int world, const 
 void all_gather(float* data, std::int64_t numel, int rank, int world, const Shift& shift) {
   // Shapes: data (numel); chunk `rank` is filled on entry, every chunk on return. No computation:
   // each received chunk lands directly in its place and is forwarded at the next step.
+  // BEGIN SOLUTION L05.2
   for (int step = 0; step < world - 1; ++step) {
     const int send_c = all_gather_send_chunk(rank, world, step);
     const int recv_c = all_gather_recv_chunk(rank, world, step);
@@ -81,16 +85,19 @@ void all_gather(float* data, std::int64_t numel, int rank, int world, const Shif
     shift(data + chunk_offset(numel, world, send_c), chunk_size(numel, world, send_c),
           data + chunk_offset(numel, world, recv_c), chunk_size(numel, world, recv_c));
   }
+  // END SOLUTION
 }
 
 void all_reduce(float* data, std::int64_t numel, int rank, int world, const Shift& shift,
                 const std::function<void(float*, std::int64_t)>& scale_own_chunk) {
+  // BEGIN SOLUTION L05.3
   // Phase 1 (N−1 steps): rank r ends with the full sum of chunk r.
   reduce_scatter(data, numel, rank, world, shift);
   // Between the phases: only N·(chunk) work per rank instead of N·numel, e.g. the division for avg.
   if (scale_own_chunk) scale_own_chunk(data + chunk_offset(numel, world, rank), chunk_size(numel, world, rank));
   // Phase 2 (N−1 steps): every rank collects every finished chunk.
   all_gather(data, numel, rank, world, shift);
+  // END SOLUTION
 }
 
 }  // namespace minitorch::dist::ring

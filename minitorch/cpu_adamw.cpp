@@ -7,6 +7,7 @@
 #include "minitorch/cpu_backend.h"
 #include "minitorch/cpu_util.h"
 #include "minitorch/parallel.h"
+#include "minitorch/not_implemented.h"
 
 namespace minitorch::cpu {
 
@@ -47,9 +48,11 @@ void CpuBackend::adamw_step(Tensor& param, const Tensor& grad, Tensor& m, Tensor
       }
       Eigen::Map<const Eigen::ArrayXf> ga(gp, len);
       Eigen::Map<Eigen::ArrayXf> pa(pp, len), ma(pm + c0, len), va(pv + c0, len);
+      // BEGIN SOLUTION L03.4
       ma = b1 * ma + (1.f - b1) * ga;
       va = b2 * va + (1.f - b2) * ga.square();
       pa -= lr * ((ma * inv_bc1) / ((va * inv_bc2).sqrt() + eps) + wd * pa);
+      // END SOLUTION
       if (param_half) {
         auto* ph = static_cast<std::uint16_t*>(param.raw_data()) + c0;
         for (std::int64_t i = 0; i < len; ++i) ph[i] = f32_to_half(pt, pbuf[i]);

@@ -10,6 +10,7 @@
 #include "minitorch/cpu_backend.h"
 #include "minitorch/cpu_util.h"
 #include "minitorch/parallel.h"
+#include "minitorch/not_implemented.h"
 
 namespace minitorch::cpu {
 
@@ -17,9 +18,18 @@ namespace {
 using ArrMap = Eigen::Map<Eigen::ArrayXf>;
 using CArrMap = Eigen::Map<const Eigen::ArrayXf>;
 
+// sum_j a[j] b[j] in double
+double dot_double(const float* a, const float* b, std::int64_t n) {
+  double acc = 0.0;
+#pragma omp simd reduction(+ : acc)
+  for (std::int64_t j = 0; j < n; ++j) acc += static_cast<double>(a[j]) * static_cast<double>(b[j]);
+  return acc;
+}
+
 // y[j] = exp(scale x[j] - m) / sum_k exp(scale x[k] - m),  m = max_k scale x[k]     x, y: (n), n >= 1
 // Returns log(sum_k exp(scale x[k])) (the log-sum-exp), which cross-entropy needs.
 double softmax_row(const float* x, float* y, std::int64_t n, float scale) {
+  // BEGIN SOLUTION L03.1
   CArrMap xr(x, n);
   ArrMap yr(y, n);
   const float m = scale >= 0.f ? scale * xr.maxCoeff() : scale * xr.minCoeff();
@@ -27,14 +37,16 @@ double softmax_row(const float* x, float* y, std::int64_t n, float scale) {
   const double s = sum_double(y, n);
   yr *= static_cast<float>(1.0 / s);
   return static_cast<double>(m) + std::log(s);
+  // END SOLUTION
 }
 
-// sum_j a[j] b[j] in double
-double dot_double(const float* a, const float* b, std::int64_t n) {
-  double acc = 0.0;
-#pragma omp simd reduction(+ : acc)
-  for (std::int64_t j = 0; j < n; ++j) acc += static_cast<double>(a[j]) * static_cast<double>(b[j]);
-  return acc;
+// forward: y = softmax(scale x) over n entries  =>  dx = scale * y * (dy - sum_k dy[k] y[k])
+//   y, dy, dx: (n)
+void softmax_backward_row(const float* y, const float* dy, float* dx, std::int64_t n, float scale) {
+  // BEGIN SOLUTION L03.2
+  const float s = static_cast<float>(dot_double(dy, y, n));
+  for (std::int64_t j = 0; j < n; ++j) dx[j] = scale * y[j] * (dy[j] - s);
+  // END SOLUTION
 }
 
 std::int64_t row_grain(std::int64_t n) { return std::max<std::int64_t>(1, kGrainElems / std::max<std::int64_t>(n, 1)); }
@@ -62,11 +74,7 @@ Tensor CpuBackend::softmax_backward(const Tensor& y, const Tensor& dy) {
   float* pd = fp(dx);
   parallel_for(rows, row_grain(N), [&](std::int64_t r0, std::int64_t r1) {
     for (std::int64_t r = r0; r < r1; ++r) {
-      const float* yr = py + r * N;
-      const float* gr = pg + r * N;
-      float* dr = pd + r * N;
-      const float s = static_cast<float>(dot_double(gr, yr, N));
-      for (std::int64_t j = 0; j < N; ++j) dr[j] = yr[j] * (gr[j] - s);
+      softmax_backward_row(py + r * N, pg + r * N, pd + r * N, N, 1.f);
     }
   });
   return f32_to(dx, dy.dtype());
@@ -99,11 +107,8 @@ Tensor CpuBackend::causal_softmax_backward(const Tensor& y, const Tensor& dy, fl
   parallel_for(rows, row_grain(T), [&](std::int64_t r0, std::int64_t r1) {
     for (std::int64_t r = r0; r < r1; ++r) {
       const std::int64_t n = r % T + 1;
-      const float* yr = py + r * T;
-      const float* gr = pg + r * T;
       float* dr = pd + r * T;
-      const float s = static_cast<float>(dot_double(gr, yr, n));
-      for (std::int64_t j = 0; j < n; ++j) dr[j] = scale * yr[j] * (gr[j] - s);
+      softmax_backward_row(py + r * T, pg + r * T, dr, n, scale);  // the masked entries j > i: 0
       std::fill(dr + n, dr + T, 0.f);
     }
   });
@@ -133,7 +138,10 @@ ops::CrossEntropyOut CpuBackend::cross_entropy(const Tensor& logits, const Tenso
   parallel_for(N, row_grain(V), [&](std::int64_t r0, std::int64_t r1) {
     for (std::int64_t r = r0; r < r1; ++r) {
       const double lse = softmax_row(in + r * V, pp + r * V, V, 1.f);
-      if (tg[r] != ignore_index) row_loss[r] = lse - static_cast<double>(in[r * V + tg[r]]);
+      if (tg[r] == ignore_index) continue;
+      // BEGIN SOLUTION L03.3
+      row_loss[r] = lse - static_cast<double>(in[r * V + tg[r]]);  // -log softmax(x)[t] = lse - x[t]
+      // END SOLUTION
     }
   });
   double total = 0.0;
@@ -169,8 +177,10 @@ Tensor CpuBackend::cross_entropy_backward(const Tensor& probs, const Tensor& tar
         continue;
       }
       const float* pr = pp + r * V;
+      // BEGIN SOLUTION L03.3
       for (std::int64_t j = 0; j < V; ++j) dr[j] = s * pr[j];
       dr[tg[r]] = s * (pr[tg[r]] - 1.f);
+      // END SOLUTION
     }
   });
   return dx;

@@ -7,6 +7,7 @@
 #include "minitorch/backend.h"
 #include "minitorch/random.h"
 #include "minitorch/strided.h"
+#include "minitorch/not_implemented.h"
 
 namespace minitorch {
 
@@ -203,15 +204,18 @@ Tensor Tensor::reshape(const Shape& shape) const { return is_contiguous() ? view
 Tensor Tensor::transpose(std::int64_t d0, std::int64_t d1) const {
   d0 = wrap_dim(d0, dim(), "transpose");
   d1 = wrap_dim(d1, dim(), "transpose");
+  // BEGIN SOLUTION L01.1
   Shape sh = shape(), st = strides();
   std::swap(sh[d0], sh[d1]);
   std::swap(st[d0], st[d1]);
   return make_view(*this, sh, st, offset());
+  // END SOLUTION
 }
 
 Tensor Tensor::permute(const Shape& dims) const {
   if (static_cast<std::int64_t>(dims.size()) != dim())
     throw std::invalid_argument("permute: " + shape_str(dims) + " does not match " + describe());
+  // BEGIN SOLUTION L01.1
   Shape sh(dims.size()), st(dims.size());
   std::vector<bool> seen(dims.size(), false);
   for (std::size_t i = 0; i < dims.size(); ++i) {
@@ -222,6 +226,7 @@ Tensor Tensor::permute(const Shape& dims) const {
     st[i] = strides()[d];
   }
   return make_view(*this, sh, st, offset());
+  // END SOLUTION
 }
 
 Tensor Tensor::narrow(std::int64_t d, std::int64_t start, std::int64_t length) const {
@@ -229,18 +234,22 @@ Tensor Tensor::narrow(std::int64_t d, std::int64_t start, std::int64_t length) c
   if (start < 0 || length < 0 || start + length > shape()[d])
     throw std::invalid_argument("narrow: [" + std::to_string(start) + ", " + std::to_string(start + length) +
                                 ") out of range for dim " + std::to_string(d) + " of " + describe());
+  // BEGIN SOLUTION L01.2
   Shape sh = shape();
   sh[d] = length;
   return make_view(*this, sh, strides(), offset() + start * strides()[d]);
+  // END SOLUTION
 }
 
 Tensor Tensor::unsqueeze(std::int64_t d) const {
   d = wrap_dim(d, dim() + 1, "unsqueeze");
+  // BEGIN SOLUTION L01.2
   Shape sh = shape(), st = strides();
   std::int64_t stride = d < dim() ? shape()[d] * strides()[d] : 1;
   sh.insert(sh.begin() + d, 1);
   st.insert(st.begin() + d, stride);
   return make_view(*this, sh, st, offset());
+  // END SOLUTION
 }
 
 Tensor Tensor::squeeze(std::int64_t d) const {

@@ -9,6 +9,7 @@
 #include "optim/clip.h"
 #include "zero/step_frames.h"
 #include "zero/tiled_step.h"
+#include "minitorch/not_implemented.h"
 
 namespace minitorch::zero {
 
@@ -21,12 +22,30 @@ ShardedOptimizer::ShardedOptimizer(Partition& partition, const Config& config, d
   const OptimizerConfig& o = config.optimizer;
   optim::AdamWOptions opts{static_cast<float>(o.lr), static_cast<float>(o.beta1), static_cast<float>(o.beta2),
                            static_cast<float>(o.eps), static_cast<float>(o.weight_decay)};
+  // BEGIN SOLUTION L06.2
   adamw_ = std::make_unique<optim::AdamW>(partition_.optimizer_groups(opts.lr, opts.weight_decay), opts);
+  // END SOLUTION
 }
 
 // ---- compute: the update of this rank's pieces ----
 
+namespace {
+/// The frame of the update for the traces (trace/frames.h): the norm's one-element all-reduce.
+void note_step(const GradientStrategy* source, dist::ProcessGroup& group) {
+  if (!source) return;
+  frame(*source, [&] {
+    const std::int64_t sent = dist::all_reduce_volume(1, group.size(), group.rank());
+    return trace::FrameNote{"optimizer_step", "optimizer step of the shards",
+                            "AdamW: each rank updates only its shard of the parameters, with its shard of the "
+                            "reduced gradients and of the optimizer states (clipped by the global norm, one "
+                            "all-reduced number)",
+                            trace::collective_json("all_reduce", -1, 0, 0, sent, sent * 4, group.size())};
+  });
+}
+}  // namespace
+
 StepResult ShardedOptimizer::step(const StepRequest& r) {
+  // BEGIN SOLUTION L06.2
   // The global norm from one scalar: Σ g² over every rank's shard (padding is zero and unowned).
   // Every rank gets the same sum, so every rank takes the same overflow decision.
   Tensor sum_sq = Tensor::full({1}, static_cast<float>(tiled_sum_squares(*adamw_, tile_elements_)));
@@ -39,18 +58,11 @@ StepResult ShardedOptimizer::step(const StepRequest& r) {
   }
   const double coef = r.max_norm > 0 ? optim::clip_coefficient(norm, r.max_norm) : 1.0;
   tiled_adamw_step(*adamw_, static_cast<float>(coef / r.loss_scale), tile_elements_);
-  if (frame_source_)
-    frame(*frame_source_, [&] {
-      const std::int64_t sent = dist::all_reduce_volume(1, group_.size(), group_.rank());
-      return trace::FrameNote{"optimizer_step", "optimizer step of the shards",
-                              "AdamW: each rank updates only its shard of the parameters, with its shard of the "
-                              "reduced gradients and of the optimizer states (clipped by the global norm, one "
-                              "all-reduced number)",
-                              trace::collective_json("all_reduce", -1, 0, 0, sent, sent * 4, group_.size())};
-    });
+  note_step(frame_source_, group_);
   gather_parameters();
   partition_.zero_gradients();
   return {norm, false};
+  // END SOLUTION
 }
 
 // ---- communication: the updated shards back to every rank ----

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include "minitorch/not_implemented.h"
 
 namespace minitorch::zero {
 
@@ -137,6 +138,7 @@ Stage3::~Stage3() {
 
 void Stage3::gather_async(std::size_t b) {
   if (state_[b] != UnitState::sharded) return;
+  // BEGIN SOLUTION L07.1
   ShardedBucket& bucket = partition_.buckets()[b];
   bucket.params = FlatBuffer(partition_.shapes(bucket), bucket.param_shard.dtype(), group_.size(), MemTag::param,
                              bucket.param_shard.device());
@@ -144,15 +146,18 @@ void Stage3::gather_async(std::size_t b) {
   events::FlatRange what("zero unit", bucket.first, bucket.first + bucket.numel);  // for the traces
   gathers_[b] = group_.all_gather_into_async(full, bucket.param_shard);
   state_[b] = UnitState::gathering;
+  // END SOLUTION
 }
 
 void Stage3::ensure_gathered(std::size_t b) {
   if (state_[b] == UnitState::gathered) return;
+  // BEGIN SOLUTION L07.2
   gather_async(b);
   gathers_[b]->wait();
   gathers_[b].reset();
   partition_.attach_gathered(b);
   state_[b] = UnitState::gathered;
+  // END SOLUTION
   frame(*this, [&] {
     const std::string& unit = unit_names_[b];
     return trace::FrameNote{progress_.in_backward ? "backward" : "forward", "all-gather " + unit,
@@ -164,9 +169,11 @@ void Stage3::ensure_gathered(std::size_t b) {
 
 void Stage3::release(std::size_t b, bool framed) {
   if (persistent_[b] || state_[b] == UnitState::sharded) return;
+  // BEGIN SOLUTION L07.3
   if (state_[b] == UnitState::gathering) ensure_gathered(b);  // a prefetch not used: finish it first
   partition_.release_gathered(b);
   state_[b] = UnitState::sharded;
+  // END SOLUTION
   if (!framed) return;
   frame(*this, [&] {
     return trace::FrameNote{progress_.in_backward ? "backward" : "forward", "release " + unit_names_[b],

@@ -115,7 +115,7 @@ TEST(L02_AutogradGraph, MarkingANonLeafOrHookingItThrows) {
 // Backward
 // ---------------------------------------------------------------------------------------------
 
-TEST(L02_AutogradBackward, ChainRuleThroughSeveralOps) {
+TEST(L02_T1_Order, ChainRuleThroughSeveralOps) {
   Tensor x = leaf({0.5f, -1.f, 2.f}, {3});
   // L = sum(tanh(3x + 1) * exp(x))
   Tensor loss = ag::sum(ag::mul(ag::tanh(ag::affine(x, 3.f, 1.f)), ag::exp(x)));
@@ -155,7 +155,22 @@ TEST(L02_AutogradBackward, TensorUsedTwiceGetsTheSummedGradient) {
   expect_vec_near(w.grad().to_vector(), {3 + std::exp(1.f), 3 + std::exp(-2.f), 3 + std::exp(3.f)}, 1e-4f);
 }
 
-TEST(L02_AutogradBackward, IntermediateUsedTwiceGetsTheSummedGradient) {
+// The order a wrong walk gets wrong: h feeds a long branch and a short one, so a node run as soon as
+// one consumer has given it a gradient (pre-order, or a queue in discovery order) misses the other's.
+TEST(L02_T1_Order, BranchesOfDifferentDepthBothReachTheSharedNode) {
+  Tensor w = leaf({0.5f, -1.f}, {2});
+  Tensor h = ag::affine(w, 2.f);                                     // h = 2w
+  Tensor loss = ag::sum(ag::add(ag::exp(ag::tanh(ag::exp(h))), h));  // L = e^{tanh(e^h)} + h
+  ag::backward(loss);
+  std::vector<float> want;
+  for (float v : {0.5f, -1.f}) {
+    const double hv = 2 * v, t = std::tanh(std::exp(hv));
+    want.push_back(static_cast<float>(2 * (std::exp(t) * (1 - t * t) * std::exp(hv) + 1)));
+  }
+  expect_vec_near(w.grad().to_vector(), want, 1e-4f);
+}
+
+TEST(L02_T1_Order, IntermediateUsedTwiceGetsTheSummedGradient) {
   Tensor w = leaf({1, 2}, {2});
   Tensor h = ag::affine(w, 2.f);                      // h = 2w
   Tensor loss = ag::sum(ag::add(ag::mul(h, h), h));  // L = h² + h  => dL/dw = 2(2h + 1)
@@ -281,7 +296,7 @@ struct BlockBackward : ag::Node {
 Tensor block(const Tensor& x) { return ag::record(x.clone(), std::make_shared<BlockBackward>(), {x}); }
 }  // namespace
 
-TEST(L02_AutogradBackward, NodeReachedByNoGradientIsSkipped) {
+TEST(L02_T1_Order, NodeReachedByNoGradientIsSkipped) {
   Tensor w = leaf({0.5f, 1.5f}, {2});
   int calls = 0;
   HookHandle hook = w.register_grad_hook([&](Tensor&) { ++calls; });

@@ -68,19 +68,19 @@ TEST(L02_GradcheckMatmul, NonContiguousOperands) {
 // Linear
 // ---------------------------------------------------------------------------------------------
 
-TEST(L02_GradcheckLinear, WithBias3DInput) {
+TEST(L02_T2_GradcheckLinear, WithBias3DInput) {
   Generator gen(30);
   Tensor x = rand_leaf({2, 3, 4}, gen), w = rand_leaf({5, 4}, gen), b = rand_leaf({5}, gen);
   EXPECT_GRADCHECK([](const Inputs& in) { return ag::linear(in[0], in[1], in[2]); }, {x, w, b});
 }
 
-TEST(L02_GradcheckLinear, WithoutBias3DInput) {
+TEST(L02_T2_GradcheckLinear, WithoutBias3DInput) {
   Generator gen(31);
   Tensor x = rand_leaf({2, 3, 4}, gen), w = rand_leaf({5, 4}, gen);
   EXPECT_GRADCHECK([](const Inputs& in) { return ag::linear(in[0], in[1], Tensor()); }, {x, w});
 }
 
-TEST(L02_GradcheckLinear, TwoDInputAndPartialGrads) {
+TEST(L02_T2_GradcheckLinear, TwoDInputAndPartialGrads) {
   Generator gen(32);
   Tensor x = rand_leaf({3, 4}, gen), w = rand_leaf({2, 4}, gen), b = rand_leaf({2}, gen);
   EXPECT_GRADCHECK([](const Inputs& in) { return ag::linear(in[0], in[1], in[2]); }, {x, w, b});
@@ -90,14 +90,14 @@ TEST(L02_GradcheckLinear, TwoDInputAndPartialGrads) {
   EXPECT_GRADCHECK([wc, bc](const Inputs& in) { return ag::linear(in[0], wc, bc); }, {x});
 }
 
-TEST(L02_GradcheckLinear, NonContiguousInput) {
+TEST(L02_T2_GradcheckLinear, NonContiguousInput) {
   Generator gen(33);
   Tensor x = rand_leaf({4, 2, 3}, gen), w = rand_leaf({5, 4}, gen);
   EXPECT_GRADCHECK([](const Inputs& in) { return ag::linear(ag::permute(in[0], {1, 2, 0}), in[1], Tensor()); },
                    {x, w});
 }
 
-TEST(L02_GradcheckLinear, ForwardIsXWTransposedPlusB) {
+TEST(L02_T2_GradcheckLinear, ForwardIsXWTransposedPlusB) {
   Tensor x = Tensor::from_vector({1, 2, 3, 4, 5, 6}, {1, 2, 3});
   Tensor w = Tensor::from_vector({1, 0, -1, 2, 1, 0}, {2, 3});
   Tensor b = Tensor::from_vector({10, 20}, {2});

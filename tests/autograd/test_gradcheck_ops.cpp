@@ -35,7 +35,7 @@ Tensor square(const Tensor& x, bool correct) {
 }
 }  // namespace
 
-TEST(L02_GradcheckOracle, CatchesAWrongBackward) {
+TEST(L02_T3_Oracle, CatchesAWrongBackward) {
   Generator gen(1);
   Tensor x = rand_leaf({3, 2}, gen, 0.5f, 1.5f);
   auto bad = ag::gradcheck([](const Inputs& in) { return square(in[0], false); }, {x});
@@ -45,7 +45,18 @@ TEST(L02_GradcheckOracle, CatchesAWrongBackward) {
   EXPECT_GRADCHECK([](const Inputs& in) { return square(in[0], true); }, {x});
 }
 
-TEST(L02_GradcheckOracle, ReportsAnInputTheGradientNeverReached) {
+// Central differences are exact on a quadratic (their error is eps² times the third derivative, 0 here);
+// a one-sided difference is off by eps/2 times the second derivative, far above the tolerance.
+TEST(L02_T3_Oracle, CentralDifferencesAreExactOnAQuadratic) {
+  Generator gen(3);
+  Tensor x = rand_leaf({4, 3}, gen, 0.5f, 1.5f);
+  ag::GradcheckOptions tight;
+  tight.atol = 2e-4;
+  tight.rtol = 0;
+  EXPECT_GRADCHECK([](const Inputs& in) { return ag::mul(in[0], in[0]); }, {x}, tight);
+}
+
+TEST(L02_T3_Oracle, ReportsAnInputTheGradientNeverReached) {
   Generator gen(2);
   Tensor x = rand_leaf({2}, gen), y = rand_leaf({2}, gen);
   auto r = ag::gradcheck([](const Inputs& in) { return ag::exp(in[0]); }, {x, y});
@@ -53,7 +64,7 @@ TEST(L02_GradcheckOracle, ReportsAnInputTheGradientNeverReached) {
   EXPECT_NE(r.report.find("no gradient"), std::string::npos) << r.report;
 }
 
-TEST(L02_GradcheckOracle, RejectsNonF32OrNonContiguousInputs) {
+TEST(L02_T3_Oracle, RejectsNonF32OrNonContiguousInputs) {
   Tensor h = Tensor::ones({2}, DType::bf16);
   h.set_requires_grad();
   EXPECT_THROW(ag::gradcheck([](const Inputs& in) { return ag::exp(in[0]); }, {h}), std::invalid_argument);
@@ -150,7 +161,7 @@ TEST(L02_GradcheckUnary, LogOfPositiveInputs) {
   EXPECT_GRADCHECK([](const Inputs& in) { return ag::log(in[0]); }, {x});
 }
 
-TEST(L02_GradcheckUnary, Tanh) {
+TEST(L02_T2_Gradcheck, Tanh) {
   Generator gen(9);
   Tensor x = rand_leaf({3, 4}, gen, -2.f, 2.f);
   EXPECT_GRADCHECK([](const Inputs& in) { return ag::tanh(in[0]); }, {x});

@@ -319,7 +319,7 @@ TEST(L05_Collectives, AsyncAllReduceOverlapsOtherWork) {
   }
 }
 
-TEST(L05_Ring, MatchesMpiBitForBitWhereTheOrderIsTheSame) {
+TEST(L05_T3_Ring, MatchesMpiBitForBitWhereTheOrderIsTheSame) {
   auto& w = dist::world();
   const std::int64_t numel = 100003;
   std::vector<float> out[2], rs[2], ag[2];
@@ -346,7 +346,7 @@ TEST(L05_Ring, MatchesMpiBitForBitWhereTheOrderIsTheSame) {
   }
 }
 
-TEST(L05_Ring, SumsEachChunkInRingOrderDeterministically) {
+TEST(L05_T3_Ring, SumsEachChunkInRingOrderDeterministically) {
   // Chunk c starts at its owner's right neighbour and goes round: ((x[c+1] + x[c+2]) + …) + x[c].
   // Computing exactly that locally reproduces the ring's result to the last bit, run after run.
   auto& w = dist::world();

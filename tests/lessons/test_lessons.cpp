@@ -92,11 +92,11 @@ TEST(L01_Lesson, GuideNamesOnlyCodeThatExists) { expect_guide_names_exist("01");
 
 // The guide checks can fail: names that once were right, and figures the lesson does not print.
 TEST(L01_Lesson, GuideChecksCatchWhatIsNotThere) {
-  for (const char* gone : {"inputs.clear()", "L02_Lesson.RunsAuto", "L09_Nothing", "autograd/nothing.cpp",
+  for (const char* gone : {"saved_activations.clear()", "L02_Lesson.RunsAuto", "L09_Nothing", "L05_T9_DDP.Nothing", "ctest -R L05_T9", "autograd/nothing.cpp",
                            "build/bin/lesson-99", "make lesson-99", "make nothing", "Tensor::nothing", "no_such_function"})
     EXPECT_FALSE(stale(gone).empty()) << gone;
   for (const char* there : {"release_saved", "w.grad()", "model.num_parameters()", "Tensor::view", "dist/ddp.{h,cpp}",
-                            "ctest -R L03_Data", "L05_DDP.BytesPerStepAreTheRingAllReduce...", "make lesson-05",
+                            "ctest -R L03_Data", "L05_T5_DDP.BytesPerStepAreTheRingAllReduce...", "ctest -R L05_T1", "L06_T1_Partition.ShardsCutThroughParametersAndCoverEachElementOnce", "make lesson-05",
                             "make test-lesson-02", "build/bin/test-zero_mpi --gtest_filter='L05_DDP.*Buckets*'"})
     EXPECT_EQ(stale(there), "") << there;
   const std::vector<std::string> out = {"bucket 0:  198656 elements, 15 tensors: a ... b", "loss at init 4.1833, ln(V) = 4.1431"};

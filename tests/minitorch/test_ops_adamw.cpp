@@ -15,7 +15,7 @@ void ref_step(double& p, double g, double& m, double& v, const ops::AdamWParams&
 }
 }  // namespace
 
-TEST(L01_OpsAdamW, MatchesScalarFormulaOverSteps) {
+TEST(L03_T4_AdamW, MatchesScalarFormulaOverSteps) {
   Generator g(51);
   const std::int64_t n = 100'003;  // uneven: several threads' chunks and a ragged tail
   Tensor p = randn({n}, g);
@@ -36,7 +36,7 @@ TEST(L01_OpsAdamW, MatchesScalarFormulaOverSteps) {
   EXPECT_TRUE(all_close(v, std::vector<float>(rv.begin(), rv.end()), 1e-8f, 1e-5f));
 }
 
-TEST(L01_OpsAdamW, FirstStepMovesByLearningRate) {
+TEST(L03_T4_AdamW, FirstStepMovesByLearningRate) {
   // At t = 1 with wd = 0 the bias-corrected update is lr * g / (|g| + eps): a step of lr against the sign.
   Tensor p = Tensor::from_vector({1.f, -2.f, 0.5f}, {3});
   Tensor grad = Tensor::from_vector({0.3f, -4.f, 1e-3f}, {3});
@@ -45,7 +45,7 @@ TEST(L01_OpsAdamW, FirstStepMovesByLearningRate) {
   EXPECT_TRUE(all_close(p, {0.9f, -1.9f, 0.4f}, 1e-5f, 1e-5f));
 }
 
-TEST(L01_OpsAdamW, Bf16AndStridedGradientsAndBf16Params) {
+TEST(L03_T4_AdamW, Bf16AndStridedGradientsAndBf16Params) {
   Generator g(52);
   const std::int64_t R = 50, C = 100, n = R * C;
   ops::AdamWParams hp{1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 3};

@@ -20,7 +20,7 @@ std::vector<float> ref_softmax(const std::vector<float>& x, std::int64_t n, floa
 }
 }  // namespace
 
-TEST(L01_OpsSoftmax, RowsSumToOneAndMatchReference) {
+TEST(L03_T1_Softmax, RowsSumToOneAndMatchReference) {
   Generator g(31);
   Tensor x = randn({4, 5, 37}, g);
   Tensor y = ops::softmax(x);
@@ -43,7 +43,7 @@ TEST(L01_OpsSoftmax, RowsSumToOneAndMatchReference) {
   EXPECT_TRUE(all_close(yh, ref_softmax(h.to_vector(), 37), 1e-4f, 8e-3f));
 }
 
-TEST(L01_OpsSoftmax, BackwardMatchesFormulaAndFiniteDifferences) {
+TEST(L03_T2_SoftmaxBackward, MatchesFormulaAndFiniteDifferences) {
   Generator g(32);
   const std::int64_t R = 3, N = 11;
   Tensor x = randn({R, N}, g), dy = randn({R, N}, g);
@@ -69,7 +69,21 @@ TEST(L01_OpsSoftmax, BackwardMatchesFormulaAndFiniteDifferences) {
   }
 }
 
-TEST(L01_OpsSoftmax, CausalIsZeroAboveDiagonal) {
+// The mistake the max subtraction prevents: exp(1000) is inf in f32, and inf / inf is NaN.
+TEST(L03_T1_Softmax, LogitsOfAThousandStayFiniteAndExact) {
+  Tensor x = Tensor::from_vector({1000.f, 999.f, 998.f, -1000.f, 0.f, 1000.f}, {2, 3});
+  const std::vector<float> y = ops::softmax(x).to_vector();
+  const double e1 = std::exp(-1.0), e2 = std::exp(-2.0), z = 1 + e1 + e2;
+  const std::vector<double> want = {1 / z, e1 / z, e2 / z, 0, 0, 1};
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    EXPECT_TRUE(std::isfinite(y[i])) << "softmax overflowed at " << i << " (exp of a logit of 1000 is inf: subtract the row's max)";
+    EXPECT_NEAR(y[i], want[i], 1e-6) << i;
+  }
+  auto ce = ops::cross_entropy(x, Tensor::from_ints({0, 2}, {2}));
+  EXPECT_NEAR(ce.loss.item(), std::log(z) / 2, 1e-5) << "cross-entropy of large logits: log-sum-exp needs the max too";
+}
+
+TEST(L03_T1_Softmax, CausalIsZeroAboveDiagonal) {
   Generator g(33);
   const std::int64_t T = 9;
   const float scale = 0.35f;
@@ -92,7 +106,7 @@ TEST(L01_OpsSoftmax, CausalIsZeroAboveDiagonal) {
   EXPECT_TRUE(all_close(ops::causal_softmax(x, -2.f), ref_softmax(x.to_vector(), T, -2.f, true), 1e-7f, 1e-5f));
 }
 
-TEST(L01_OpsSoftmax, CausalBackwardMatchesFormula) {
+TEST(L03_T2_SoftmaxBackward, CausalMatchesFormula) {
   Generator g(34);
   const std::int64_t T = 7;
   const float scale = 0.5f;
@@ -120,7 +134,7 @@ TEST(L01_OpsSoftmax, CausalBackwardMatchesFormula) {
   EXPECT_NEAR(dx.to_vector()[at], d / (xp[at] - xm[at]), 2e-3);
 }
 
-TEST(L01_OpsSoftmax, CrossEntropyWithIgnoreIndex) {
+TEST(L03_T3_CrossEntropy, WithIgnoreIndex) {
   Generator g(35);
   const std::int64_t N = 6, V = 13;
   Tensor logits = randn({N, V}, g);

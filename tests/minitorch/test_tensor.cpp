@@ -165,7 +165,7 @@ TEST(L01_TensorAccess, DataPointsAtTheOffset) {
 // Views share storage: write through one, read through another
 // ---------------------------------------------------------------------------------------------
 
-TEST(L01_TensorView, TransposeSharesStorage) {
+TEST(L01_T1_Views, TransposeSharesStorage) {
   Tensor x = iota({2, 3});
   Tensor t = x.transpose(0, 1);
   EXPECT_EQ(t.storage(), x.storage());
@@ -185,7 +185,7 @@ TEST(L01_TensorView, TransposeSharesStorage) {
   EXPECT_EQ(tt.strides(), (Shape{1, 3}));
 }
 
-TEST(L01_TensorView, PermuteSharesStorage) {
+TEST(L01_T1_Views, PermuteSharesStorage) {
   Tensor x = iota({2, 3, 4});
   Tensor p = x.permute({2, 0, 1});
   EXPECT_EQ(p.storage(), x.storage());
@@ -204,7 +204,7 @@ TEST(L01_TensorView, PermuteSharesStorage) {
   EXPECT_EQ(x.permute({-1, 0, 1}).shape(), (Shape{4, 2, 3}));
 }
 
-TEST(L01_TensorView, NarrowSharesStorageAndSetsOffset) {
+TEST(L01_T2_Views, NarrowSharesStorageAndSetsOffset) {
   Tensor x = iota({4, 5});
   Tensor rows = x.narrow(0, 1, 2);
   EXPECT_EQ(rows.storage(), x.storage());
@@ -230,7 +230,7 @@ TEST(L01_TensorView, NarrowSharesStorageAndSetsOffset) {
   EXPECT_THROW(x.narrow(2, 0, 1), std::invalid_argument);
 }
 
-TEST(L01_TensorView, UnsqueezeAndSqueezeShareStorage) {
+TEST(L01_T2_Views, UnsqueezeAndSqueezeShareStorage) {
   Tensor x = iota({2, 3});
   Tensor a = x.unsqueeze(0);
   EXPECT_EQ(a.shape(), (Shape{1, 2, 3}));
@@ -317,7 +317,7 @@ TEST(L01_TensorView, ViewOfNonContiguousThrowsClearly) {
   expect_throw_with<std::invalid_argument>([&] { x.narrow(1, 0, 2).view({4}); }, {"not contiguous"});
 }
 
-TEST(L01_TensorView, ReshapeCopiesOnlyWhenNeeded) {
+TEST(L01_T3_Copy, ReshapeCopiesOnlyWhenNeeded) {
   Tensor x = iota({2, 3});
   Tensor r = x.reshape({3, 2});
   EXPECT_EQ(r.storage(), x.storage());
@@ -335,7 +335,7 @@ TEST(L01_TensorView, ReshapeCopiesOnlyWhenNeeded) {
   EXPECT_EQ(u.reshape({6}).storage(), x.storage());
 }
 
-TEST(L01_TensorView, ContiguousReturnsSameWhenAlreadyContiguous) {
+TEST(L01_T3_Copy, ContiguousReturnsSameWhenAlreadyContiguous) {
   Tensor x = iota({3, 4});
   Tensor c = x.contiguous();
   EXPECT_TRUE(c.same(x));
@@ -361,7 +361,7 @@ TEST(L01_TensorView, DetachSharesStorageWithoutGraph) {
   EXPECT_FALSE(d.same(w));
 }
 
-TEST(L01_TensorView, CopyIntoViewAndShapeMismatch) {
+TEST(L01_T3_Copy, CopyIntoViewAndShapeMismatch) {
   Tensor x = Tensor::zeros({3, 3});
   Tensor diag_block = x.narrow(0, 1, 2).narrow(1, 1, 2);
   diag_block.copy_(Tensor::from_vector({1, 2, 3, 4}, {2, 2}));

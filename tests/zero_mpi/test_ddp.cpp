@@ -93,7 +93,7 @@ double max_rel(const std::vector<float>& a, const std::vector<float>& b) {
 }
 }  // namespace
 
-TEST(L05_DDP, GradientsAfterReductionAreTheOneRankGradientsOfTheGlobalBatch) {
+TEST(L05_T5_DDP, GradientsAfterReductionAreTheOneRankGradientsOfTheGlobalBatch) {
   auto& world = dist::world();
   const int N = world.size();
   DdpRun ddp(unclipped_json(1), &world, 11 + 1000 * static_cast<std::uint64_t>(world.rank()));
@@ -122,7 +122,7 @@ TEST(L05_DDP, GradientsAfterReductionAreTheOneRankGradientsOfTheGlobalBatch) {
   EXPECT_LT(max_rel(ddp.params(), ref.params()), 1e-6) << "rank " << world.rank();
 }
 
-TEST(L05_DDP, PlanBucketsInReverseOrderAndBigParametersAlone) {
+TEST(L05_T4_DDP, PlanBucketsInReverseOrderAndBigParametersAlone) {
   auto r = dist::plan_buckets({5, 3, 10, 2, 2}, 6);
   std::vector<std::pair<std::size_t, std::size_t>> want{{0, 1}, {1, 2}, {2, 3}, {3, 5}};
   EXPECT_EQ(r, want);
@@ -134,7 +134,7 @@ TEST(L05_DDP, NRanksEqualOneRankWithGradientAccumulationOver20Steps) { expect_eq
 
 TEST(L05_DDP, NRanksWithAccumulationEqualOneRankOver20Steps) { expect_equivalent(2, 2); }
 
-TEST(L05_DDP, BytesPerStepAreTheRingAllReduceAndNothingMovesBeforeTheLastMicroStep) {
+TEST(L05_T5_DDP, BytesPerStepAreTheRingAllReduceAndNothingMovesBeforeTheLastMicroStep) {
   auto& world = dist::world();
   const std::int64_t N = world.size();
   const std::int64_t comm_before = memory_stats().current(MemTag::comm);
@@ -169,7 +169,7 @@ TEST(L05_DDP, BytesPerStepAreTheRingAllReduceAndNothingMovesBeforeTheLastMicroSt
   EXPECT_EQ(world.stats().bytes - b0, 2 * (N - 1) * psi * 4 / N);
 }
 
-TEST(L05_DDP, BucketsFireDuringBackwardLastLayerFirst) {
+TEST(L05_T5_DDP, BucketsFireDuringBackwardLastLayerFirst) {
   auto& world = dist::world();
   DdpRun run(config_json(2, 1, 0, /*bucket=*/2000), &world, 11);
   const auto* ddp = run.engine->strategy_as<zero::Stage0>()->ddp();

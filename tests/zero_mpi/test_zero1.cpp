@@ -26,7 +26,7 @@ void expect_equivalent(int accum, bool bf16, double tol) {
 }
 }  // namespace
 
-TEST(L06_Zero1, NRanksEqualOneRankWithAccumulationOver20Steps) { expect_equivalent(1, false, 1e-5); }
+TEST(L06_T2_Zero1, NRanksEqualOneRankWithAccumulationOver20Steps) { expect_equivalent(1, false, 1e-5); }
 
 TEST(L06_Zero1, NRanksWithAccumulationEqualOneRankOver20Steps) { expect_equivalent(2, false, 1e-5); }
 
@@ -36,7 +36,7 @@ TEST(L06_Zero1, Bf16NRanksEqualOneRankWithinBf16Precision) { expect_equivalent(1
 
 // Clipping and AdamW hide a factor N in the gradients (a sum instead of a mean trains almost the
 // same): compare the reduced gradients themselves, this rank's shard against the 1-rank gradients.
-TEST(L06_Zero1, ReducedShardIsTheOneRankGradientOfTheGlobalBatch) {
+TEST(L06_T3_Zero1, ReducedShardIsTheOneRankGradientOfTheGlobalBatch) {
   auto& world = dist::world();
   const int N = world.size();
   ZeroRun zero1(config_json(1, 2, 1), &world, 11);
@@ -54,7 +54,7 @@ TEST(L06_Zero1, ReducedShardIsTheOneRankGradientOfTheGlobalBatch) {
       << "rank " << world.rank() << ": a sum instead of a mean is off by " << N << "x";
 }
 
-TEST(L06_Zero1, ShardsCutThroughParametersAndCoverEachElementOnce) {
+TEST(L06_T1_Partition, ShardsCutThroughParametersAndCoverEachElementOnce) {
   auto& world = dist::world();
   ZeroRun run(config_json(1, 2, 1), &world, 11);
   const zero::Partition& part = run.engine->strategy_as<zero::Stage1>()->partition();
@@ -107,11 +107,11 @@ void expect_model_states_to_the_byte(bool bf16) {
 }
 }  // namespace
 
-TEST(L06_Zero1, ModelStatesPerRankAreTheFormulaToTheByteInFp32) { expect_model_states_to_the_byte(false); }
+TEST(L06_T2_Zero1, ModelStatesPerRankAreTheFormulaToTheByteInFp32) { expect_model_states_to_the_byte(false); }
 
 TEST(L06_Zero1, ModelStatesPerRankAreTheFormulaToTheByteInBf16) { expect_model_states_to_the_byte(true); }
 
-TEST(L06_Zero1, EachStepMovesOneReduceScatterAndOneAllGatherOfPsiAndTheNorm) {
+TEST(L06_T2_Zero1, EachStepMovesOneReduceScatterAndOneAllGatherOfPsiAndTheNorm) {
   auto& world = dist::world();
   const std::int64_t N = world.size();
   for (int accum : {1, 3}) {  // stage 1 reduces at the boundary only: the same with accumulation
@@ -132,7 +132,7 @@ TEST(L06_Zero1, EachStepMovesOneReduceScatterAndOneAllGatherOfPsiAndTheNorm) {
   }
 }
 
-TEST(L06_Zero1, OverlapCommReduceScattersFromTheHooksWhileBackwardRuns) {
+TEST(L06_T3_Zero1, OverlapCommReduceScattersFromTheHooksWhileBackwardRuns) {
   auto& world = dist::world();
   for (bool overlap : {false, true}) {
     ZeroRun run(config_json(1, 2, 2, false, 2500, std::string(R"(, "overlap_comm": )") + (overlap ? "true" : "false")),

@@ -36,7 +36,7 @@ TEST(L06_Zero2, Bf16NRanksEqualOneRankWithinBf16Precision) { expect_equivalent(1
 
 // The reduced gradients themselves (clipping and AdamW would hide a sum instead of a mean): after
 // two micro-steps, this rank's shard holds the 1-rank gradient of the global batch.
-TEST(L06_Zero2, ReducedShardIsTheOneRankGradientOfTheGlobalBatch) {
+TEST(L06_T4_Zero2, ReducedShardIsTheOneRankGradientOfTheGlobalBatch) {
   auto& world = dist::world();
   const int N = world.size(), G = 2;
   ZeroRun run(config_json(2, 2, G, false, 2500, overlap(true)), &world, 11);
@@ -94,13 +94,13 @@ void expect_model_states_to_the_byte(bool bf16, bool contiguous) {
 }
 }  // namespace
 
-TEST(L06_Zero2, ModelStatesPerRankAreTheFormulaToTheByteInFp32) { expect_model_states_to_the_byte(false, true); }
+TEST(L06_T4_Zero2, ModelStatesPerRankAreTheFormulaToTheByteInFp32) { expect_model_states_to_the_byte(false, true); }
 
 TEST(L06_Zero2, ModelStatesPerRankAreTheFormulaToTheByteInBf16) { expect_model_states_to_the_byte(true, true); }
 
 TEST(L06_Zero2, NonContiguousGradientShardsTakeTheSameBytes) { expect_model_states_to_the_byte(false, false); }
 
-TEST(L06_Zero2, EveryMicroStepReduceScattersAndEachStepGathersOnce) {
+TEST(L06_T4_Zero2, EveryMicroStepReduceScattersAndEachStepGathersOnce) {
   auto& world = dist::world();
   const std::int64_t N = world.size();
   for (int accum : {1, 3}) {

@@ -45,9 +45,9 @@ void expect_equivalent(int accum, bool bf16, double tol, const std::string& extr
 }
 }  // namespace
 
-TEST(L07_Zero3, NRanksEqualOneRankOver20Steps) { expect_equivalent(1, false, 1e-5); }
+TEST(L07_T2_Zero3, NRanksEqualOneRankOver20Steps) { expect_equivalent(1, false, 1e-5); }
 
-TEST(L07_Zero3, NRanksWithAccumulationEqualOneRankOver20Steps) { expect_equivalent(2, false, 1e-5); }
+TEST(L07_T2_Zero3, NRanksWithAccumulationEqualOneRankOver20Steps) { expect_equivalent(2, false, 1e-5); }
 
 TEST(L07_Zero3, WithoutPrefetchTheSameTraining) { expect_equivalent(2, false, 1e-5, R"(, "stage3_prefetch_bucket_size": 0)"); }
 
@@ -58,7 +58,7 @@ TEST(L07_Zero3, DefaultPersistenceKeepsTheBabyGptWholeAndStillTrainsTheSame) {
   zero_test::expect_equivalent(config_json(3, 2, 1), config_json(0, 2, N), 1e-5);
 }
 
-TEST(L07_Zero3, UnitsAreShardedBetweenStepsAndModelStatesAreTheFormulaToTheByte) {
+TEST(L07_T3_Zero3, UnitsAreShardedBetweenStepsAndModelStatesAreTheFormulaToTheByte) {
   auto& world = dist::world();
   for (bool bf16 : {false, true}) {
     ZeroRun run(zero3(2, bf16), &world, 11);
@@ -85,7 +85,7 @@ TEST(L07_Zero3, UnitsAreShardedBetweenStepsAndModelStatesAreTheFormulaToTheByte)
   }
 }
 
-TEST(L07_Zero3, EachMicroStepGathersTwiceAndReduceScattersOnce) {
+TEST(L07_T1_Zero3, EachMicroStepGathersTwiceAndReduceScattersOnce) {
   auto& world = dist::world();
   const std::int64_t N = world.size();
   for (int accum : {1, 2}) {
@@ -105,7 +105,7 @@ TEST(L07_Zero3, EachMicroStepGathersTwiceAndReduceScattersOnce) {
   }
 }
 
-TEST(L07_Zero3, ReleasedUnitsFreeTheirMemoryAndPrefetchOverlapsTheNextGather) {
+TEST(L07_T3_Zero3, ReleasedUnitsFreeTheirMemoryAndPrefetchOverlapsTheNextGather) {
   auto& world = dist::world();
   // 4 blocks, and a prefetch of one block's elements (12·24² + 13·24 = 7224) ahead.
   std::string json = zero3(1, false, R"(, "stage3_prefetch_bucket_size": 8000)");
