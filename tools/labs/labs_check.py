@@ -262,8 +262,9 @@ def build_suites(build, layers, jobs):
     cmd = ["cmake", "--build", build, "-j", str(jobs), "--target", *[f"test-{layer}" for layer in layers]]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
-        errors = [line for line in r.stdout.splitlines() if "error" in line][:20]
-        raise LabError("the stubbed tree does not build:\n" + "\n".join(errors or r.stdout.splitlines()[-30:]))
+        text = r.stdout + r.stderr
+        errors = [line for line in text.splitlines() if "error" in line][:20]
+        raise LabError("the stubbed tree does not build:\n" + "\n".join(errors or text.splitlines()[-30:]))
     return time.time() - t0
 
 
