@@ -6,7 +6,9 @@
 #include "minitorch/events.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <functional>
+#include <limits>
 
 #include "dist/checks.h"
 
@@ -72,8 +74,23 @@ std::uint64_t MpiGroup::begin_op(const char* op, std::int64_t numel, std::int64_
   return id;
 }
 
+namespace {
+/// MINITORCH_COMM_TIMEOUT_CAP_S (seconds > 0): an upper bound on every wait, whatever the group's timeout.
+/// For test harnesses only (make labs-check, minitorch-grade, docs/labs.md): a lab stub that throws on one
+/// rank leaves the others waiting in their next collective, and the job should end in seconds, not in
+/// the 300 s a training run allows. Read once; unset or invalid: no bound.
+double timeout_cap() {
+  static const double cap = [] {
+    const char* v = std::getenv("MINITORCH_COMM_TIMEOUT_CAP_S");
+    const double x = v ? std::atof(v) : 0.0;
+    return x > 0 ? x : std::numeric_limits<double>::infinity();
+  }();
+  return cap;
+}
+}  // namespace
+
 detail::WaitContext MpiGroup::wait_context(int peer) const {
-  return detail::WaitContext{last_op_, peer, size_, timeout_s_, current_step_};
+  return detail::WaitContext{last_op_, peer, size_, std::min(timeout_s_, timeout_cap()), current_step_};
 }
 
 void MpiGroup::wait(MPI_Request* requests, int n, std::string what, int peer) const {

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "minitorch/parallel.h"
+#include "minitorch/not_implemented.h"
 
 namespace minitorch::cpu {
 
@@ -93,7 +94,10 @@ Tensor f32_to(const Tensor& t, DType dtype) {
   return out;
 }
 
+// Row r of the outer (all-but-last) dims -> operand k's element offset: r's digits in the mixed radix of
+// `outer` (last dim fastest), each times its stride. outer, outer_strides[k]: (D) -> offset
 std::int64_t RowLayout::row_offset(std::size_t k, std::int64_t r) const {
+  // BEGIN SOLUTION L01.3
   std::int64_t off = 0;
   const Shape& st = outer_strides[k];
   for (std::size_t d = outer.size(); d-- > 0;) {
@@ -102,6 +106,7 @@ std::int64_t RowLayout::row_offset(std::size_t k, std::int64_t r) const {
     off += i * st[d];
   }
   return off;
+  // END SOLUTION
 }
 
 RowLayout make_row_layout(const Shape& shape, const std::vector<Shape>& strides) {

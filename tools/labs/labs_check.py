@@ -40,7 +40,9 @@ from make_labs import marked_files, stub, tracked_files  # noqa: E402
 SKIPPED_LAYERS = ("tools", "lessons", "cuda")
 TASK_PREFIX = re.compile(r"^(L\d\d)_T(\d+)_")
 ENV = {"MINITORCH_NUM_THREADS": "1", "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-       "OMPI_MCA_rmaps_base_oversubscribe": "1"}
+       "OMPI_MCA_rmaps_base_oversubscribe": "1",
+       # a stub that throws on one rank leaves the others waiting: end such a job in seconds (dist/mpi_group.cpp)
+       "MINITORCH_COMM_TIMEOUT_CAP_S": "20"}
 
 
 def log(msg):
@@ -142,43 +144,79 @@ def parse_stdout(text, binary, results):
     return running
 
 
+def run_once(exe, layer, np, args, out_dir, timeout):
+    """One run of a test binary: (the output, its exit status or None on a timeout, the JSON files)."""
+    shutil.rmtree(out_dir, ignore_errors=True)
+    os.makedirs(out_dir)
+    args = [*args, "--gtest_color=no"]  # the output is parsed when a run dies
+    if layer.endswith("_mpi"):
+        cmd = ["mpirun", "--oversubscribe", "--bind-to", "none", "-np", str(np), "sh", "-c",
+               f'exec "$0" --gtest_output=json:{out_dir}/rank$OMPI_COMM_WORLD_RANK.json "$@"', exe, *args]
+    else:
+        cmd = [exe, f"--gtest_output=json:{out_dir}/rank0.json", *args]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
+                            env={**os.environ, **ENV}, start_new_session=True)
+    try:
+        text, _ = proc.communicate(timeout=timeout)
+        status = proc.returncode
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        text, _ = proc.communicate()
+        status = None
+    files = [os.path.join(out_dir, f) for f in sorted(os.listdir(out_dir))]
+    complete = status in (0, 1) and len(files) == (np if layer.endswith("_mpi") else 1)
+    return text, status, files if complete else None
+
+
+def list_tests(exe):
+    r = subprocess.run([exe, "--gtest_list_tests"], capture_output=True, text=True, env={**os.environ, **ENV}, timeout=120)
+    names, suite = [], None
+    for line in r.stdout.splitlines():
+        if line.startswith(" ") and suite:
+            names.append(f"{suite}.{line.split()[0]}")
+        elif line.strip():
+            suite = line.split()[0].rstrip(".")
+    return names
+
+
 def run_binary(build, work, layer, np, timeout, only=None):
-    """{test: Result} of one test binary, run whole or only the tests `only` names (again without what
-    finished, if a test crashed it)."""
+    """{test: Result} of one test binary, run whole (or only the tests `only` names). When a run dies: a
+    single-process binary runs again without what finished (the test that was running failed); the ranks
+    of a multi-rank binary may have fallen out of step (one rank's stub threw before a send another rank
+    waits for), so each of its tests then runs alone."""
     exe = os.path.join(build, "bin", f"test-{layer}")
+    out_dir = os.path.join(work, "results", layer)
+    positive = ":".join(sorted(only)) if only is not None else "*"
     results, excluded = {}, []
     for attempt in range(50):
-        out_dir = os.path.join(work, "results", layer)
-        shutil.rmtree(out_dir, ignore_errors=True)
-        os.makedirs(out_dir)
-        positive = ":".join(sorted(only)) if only is not None else ""
-        args = [f"--gtest_filter={positive}" + (f"-{':'.join(excluded)}" if excluded else "")] if positive or excluded else []
-        if layer.endswith("_mpi"):
-            cmd = ["mpirun", "--oversubscribe", "--bind-to", "none", "-np", str(np), "sh", "-c",
-                   f'exec "$0" --gtest_output=json:{out_dir}/rank$OMPI_COMM_WORLD_RANK.json "$@"', exe, *args]
-        else:
-            cmd = [exe, f"--gtest_output=json:{out_dir}/rank0.json", *args]
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
-                                env={**os.environ, **ENV}, start_new_session=True)
-        try:
-            text, _ = proc.communicate(timeout=timeout)
-            timed_out = False
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            text, _ = proc.communicate()
-            timed_out = True
-        files = [os.path.join(out_dir, f) for f in os.listdir(out_dir)]
-        if files and not timed_out and proc.returncode in (0, 1):
+        flt = [f"--gtest_filter={positive}" + (f"-{':'.join(excluded)}" if excluded else "")]
+        text, status, files = run_once(exe, layer, np, flt, out_dir, timeout)
+        if files:
             for path in files:
                 parse_json(path, layer, results)
             return results
+        why = f"timed out after {timeout} s" if status is None else f"the process ended (exit {status})"
+        if layer.endswith("_mpi"):
+            break
         running = parse_stdout(text, layer, results)
         if running is None:
-            raise LabError(f"test-{layer} ended (exit {proc.returncode}) outside any test:\n{text[-2000:]}")
-        why = f"timed out after {timeout} s" if timed_out else f"the process ended (exit {proc.returncode})"
+            raise LabError(f"test-{layer} ended ({why}) outside any test:\n{text[-2000:]}")
         results[running] = Result(False, f"{why} in this test: {text[-300:]}", layer)
         excluded = sorted(results)
-    raise LabError(f"test-{layer}: too many crashes")
+    else:
+        raise LabError(f"test-{layer}: too many crashes")
+    # A multi-rank binary whose run died: every test alone.
+    results = {}
+    names = sorted(only) if only is not None else list_tests(exe)
+    for name in names:
+        text, status, files = run_once(exe, layer, np, [f"--gtest_filter={name}"], out_dir, timeout)
+        if files:
+            for path in files:
+                parse_json(path, layer, results)
+        else:
+            why = f"timed out after {timeout} s" if status is None else f"the job ended (exit {status})"
+            results[name] = Result(False, f"{why}: {text[-400:]}", layer)
+    return results
 
 
 def run_suites(build, work, layers, np, jobs, timeout, only=None):
@@ -423,12 +461,16 @@ def main():
         inplace.restore()
         if args.record:
             # a test listed under a task that builds on T (needs it) need not be listed under T too
-            for task, (failing, results) in list(recorded.items()):
+            with open(os.path.join(work, "recorded.json"), "w") as f:  # the raw runs, kept for a look
+                json.dump({t: sorted(failing) for t, (failing, _) in recorded.items()}, f, indent=1)
+            patterns = {}
+            for task, (failing, all_tests) in recorded.items():
                 implied = set()
                 for other, (f, _) in recorded.items():
                     if other != task and task in closure([other], tasks):
                         implied |= f
-                recorded[task] = compress(failing - implied, results)
+                patterns[task] = compress(failing - implied, all_tests)
+            recorded = patterns
             path = os.path.join(root, "labs", "depends.json")
             doc = {"about": "Which tests (other than a task's own, named L<NN>_T<k>_..., and the tasks that one needs) "
                             "fail while a task is a stub: written by tools/labs/labs_check.py --record, held to by "
