@@ -1,6 +1,7 @@
 #include "zero/stage3.h"
 
 #include <algorithm>
+#include <stdexcept>
 #include <string>
 #include "minitorch/not_implemented.h"
 
@@ -174,6 +175,9 @@ void Stage3::release(std::size_t b, bool framed) {
   partition_.release_gathered(b);
   state_[b] = UnitState::sharded;
   // END SOLUTION
+  if (gathers_[b])  // the all-gather would go on writing into the freed buffer
+    throw std::logic_error("release of " + unit_names_[b] + ": its all-gather is still in flight (finish an unused "
+                           "prefetch before freeing the buffer it writes into)");
   if (!framed) return;
   frame(*this, [&] {
     return trace::FrameNote{progress_.in_backward ? "backward" : "forward", "release " + unit_names_[b],
