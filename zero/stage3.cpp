@@ -139,6 +139,9 @@ Stage3::~Stage3() {
 
 void Stage3::gather_async(std::size_t b) {
   if (state_[b] != UnitState::sharded) return;
+  if (gathers_[b])  // a second all-gather into a new buffer while the first still writes into the old one
+    throw std::logic_error("gather of " + unit_names_[b] + ": an all-gather of it is already in flight (a unit "
+                           "whose gather has started is gathering, not sharded)");
   // BEGIN SOLUTION L07.1
   ShardedBucket& bucket = partition_.buckets()[b];
   bucket.params = FlatBuffer(partition_.shapes(bucket), bucket.param_shard.dtype(), group_.size(), MemTag::param,
