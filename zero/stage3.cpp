@@ -1,6 +1,7 @@
 #include "zero/stage3.h"
 
 #include <algorithm>
+#include <stdexcept>
 #include <string>
 #include "minitorch/not_implemented.h"
 
@@ -138,6 +139,9 @@ Stage3::~Stage3() {
 
 void Stage3::gather_async(std::size_t b) {
   if (state_[b] != UnitState::sharded) return;
+  if (gathers_[b])  // a second all-gather into a new buffer while the first still writes into the old one
+    throw std::logic_error("gather of " + unit_names_[b] + ": an all-gather of it is already in flight (a unit "
+                           "whose gather has started is gathering, not sharded)");
   // BEGIN SOLUTION L07.1
   ShardedBucket& bucket = partition_.buckets()[b];
   bucket.params = FlatBuffer(partition_.shapes(bucket), bucket.param_shard.dtype(), group_.size(), MemTag::param,
@@ -174,6 +178,9 @@ void Stage3::release(std::size_t b, bool framed) {
   partition_.release_gathered(b);
   state_[b] = UnitState::sharded;
   // END SOLUTION
+  if (gathers_[b])  // the all-gather would go on writing into the freed buffer
+    throw std::logic_error("release of " + unit_names_[b] + ": its all-gather is still in flight (finish an unused "
+                           "prefetch before freeing the buffer it writes into)");
   if (!framed) return;
   frame(*this, [&] {
     return trace::FrameNote{progress_.in_backward ? "backward" : "forward", "release " + unit_names_[b],

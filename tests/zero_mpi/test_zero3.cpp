@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <span>
+#include <stdexcept>
+#include <string>
 
 #include "dist/process_group.h"
 #include "minitorch/allocator.h"
@@ -103,6 +106,33 @@ TEST(L07_T1_Zero3, EachMicroStepGathersTwiceAndReduceScattersOnce) {
       EXPECT_EQ(per_op.size(), 3u);
     }
   }
+}
+
+// A forward that stops in block 0 after its pre-forward hook prefetched block 1: release_all must
+// finish that gather before freeing the buffer it writes into, and leave every unit sharded.
+TEST(L07_T3_Zero3, ReleaseFinishesAPrefetchThatWasNeverUsed) {
+  auto& world = dist::world();
+  ZeroRun run(zero3(1, false, R"(, "stage3_prefetch_bucket_size": 8000)"), &world, 11);
+  auto* s3 = const_cast<zero::Stage3*>(run.engine->strategy_as<zero::Stage3>());
+  ASSERT_EQ(s3->units().size(), 3u) << "the outer unit and 2 blocks";
+  const std::size_t block1 = s3->units().back();
+  {
+    HookHandle stop = run.engine->model().blocks[0]->register_pre_forward_hook(
+        [](nn::Module&, std::span<const Tensor>) { throw std::runtime_error("stop in block 0"); });
+    data::Batch b = run.sampler->sample(world.rank(), 0, world.size(), 0, 1);
+    EXPECT_THROW(run.engine->forward(b.x, b.y), std::runtime_error);
+  }
+  EXPECT_EQ(s3->state(block1), zero::Stage3::UnitState::gathering) << "block 1 prefetched, not used";
+  std::string error;
+  try {
+    s3->release_all();
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  EXPECT_EQ(error, "") << "release of a unit whose prefetch is in flight";
+  for (std::size_t b : s3->units()) EXPECT_EQ(s3->state(b), zero::Stage3::UnitState::sharded) << "unit " << b;
+  const std::int64_t flat = run.psi() + s3->partition().padding();
+  EXPECT_EQ(memory_stats().current(MemTag::param), 4 * flat / world.size()) << "only the fp32 shards are left";
 }
 
 TEST(L07_T3_Zero3, ReleasedUnitsFreeTheirMemoryAndPrefetchOverlapsTheNextGather) {
