@@ -71,8 +71,8 @@ struct CheckpointBackward : Node {
 
 Tensor checkpoint(const Segment& fn, const std::vector<Tensor>& inputs) {
   if (!fn) throw std::invalid_argument("checkpoint: no function given");
-  if (!grad_enabled()) return fn(inputs);
   // BEGIN SOLUTION L08.1
+  if (!grad_enabled()) return fn(inputs);
   Tensor y;
   {
     NoGradGuard no_graph;  // the segment's activations are freed as soon as they are used

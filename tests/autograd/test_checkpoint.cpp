@@ -96,19 +96,28 @@ TEST(L08_T1_Checkpoint, KeepsOnlyTheSegmentInputsAsActivations) {
     for (int i = 0; i < 4; ++i) h = ag::tanh(ag::matmul(h, w));  // each step saves its (32, 64) input and output
     return h;
   };
+  std::int64_t peak = 0;  // of the last call, above what was held before it
   auto activation_after = [&](bool use_checkpoint) {
     TagScope tag(MemTag::activation);
     const std::int64_t before = minitorch::memory_stats().current(MemTag::activation);
+    minitorch::reset_peak_memory();
     Tensor xin = ag::affine(ag::mul(x, x), 1.f);  // a non-leaf input, made inside the scope
     Tensor y = use_checkpoint ? ag::checkpoint(seg, {xin}) : seg({xin});
+    peak = minitorch::memory_stats().peak(MemTag::activation) - before;
     return minitorch::memory_stats().current(MemTag::activation) - before;  // y and its graph die here
   };
-  const std::int64_t plain = activation_after(false), ckpt = activation_after(true);
+  const std::int64_t plain = activation_after(false), plain_peak = peak;
+  const std::int64_t ckpt = activation_after(true), ckpt_peak = peak;
   const std::int64_t block = 32 * 64 * 4;  // one (32, 64) f32 activation
   // Plain: xin and the four tanh outputs (each matmul saves its input, each tanh its output; the
   // matmul outputs die at once). Checkpointed: xin (the node's saved input) and y only.
   EXPECT_EQ(plain, 5 * block);
   EXPECT_EQ(ckpt, 2 * block);
+  // And not even for a moment: a forward that records the graph and drops it afterwards (detaching y)
+  // ends with the same bytes held, but its peak is the plain run's. Without a graph each (32, 64)
+  // intermediate dies as soon as the next one is made.
+  EXPECT_EQ(plain_peak, 6 * block) << "plain: xin, the four tanh outputs and one matmul output in flight";
+  EXPECT_LE(ckpt_peak, 4 * block) << "the segment's forward kept its activations while it ran (a graph was recorded)";
 }
 
 TEST(L08_T2_Recompute, GradThroughASegmentWithCapturedParametersIsOneClearError) {
@@ -154,10 +163,11 @@ TEST(L08_T1_Checkpoint, TheOutputJoinsTheGraphEvenWhenNoInputWantsAGradient) {
   EXPECT_STREQ(y.grad_fn()->name(), "CheckpointBackward");
 }
 
-// L08.2's typical mistake: recomputing from the saved inputs themselves instead of detached copies, so the
-// nested backward runs on into the graph before the segment (and the outer backward does it again), or
-// recomputing without recording (grad mode off), so nothing comes back. An input made upstream from a
-// parameter w0, also used after the segment, gets its gradient exactly once.
+// L08.2's typical mistakes: recomputing without recording (under NoGradGuard, "nothing to differentiate"),
+// so no gradient comes back (this test: w0, w1, w2 get none); and recomputing from the saved inputs
+// themselves instead of detached copies, so a leaf input's gradient is written by the nested backward and
+// handed back again (GradientsAreBitIdentical...: x.grad() doubled; the gradchecks fail). An input made
+// upstream from a parameter w0, also used after the segment, gets its gradient exactly once.
 TEST(L08_T2_Recompute, AnInputFromUpstreamGetsItsGradientOnceAndTheGraphBeforeIsLeftAlone) {
   Generator gen(10);
   Tensor x = Tensor::randn({4, 6}, gen);
