@@ -134,15 +134,15 @@ int run(lesson::Beats& beats, Options& opt) {
   // ------------------------------------------------------------------------------------------
   beats.beat("memory and time per segment_size",
              "Segments of k blocks: the L/k segment inputs x stay all step; in backward one segment at a time\n"
-             "is recomputed, holding k blocks' activations a. Memory ≈ (L/k)·x + k·a, minimal near\n"
+             "is recomputed, holding k blocks' activations a. Memory ≈ ⌈L/k⌉·x + k·a, minimal near\n"
              "k* = sqrt(L·x/a) (Chen et al.'s sqrt(L) rule when a ≈ x). Cost: one more forward.");
   const nn::GPTConfig g = zero::model_config(zero::Config::from_json(bench_config(opt.model, 0), 1, "lesson-08"), 64);
   const std::int64_t L = g.n_layer, gbtc = 8 * g.block_size * g.n_embd;  // micro-batch 8
   const std::int64_t xa = 4 * gbtc, a = 4 * (16 * gbtc + 8 * g.n_head * g.block_size * g.block_size + 4 * 8 * g.block_size);
   std::printf("GPT %s (L = %lld), 8 x %lld tokens, one thread: x = %.2f MiB, a = %.2f MiB (beat 1's formula)\n"
-              "  %-12s %16s %8s %10s %8s %18s\n", opt.model.c_str(), static_cast<long long>(L),
+              "  %-12s %16s %8s %10s %8s %26s\n", opt.model.c_str(), static_cast<long long>(L),
               static_cast<long long>(g.block_size), mib(xa), mib(a), "segment_size", "activation peak", "vs off",
-              "ms/step", "vs off", "(L/k)·x + k·a");
+              "ms/step", "vs off", "⌈L/k⌉·x + k·a");
   set_num_threads(1);
   std::int64_t peak_off = 0;
   double ms_off = 0;
@@ -167,7 +167,8 @@ int run(lesson::Beats& beats, Options& opt) {
       peak = std::max(peak, memory_stats().peak(MemTag::activation) - before);
     }
     if (k == 0) peak_off = peak, ms_off = best_ms, losses_off = losses;
-    const double model = k == 0 ? mib(L * a) : mib((L / k) * xa + k * a);  // off: all L blocks' a
+    // off: all L blocks' a; k: ceil(L/k) segment inputs x and one segment's k blocks recomputed at a time
+    const double model = k == 0 ? mib(L * a) : mib((L + k - 1) / k * xa + k * a);
     std::printf("  %-12s %12.2f MiB %7.2fx %10.1f %7.2fx %14.2f MiB  %s\n", k == 0 ? "off" : std::to_string(k).c_str(),
                 mib(peak), static_cast<double>(peak_off) / static_cast<double>(peak), best_ms, best_ms / ms_off, model,
                 losses == losses_off ? "losses bit-identical" : "losses DIFFERENT");
