@@ -1,5 +1,5 @@
 // The lesson binaries, run as a student runs them (from the repository root) and as CI does
-// (`--auto --quick`): lesson-01, lesson-02, lesson-03 and lesson-05 (naming them here makes test-lessons
+// (`--auto --quick`): lesson-01, lesson-02, lesson-03, lesson-05 and lesson-08 (naming them here makes test-lessons
 // depend on them). Each must exit 0, print the numbers its beats promise and every figure its guide
 // quotes (lesson_util.h), and name only code that exists. The options every lesson shares (lesson::Beats
 // in lessons/common/beat.h) are tested on lesson 01 and lesson 03, the quit at a prompt under mpirun on
@@ -350,3 +350,22 @@ TEST(L05_Lesson, DISABLED_FullRunPrintsWhatItsGuideQuotes) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   expect_guide_figures("05", args, r.output);
 }
+
+// ---------------------------------------------------------------------------------------------------
+// Lesson 08: a block's saved activations measured = the formula to the byte, checkpoint's gradients and
+// the checkpointed training's losses bit-identical to the plain ones.
+
+TEST(L08_Lesson, RunsQuickAndPrintsWhatItsGuideQuotes) {
+  if (!std::filesystem::exists(kData)) GTEST_SKIP() << kData << " is missing: run `make data` first";
+  const std::string args = "--auto --quick";
+  CommandResult r = run_lesson("08", args);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  expect_beats(r, 1, 4, 4);
+  EXPECT_TRUE(has(r, "(= measured)")) << r.output;
+  EXPECT_FALSE(has(r, "DIFFERENT")) << r.output;
+  EXPECT_TRUE(has(r, "bit-identical to the plain run")) << r.output;
+  EXPECT_TRUE(has(r, "all 20 losses: bit-identical")) << r.output;
+  expect_guide_figures("08", args, r.output);
+}
+
+TEST(L08_Lesson, GuideNamesOnlyCodeThatExists) { expect_guide_names_exist("08"); }
