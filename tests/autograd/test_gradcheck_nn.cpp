@@ -97,7 +97,7 @@ TEST(L02_T2_GradcheckLinear, NonContiguousInput) {
                    {x, w});
 }
 
-TEST(L02_T2_GradcheckLinear, ForwardIsXWTransposedPlusB) {
+TEST(L02_GradcheckLinear, ForwardIsXWTransposedPlusB) {
   Tensor x = Tensor::from_vector({1, 2, 3, 4, 5, 6}, {1, 2, 3});
   Tensor w = Tensor::from_vector({1, 0, -1, 2, 1, 0}, {2, 3});
   Tensor b = Tensor::from_vector({10, 20}, {2});

@@ -64,7 +64,7 @@ TEST(L02_T3_Oracle, ReportsAnInputTheGradientNeverReached) {
   EXPECT_NE(r.report.find("no gradient"), std::string::npos) << r.report;
 }
 
-TEST(L02_T3_Oracle, RejectsNonF32OrNonContiguousInputs) {
+TEST(L02_GradcheckOracle, RejectsNonF32OrNonContiguousInputs) {
   Tensor h = Tensor::ones({2}, DType::bf16);
   h.set_requires_grad();
   EXPECT_THROW(ag::gradcheck([](const Inputs& in) { return ag::exp(in[0]); }, {h}), std::invalid_argument);
