@@ -113,7 +113,7 @@ TEST(L05_T5_DDP, GradientsAfterReductionAreTheOneRankGradientsOfTheGlobalBatch) 
   ASSERT_EQ(got.size(), want.size());
   EXPECT_LT(max_rel(got, want), 1e-5) << "rank " << world.rank() << ": reduced gradients differ from the 1-rank "
                                          "gradients of the global batch (a sum instead of a mean is off by "
-                                      << N << "x)";
+                                      << N << "x, a mean taken twice by 1/" << N << ")";
   // One SGD step each: identical parameters.
   optim::SGD ddp_sgd(ddp.engine->model().named_parameters(), {.lr = 0.5f});
   optim::SGD ref_sgd(ref.engine->model().named_parameters(), {.lr = 0.5f});
