@@ -242,6 +242,14 @@ bench-zero: build
 bench-checkpoint: build
 	$(BUILD)/bin/bench-checkpoint --steps 2 --rounds 3
 
+# The pipeline's bubble against (P-1)/(M+P-1) for M = 1..16 on 4 stages, and its throughput against one
+# rank accumulating the same micro-batches (bench/pipeline.cpp). 4 ranks share this machine's cores.
+.PHONY: bench-pipeline
+bench-pipeline: build
+	$(BUILD)/bin/bench-pipeline --single --baseline $(BUILD)/bench-pipeline-single.txt
+	@if [ "$$(id -u)" = 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi; \
+	  set -x; mpirun --oversubscribe --bind-to none -np 4 $(BUILD)/bin/bench-pipeline --baseline $(BUILD)/bench-pipeline-single.txt
+
 .PHONY: bench-events
 bench-events: build
 	$(BUILD)/bin/bench-events --steps 10 --rounds 5

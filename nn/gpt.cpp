@@ -80,26 +80,27 @@ Tensor GPT::head(const Tensor& x) const { return lm_head->forward(ln_f->forward(
 
 // idx: (B, T) i32 -> logits: (B, T, V)
 Tensor GPT::forward(const Tensor& idx) const {
-  return call({idx}, [&] {
-    Tensor x = embed(idx);  // (B, T, C)
-    const std::int64_t L = static_cast<std::int64_t>(blocks.size()), k = checkpoint_segment_size_;
-    if (k == 0) {
-      for (const auto& block : blocks) x = block->forward(x);
-    } else {
-      for (std::int64_t first = 0; first < L; first += k) {
-        // blocks[first, first + k): x (B, T, C) -> (B, T, C), recomputed in backward
-        std::vector<std::shared_ptr<Block>> segment(blocks.begin() + first, blocks.begin() + std::min(L, first + k));
-        x = ag::checkpoint(
-            [segment](const std::vector<Tensor>& in) {
-              Tensor h = in[0];
-              for (const auto& block : segment) h = block->forward(h);
-              return h;
-            },
-            {x});
-      }
-    }
-    return head(x);
-  });
+  return call({idx}, [&] { return head(run_blocks(embed(idx), 0, static_cast<std::int64_t>(blocks.size()))); });
+}
+
+Tensor GPT::run_blocks(Tensor x, std::int64_t first, std::int64_t end) const {
+  const std::int64_t k = checkpoint_segment_size_;
+  if (k == 0) {
+    for (std::int64_t i = first; i < end; ++i) x = blocks[static_cast<std::size_t>(i)]->forward(x);
+    return x;
+  }
+  for (std::int64_t from = first; from < end; from += k) {
+    // blocks[from, from + k): x (B, T, C) -> (B, T, C), recomputed in backward
+    std::vector<std::shared_ptr<Block>> segment(blocks.begin() + from, blocks.begin() + std::min(end, from + k));
+    x = ag::checkpoint(
+        [segment](const std::vector<Tensor>& in) {
+          Tensor h = in[0];
+          for (const auto& block : segment) h = block->forward(h);
+          return h;
+        },
+        {x});
+  }
+  return x;
 }
 
 void GPT::set_checkpoint_segments(std::int64_t segment_size) {

@@ -77,6 +77,10 @@ class GPT : public Module {
   /// each an autograd::checkpoint: only a segment's input (B, T, C) is kept for backward, which runs
   /// the segment's forward again (the last segment may be shorter).
   Tensor forward(const Tensor& idx) const;
+  /// blocks[first, end) on x (what forward() runs between embed and head, and a pipeline stage runs on
+  /// its share), in checkpointed segments of checkpoint_segment_size() blocks counted from `first`
+  /// when checkpointing is on.   x: (B, T, C) -> (B, T, C)
+  Tensor run_blocks(Tensor x, std::int64_t first, std::int64_t end) const;
   /// Activation checkpointing: 0 = off (every block keeps its activations), k >= 1 = segments of k
   /// blocks (config `activation_checkpointing`). k > n_layer is an error.
   void set_checkpoint_segments(std::int64_t segment_size);

@@ -27,6 +27,7 @@
 #include "zero/sharded_checkpoint.h"
 #include "zero/step_trace.h"
 #include "zero/engine.h"
+#include "pipeline/engine.h"
 #include "zero/report.h"
 
 using namespace minitorch;
@@ -65,6 +66,14 @@ void train(const std::string& config_path, std::string data_path, std::int64_t s
   const std::string run_id = zero::new_run_id(world);  // names every save of this run (checkpoint manifest)
   // Stages 1-3 on several ranks shard the optimizer state: the save is a directory of shards.
   const bool sharded_save = cfg.zero.stage >= 1 && world.size() > 1;
+  const bool pipelined = cfg.pipeline.stages > 1;
+  if (pipelined) {  // what the pipeline engine does not do yet: refused before any work
+    if (!resume.empty()) throw std::runtime_error("--resume: resuming a pipeline run (pipeline.stages > 1) is not implemented yet");
+    if (!out.empty())
+      throw std::runtime_error("saving a checkpoint of a pipeline run (pipeline.stages > 1) is not implemented yet: "
+                               "pass --out \"\" or set training.checkpoint to \"\"");
+    if (!trace_dir.empty()) throw std::runtime_error("--trace: step traces of pipeline runs are not implemented yet");
+  }
   if (world.rank() == 0) {  // found now, not after an hour of training
     if (!out.empty()) tools::ensure_writable(out, "--out", sharded_save);
     if (sharded_save && !out.empty())
@@ -90,7 +99,12 @@ void train(const std::string& config_path, std::string data_path, std::int64_t s
     TagScope scope(MemTag::param);
     model = std::make_shared<nn::GPT>(mcfg, init);
   }
-  auto engine = zero::initialize(model, cfg, &world);  // N > 1 ranks: DDP, rank 0's weights everywhere
+  // N > 1 ranks: DDP, rank 0's weights everywhere; with pipeline stages, this rank's stage of the grid.
+  std::unique_ptr<pipeline::PipelineEngine> pipe;
+  std::unique_ptr<zero::Engine> whole;
+  if (pipelined) pipe = std::make_unique<pipeline::PipelineEngine>(model, cfg, world);
+  else whole = zero::initialize(model, cfg, &world);
+  zero::Engine* engine = pipe ? &pipe->engine() : whole.get();
   if (!resume.empty()) {
     zero::ResumeInfo resumed = zero::resume_from(resume, *engine);
     if (world.rank() == 0)
@@ -120,6 +134,16 @@ void train(const std::string& config_path, std::string data_path, std::int64_t s
               static_cast<long long>(cfg.training.steps), num_threads(),
               cfg.bf16 ? " | bf16" : cfg.fp16.enabled ? " | fp16 (loss scaling)" : "",
               world.timeout());
+  if (pipe) {
+    std::printf("pipeline: %lld stages x %d data-parallel, %s schedule of %lld micro-batches (bubble (P-1)/(M+P-1) = %.3f)",
+                static_cast<long long>(cfg.pipeline.stages), cfg.data_parallel_size, cfg.pipeline.schedule.c_str(),
+                static_cast<long long>(cfg.gradient_accumulation_steps),
+                pipeline::bubble_formula(pipe->stages(), static_cast<int>(cfg.gradient_accumulation_steps)));
+    for (const pipeline::StagePlan& p : pipe->plans())
+      std::printf("%s blocks [%d, %d)%s%s", &p == &pipe->plans().front() ? " | stages:" : ",", p.first_block, p.end_block,
+                  p.embeddings ? " + embeddings" : "", p.head ? " + head" : "");
+    std::printf(" (%s)\n", cfg.pipeline.partition_method.c_str());
+  }
   std::fflush(stdout);
 
   // One sink per rank: the trace recorder, when tracing, passes every event on to the report.
@@ -138,7 +162,7 @@ void train(const std::string& config_path, std::string data_path, std::int64_t s
   std::int64_t steps_since_log = 0;
   while (engine->global_steps() < total) {
     const auto t_step = std::chrono::steady_clock::now();
-    float loss = engine->train_batch(train_sampler);
+    float loss = pipe ? pipe->train_batch(train_sampler) : engine->train_batch(train_sampler);
     const std::int64_t s = engine->global_steps();  // steps done
     if (report)
       report->add_step(s, loss, engine->lr(), engine->last_grad_norm(),
@@ -162,7 +186,8 @@ void train(const std::string& config_path, std::string data_path, std::int64_t s
       legend = false;
     }
     if (cfg.training.eval_interval > 0 && (s % cfg.training.eval_interval == 0 || s == total)) {
-      const float val = engine->evaluate(val_sampler, cfg.training.eval_iters);
+      const float val = pipe ? pipe->evaluate(val_sampler, cfg.training.eval_iters)
+                             : engine->evaluate(val_sampler, cfg.training.eval_iters);
       std::printf("step %5lld val loss %.4f\n", static_cast<long long>(s), val);
       if (report) report->add_val(s, val);
       t_log = std::chrono::steady_clock::now();  // evaluation time is not training throughput
@@ -189,6 +214,10 @@ void train(const std::string& config_path, std::string data_path, std::int64_t s
     }
   }
   if (report) {
+    if (pipe) {
+      report->set_section("pipeline", pipe->report_section());
+      report->set_rank_field("stage", pipe->stage());
+    }
     report->write(report_path);  // collective: every rank sends its part to rank 0
     if (world.rank() == 0) std::printf("wrote %s\n", report_path.c_str());
   }

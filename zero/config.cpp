@@ -204,6 +204,7 @@ void parse_small_sections(SectionReader& r, Config& c) {
     SectionReader pr(*p, "pipeline", c.source);
     pr.get("stages", c.pipeline.stages, 1);
     pr.get("schedule", c.pipeline.schedule, {"gpipe", "1f1b"});
+    pr.get("partition_method", c.pipeline.partition_method, {"parameters", "uniform"});
     pr.finish(c.warnings);
   }
   if (const json* a = r.object("activation_checkpointing")) {
@@ -330,10 +331,20 @@ Config Config::from_json(const std::string& text, int world_size, const std::str
   if (const json* t = r.object("training")) parse_training(*t, c);
   if (const json* cm = r.object("comm")) parse_comm(*cm, c);
   r.finish(c.warnings, c.zero.stage);  // unknown top-level keys: warnings
-  // pipeline.stages > 1 stops at its section's finish() while pipelines are not implemented.
+  if (c.pipeline.stages > c.model.n_layer)
+    r.fail("pipeline.stages (" + std::to_string(c.pipeline.stages) + ") is more than the model's " +
+           std::to_string(c.model.n_layer) + " blocks (model.n_layer): every stage needs at least one block");
   if (c.pipeline.stages > world_size || world_size % c.pipeline.stages != 0)
     r.fail("pipeline.stages (" + std::to_string(c.pipeline.stages) + ") must divide the world size (" +
-           std::to_string(world_size) + ")");
+           std::to_string(world_size) + "): the ranks form stages × data-parallel replicas; run with a multiple of " +
+           std::to_string(c.pipeline.stages) + " ranks");
+  // DeepSpeed's pipeline engine asserts the same: ZeRO-2 would reduce-scatter every micro-batch's
+  // gradients (the micro-batches are the pipeline's, not an accumulation ZeRO-2 can defer) and
+  // ZeRO-3 would gather every stage's parameters once per micro-batch.
+  if (c.pipeline.stages > 1 && c.zero.stage >= 2)
+    r.fail("ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism (zero_optimization.stage " +
+           std::to_string(c.zero.stage) + " with pipeline.stages " + std::to_string(c.pipeline.stages) +
+           "): use stage 0 or 1, or pipeline.stages 1");
   c.data_parallel_size = static_cast<int>(world_size / c.pipeline.stages);
   resolve_batch(c, has_train, has_micro, has_gas);
   return c;

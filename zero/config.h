@@ -129,6 +129,7 @@ struct TrainingConfig {
 struct PipelineConfig {
   std::int64_t stages = 1;
   std::string schedule = "1f1b";    ///< "gpipe" | "1f1b"
+  std::string partition_method = "parameters";  ///< "parameters" | "uniform" (pipeline/partition.h)
 };
 
 /// `activation_checkpointing` (our keys; DeepSpeed's are judged by zero/config_keys.cpp): `enabled` runs

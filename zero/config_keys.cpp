@@ -39,7 +39,6 @@ constexpr StageMask k12 = stage_bit(1) | stage_bit(2), k123 = k12 | stage_bit(3)
                     k23 = stage_bit(2) | stage_bit(3);
 constexpr std::string_view kUnused = "minitorch's ZeRO does not use it yet";
 constexpr std::string_view kOffload = "it only tunes offloading, which is not implemented yet";
-constexpr std::string_view kPipe = "it only tunes pipeline parallelism, which is not implemented yet";
 constexpr std::string_view kActTuning = "it tunes DeepSpeed's checkpointing (device synchronisation, timing), which minitorch's has no counterpart for";
 constexpr std::string_view kNoFeature = "minitorch does not have this DeepSpeed feature";
 constexpr std::string_view kMonitor = "monitoring is not implemented; the training log is stdout";
@@ -174,16 +173,18 @@ const ConfigKey kKeys[] = {
     ok("scheduler.params.total_num_steps", "100", R"({"scheduler": {"type": "WarmupDecayLR"}})"),
     noop("scheduler.params.last_batch_iteration", "-1", "the schedule follows the engine's step (--resume restores it)",
          kAllStages, kWarmup),
-    // ---- pipeline, activation checkpointing (features not implemented yet) ----
+    // ---- pipeline (pipeline/engine.h), activation checkpointing ----
     ok("pipeline", "{}"),
-    todo("pipeline.stages", "2", "1", "pipeline parallelism",
-         "set \"stages\": 1 or remove the pipeline section (every rank then holds the whole model)"),
-    noop("pipeline.schedule", R"("gpipe")", kPipe),
-    noop("pipeline.partition", R"("parameters")", kPipe),
-    noop("pipeline.seed_layers", "false", kPipe),
-    noop("pipeline.activation_checkpoint_interval", "0", kPipe),
-    noop("pipeline.pipe_partitioned", "true", kPipe),
-    noop("pipeline.grad_partitioned", "true", kPipe),
+    ok("pipeline.stages", "2"),                      // stages of the data × pipeline grid (minitorch's key)
+    ok("pipeline.schedule", R"("gpipe")"),           // "gpipe" | "1f1b" (minitorch's key)
+    ok("pipeline.partition_method", R"("uniform")"), // DeepSpeed's PipelineModule(partition_method=...)
+    noop("pipeline.partition", R"("parameters")",
+         "DeepSpeed takes the method from PipelineModule(partition_method=...); minitorch's key is pipeline.partition_method"),
+    noop("pipeline.seed_layers", "false", "every rank builds the whole GPT from the one seed, so the stages' layers agree anyway"),
+    noop("pipeline.activation_checkpoint_interval", "0",
+         "minitorch's stages checkpoint with activation_checkpointing.segment_size"),
+    noop("pipeline.pipe_partitioned", "true", "it splits the sent activations across tensor-parallel ranks; minitorch has no tensor parallelism"),
+    noop("pipeline.grad_partitioned", "true", "it splits the sent gradients across tensor-parallel ranks; minitorch has no tensor parallelism"),
     ok("activation_checkpointing", "{}"),
     ok("activation_checkpointing.enabled", "true"),      // GPT::set_checkpoint_segments (minitorch's key)
     ok("activation_checkpointing.segment_size", "1"),    // blocks per checkpointed segment (minitorch's key)

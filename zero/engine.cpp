@@ -43,8 +43,8 @@ nn::GPTConfig model_shape(const Config& config, std::int64_t tokenizer_vocab) {
   return g;
 }
 
-Engine::Engine(std::shared_ptr<nn::GPT> model, Config config, dist::ProcessGroup* group)
-    : model_(std::move(model)), config_(std::move(config)), group_(group) {
+Engine::Engine(std::shared_ptr<nn::GPT> model, Config config, dist::ProcessGroup* group, StagePart part)
+    : model_(std::move(model)), config_(std::move(config)), part_(std::move(part)), group_(group) {
   const int world = dp_size();
   if (config_.data_parallel_size != world)
     throw ConfigError(config_.source + ": the config was read for a data-parallel size of " +
@@ -62,14 +62,20 @@ Engine::Engine(std::shared_ptr<nn::GPT> model, Config config, dist::ProcessGroup
     scaler_ = std::make_unique<LossScaler>(config_.fp16);
   }
   if (group_) group_->set_timeout(config_.comm.timeout_s);  // before the strategy's first broadcast
-  strategy_ = make_strategy(model_, config_, group_);
+  strategy_ = make_strategy(model_, config_, group_, part_.params.empty() ? nullptr : &part_.params);
   schedule_ = optim::make_lr_schedule(config_.scheduler, config_.optimizer.lr);
 }
 
 Tensor Engine::forward(const Tensor& idx, const Tensor& targets) {
+  return run_forward(micro_in_step(), [&] { return model_->loss(idx, targets); });
+}
+
+Tensor Engine::run_forward(std::int64_t micro, const std::function<Tensor()>& compute) {
   auto t0 = Clock::now();
-  if (micro_in_step() == 0 && group_) group_->set_current_step(global_steps_ + 1);  // named by timeouts
-  if (micro_in_step() == 0 && events::enabled()) {  // a phase marker: the report counts traffic per step from here
+  const bool first = !step_open_;
+  step_open_ = true;
+  if (first && group_) group_->set_current_step(global_steps_ + 1);  // named by timeouts
+  if (first && events::enabled()) {  // a phase marker: the report counts traffic per step from here
     events::Event e;
     e.category = events::Category::phase;
     e.name = "step_begin";
@@ -85,39 +91,47 @@ Tensor Engine::forward(const Tensor& idx, const Tensor& targets) {
       });
     }
   }
-  Tensor loss;
+  Tensor out;
   {
-    events::Span span(events::Category::compute, "forward", "", micro_in_step());
+    events::Span span(events::Category::compute, "forward", "", micro);
     TagScope scope(MemTag::activation);
-    loss = model_->loss(idx, targets);
+    out = compute();
   }
   frame(*strategy_, [&] {
     return trace::FrameNote{"forward", "forward",
-                            "forward of micro-batch " + std::to_string(micro_in_step() + 1) + " of " +
+                            "forward of micro-batch " + std::to_string(micro + 1) + " of " +
                                 std::to_string(config_.gradient_accumulation_steps) +
                                 ": the loss is computed; its activations stay allocated for the backward",
                             nullptr};
   });
   times_.forward += ms_since(t0);
-  return loss;
+  return out;
+}
+
+float Engine::loss_gradient() const {
+  // fp16: the gradients come out × the loss scale, inside f16's range (zero/loss_scaler.h).
+  return static_cast<float>(loss_scale() / static_cast<double>(config_.gradient_accumulation_steps));
 }
 
 void Engine::backward(const Tensor& loss) {
+  run_backward(micro_in_step(), loss, Tensor::full(loss.shape(), loss_gradient()));
+}
+
+void Engine::run_backward(std::int64_t micro, const Tensor& output, const Tensor& grad_output) {
   auto t0 = Clock::now();
   {
-    events::Span span(events::Category::compute, "backward", "", micro_in_step());
-    strategy_->begin_backward(is_gradient_accumulation_boundary());
+    events::Span span(events::Category::compute, "backward", "", micro);
+    // defer_reduction: the boundary backward only accumulates, step() reduces.
+    strategy_->begin_backward(is_gradient_accumulation_boundary() && !part_.defer_reduction);
     {
       TagScope scope(MemTag::activation);
-      // fp16: the gradients come out × the loss scale, inside f16's range (zero/loss_scaler.h).
-      const float scale = static_cast<float>(loss_scale() / static_cast<double>(config_.gradient_accumulation_steps));
-      autograd::backward(loss, Tensor::full(loss.shape(), scale));
+      autograd::backward(output, grad_output);
     }
     strategy_->end_backward();
   }
   frame(*strategy_, [&] {
     return trace::FrameNote{"backward", "backward",
-                            "backward of micro-batch " + std::to_string(micro_in_step() + 1) +
+                            "backward of micro-batch " + std::to_string(micro + 1) +
                                 " done: the gradients hold what this rank has computed and reduced so far",
                             nullptr};
   });
@@ -135,6 +149,10 @@ bool Engine::step() {
   if (boundary) {
     {  // backward_allreduce: the gradient reduction backward did not hide
       events::Span span(events::Category::comm, "reduce_gradients");
+      if (part_.defer_reduction) {  // the whole reduction now: a boundary with no backward in it
+        strategy_->begin_backward(true);
+        strategy_->end_backward();
+      }
       strategy_->reduce_gradients();
     }
     times_.backward_allreduce += ms_since(t0);
@@ -145,7 +163,8 @@ bool Engine::step() {
     // DeepSpeed: scheduler.step() follows optimizer.step(), so update k uses lr(k - 1); a skipped
     // (fp16 overflow) step does not step the scheduler.
     const float lr = schedule_.lr_for_update(global_steps_ - skipped_steps_);
-    const StepResult r = strategy_->step({lr, config_.gradient_clipping, loss_scale(), /*skip_on_overflow=*/scaler_ != nullptr});
+    const StepResult r =
+        strategy_->step({lr, config_.gradient_clipping, loss_scale(), /*skip_on_overflow=*/scaler_ != nullptr, part_.stages});
     last_grad_norm_ = r.norm;
     last_step_skipped_ = r.skipped;
     // Every rank sees the same global norm, so every rank skips, or stops here, together.
@@ -153,6 +172,7 @@ bool Engine::step() {
     if (r.skipped) ++skipped_steps_;
     else if (!std::isfinite(last_grad_norm_) || !std::isfinite(bad_loss_)) throw std::runtime_error(diverged_message());
     bad_loss_ = 0;
+    step_open_ = false;
     ++global_steps_;
     if (events::enabled()) {  // the step's traffic ends here: an evaluation after it is not part of it
       events::Event e;

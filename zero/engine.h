@@ -26,6 +26,7 @@
 /// \endcode
 #include <array>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -45,6 +46,17 @@ struct StepTimes {
   double forward = 0, backward = 0, backward_allreduce = 0, step = 0;
 };
 
+/// A pipeline stage's part of the training (pipeline/engine.h drives the engine this way); the default,
+/// empty part is the whole model.
+struct StagePart {
+  nn::NamedTensors params;               ///< the parameters this rank trains (empty: all of the model's)
+  dist::ProcessGroup* stages = nullptr;  ///< this rank's pipeline: the gradient norm is summed over it
+  /// The boundary backward only accumulates and step() runs the whole data-parallel reduction: the end
+  /// stages sum the tied weight's gradient between their last backward and step() (DeepSpeed reduces
+  /// the tied gradients before the data-parallel ones too).
+  bool defer_reduction = false;
+};
+
 class Engine {
  public:
   /// Builds the optimizer and schedule from `config`; with `bf16.enabled` (`fp16.enabled`) the model's
@@ -52,7 +64,8 @@ class Engine {
   /// LossScaler). `group`: the data-parallel ranks (nullptr = one rank); the config's batch triple
   /// must have been computed for group->size() ranks (Config::from_file(path, group->size())).
   /// The strategy comes from make_strategy(config.zero.stage).
-  Engine(std::shared_ptr<nn::GPT> model, Config config, dist::ProcessGroup* group = nullptr);
+  /// `part`: a pipeline stage's share and hooks (default: the whole model).
+  Engine(std::shared_ptr<nn::GPT> model, Config config, dist::ProcessGroup* group = nullptr, StagePart part = {});
 
   /// Mean cross-entropy of one micro-batch (records the graph).   idx, targets: (B, T) i32
   Tensor forward(const Tensor& idx, const Tensor& targets);
@@ -60,6 +73,13 @@ class Engine {
   /// so accumulated gradients are those of the mean over the whole batch (× the loss scale). Data parallel: communicates only on the boundary micro-step (its hooks
   /// start the bucket all-reduces while backward runs).
   void backward(const Tensor& loss);
+  /// The two calls above for any piece of the model (what a pipeline stage runs): `compute` records
+  /// micro-batch `micro`'s forward (activations tagged, timed, traced) and returns its output; the
+  /// backward runs autograd from `output` with `grad_output` between the strategy's begin/end_backward.
+  Tensor run_forward(std::int64_t micro, const std::function<Tensor()>& compute);
+  void run_backward(std::int64_t micro, const Tensor& output, const Tensor& grad_output);
+  /// What backward() seeds the loss's gradient with: loss_scale() / gradient_accumulation_steps.
+  float loss_gradient() const;
   /// On the last micro-batch of an accumulation: (data parallel: wait for the averaged gradients,)
   /// clip, set the scheduled lr, update, zero the gradients; returns true. On the others it only
   /// counts the micro-batch and returns false. A non-finite gradient norm, or a non-finite loss
@@ -134,6 +154,8 @@ class Engine {
   bool last_step_skipped_ = false;
   double last_grad_norm_ = 0;
   bool framed_start_ = false;  ///< the "init" frame was recorded (trace/frames.h)
+  bool step_open_ = false;     ///< a forward of the current optimizer step has run (its step_begin emitted)
+  StagePart part_;
   float bad_loss_ = 0;  ///< the first non-finite micro-batch loss of the current step (0: none)
   std::string diverged_message() const;
   StepTimes times_, last_times_;

@@ -50,7 +50,8 @@ ordered_json memory_json(const MemoryStats& m) {
 
 ordered_json RunReport::rank_json() const {
   ordered_json r;
-  r["rank"] = engine_.dp_rank();
+  r["rank"] = group_ ? group_->rank() : 0;
+  for (const auto& [name, value] : rank_fields_.items()) r[name] = value;
   r["device"] = "cpu";
   const ModelStateBytes& ms = engine_.measured_model_states();
   r["model_states"] = {{"param", ms.param}, {"grad", ms.grad}, {"optim", ms.optim}};
@@ -91,6 +92,7 @@ ordered_json RunReport::to_json(const std::vector<ordered_json>& ranks) const {
   j["loss_scale"] = {{"dynamic", c.fp16.enabled && c.fp16.dynamic()},
                      {"current", engine_.loss_scale()},
                      {"skipped_steps", engine_.skipped_steps()}};
+  for (const auto& [name, value] : sections_.items()) j[name] = value;
   j["steps"] = steps_;
   j["val"] = val_;
   j["ranks"] = ranks;

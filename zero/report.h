@@ -39,7 +39,8 @@ class RunReport : public events::Sink {
   static constexpr std::array<const char*, 6> kOps = {"all_reduce", "reduce_scatter", "all_gather",
                                                      "broadcast",  "send",           "recv"};
 
-  /// `group`: the data-parallel ranks (nullptr: one rank).
+  /// `group`: the ranks whose entries the report holds (the data-parallel ranks, or the whole grid of
+  /// a pipeline run; nullptr: one rank).
   RunReport(const Engine& engine, dist::ProcessGroup* group);
 
   void on_event(const events::Event& e) override;
@@ -51,6 +52,10 @@ class RunReport : public events::Sink {
   nlohmann::ordered_json rank_json() const;
   /// The whole report, given every rank's entry (in rank order).
   nlohmann::ordered_json to_json(const std::vector<nlohmann::ordered_json>& ranks) const;
+  /// A section of our own at the top level (the pipeline engine's `pipeline`), written as given.
+  void set_section(const std::string& name, nlohmann::ordered_json value) { sections_[name] = std::move(value); }
+  /// A field of this rank's entry (a pipeline rank's `stage`).
+  void set_rank_field(const std::string& name, nlohmann::ordered_json value) { rank_fields_[name] = std::move(value); }
   /// Collective over the group: gathers every rank's entry to rank 0, which writes `path`
   /// atomically. Not counted in the byte accounting (bookkeeping, like the logged loss).
   void write(const std::string& path) const;
@@ -60,6 +65,7 @@ class RunReport : public events::Sink {
   dist::ProcessGroup* group_;
   nlohmann::ordered_json steps_ = nlohmann::ordered_json::array();
   nlohmann::ordered_json val_ = nlohmann::ordered_json::array();
+  nlohmann::ordered_json sections_ = nlohmann::ordered_json::object(), rank_fields_ = nlohmann::ordered_json::object();
   mutable std::mutex mutex_;
   std::array<CommCount, kOps.size()> this_step_{};  // since the last step_begin
   std::array<CommCount, kOps.size()> last_step_{};  // this_step_ at the last step_end: the last optimizer step

@@ -50,7 +50,7 @@ StepResult ShardedOptimizer::step(const StepRequest& r) {
   // Every rank gets the same sum, so every rank takes the same overflow decision.
   Tensor sum_sq = Tensor::full({1}, static_cast<float>(tiled_sum_squares(*adamw_, tile_elements_)));
   group_.all_reduce(sum_sq, dist::ReduceOp::sum);
-  const double norm = std::sqrt(static_cast<double>(sum_sq.item())) / r.loss_scale;
+  const double norm = std::sqrt(sum_over_stages(r, sum_sq.item())) / r.loss_scale;
   adamw_->set_lr(r.lr);  // also on a skipped step: lr() reports the rate this update would have used
   if (!std::isfinite(norm) && r.skip_on_overflow) {  // fp16 overflow: nothing changes but the gradients
     partition_.zero_gradients();

@@ -9,15 +9,15 @@
 
 namespace minitorch::zero {
 
-Stage0::Stage0(std::shared_ptr<nn::GPT> model, const Config& config, dist::ProcessGroup* group)
-    : model_(std::move(model)) {
+Stage0::Stage0(std::shared_ptr<nn::GPT> model, const Config& config, dist::ProcessGroup* group,
+               const nn::NamedTensors& params)
+    : model_(std::move(model)), whole_model_(params.size() == model_->named_parameters().size()) {
   if (group && group->size() > 1) {
     // Every rank starts from rank 0's weights (even if the seeds differ), then DDP hooks the grads.
-    ddp_ = std::make_unique<dist::DistributedDataParallel>(model_->named_parameters(), *group,
-                                                           config.zero.reduce_bucket_size);
+    ddp_ = std::make_unique<dist::DistributedDataParallel>(params, *group, config.zero.reduce_bucket_size);
     ddp_->broadcast_parameters(0);
   }
-  optimizer_ = make_adamw(model_->named_parameters(), config);
+  optimizer_ = make_adamw(params, config);
   if (ddp_) {
     for (const dist::Bucket& b : ddp_->buckets()) {
       trace::SpaceBucket& sb = space_.add_bucket("bucket " + std::to_string(space_.buckets.size()), b.buffer.numel());
@@ -29,10 +29,10 @@ Stage0::Stage0(std::shared_ptr<nn::GPT> model, const Config& config, dist::Proce
     }
   } else {
     std::int64_t n = 0;
-    for (const auto& [name, p] : model_->named_parameters()) n += p.numel();
+    for (const auto& [name, p] : params) n += p.numel();
     trace::SpaceBucket& sb = space_.add_bucket("model", n);
     std::int64_t at = 0;
-    for (const auto& [name, p] : model_->named_parameters()) {
+    for (const auto& [name, p] : params) {
       slots_.push_back({name, p, at});
       sb.params.push_back({name, at, at + p.numel()});
       at += p.numel();
@@ -86,7 +86,7 @@ void Stage0::reduce_gradients() {
 StepResult Stage0::step(const StepRequest& r) {
   std::vector<Tensor> params = optimizer_->parameters();
   // Every rank holds the same averaged gradients: every rank finds the same norm and takes the same decision.
-  const double norm = std::sqrt(optim::grad_sum_squares(params)) / r.loss_scale;
+  const double norm = std::sqrt(sum_over_stages(r, optim::grad_sum_squares(params))) / r.loss_scale;
   optimizer_->set_lr(r.lr);  // also on a skipped step: lr() reports the rate this update would have used
   if (!std::isfinite(norm) && r.skip_on_overflow) {
     optimizer_->zero_grad();
@@ -115,11 +115,20 @@ StepResult Stage0::step(const StepRequest& r) {
   return {norm, false};
 }
 
-void Stage0::load_parameters(const nn::NamedTensors& whole) { model_->load_state_dict(whole, /*strict=*/true); }
+void Stage0::load_parameters(const nn::NamedTensors& whole) {
+  if (whole_model_) return model_->load_state_dict(whole, /*strict=*/true);
+  for (const Slot& s : slots_) {
+    const auto it = std::find_if(whole.begin(), whole.end(), [&](const auto& kv) { return kv.first == s.name; });
+    if (it == whole.end()) throw std::runtime_error("load_parameters: missing key '" + s.name + "'");
+    Tensor p = s.param;
+    p.copy_(it->second.to(p.dtype()));
+  }
+}
 
 ModelStateBytes Stage0::model_state_bytes() const {
   ModelStateBytes b;
-  for (const Tensor& p : model_->parameters()) {
+  for (const Slot& s : slots_) {
+    const Tensor& p = s.param;
     b.param += static_cast<std::int64_t>(p.nbytes());
     if (p.grad().defined()) b.grad += static_cast<std::int64_t>(p.grad().nbytes());
   }

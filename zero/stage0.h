@@ -17,8 +17,10 @@ namespace minitorch::zero {
 class Stage0 final : public GradientStrategy {
  public:
   /// Broadcasts rank 0's parameters to every rank (N > 1), hooks DDP's buckets of
-  /// `zero.reduce_bucket_size` elements, and builds AdamW over all parameters.
-  Stage0(std::shared_ptr<nn::GPT> model, const Config& config, dist::ProcessGroup* group);
+  /// `zero.reduce_bucket_size` elements, and builds AdamW over `params`: all of the model's, or a
+  /// pipeline stage's share (make_strategy).
+  Stage0(std::shared_ptr<nn::GPT> model, const Config& config, dist::ProcessGroup* group,
+         const nn::NamedTensors& params);
 
   std::string name() const override { return ddp_ ? "DDP" : "single rank"; }
   int stage() const override { return 0; }
@@ -38,6 +40,7 @@ class Stage0 final : public GradientStrategy {
 
  private:
   std::shared_ptr<nn::GPT> model_;
+  bool whole_model_;  ///< false: a pipeline stage's share of the parameters
   std::unique_ptr<dist::DistributedDataParallel> ddp_;
   std::unique_ptr<optim::AdamW> optimizer_;
   /// Every parameter's place in the flat space: DDP's buckets end to end (reverse order of use, with

@@ -3,10 +3,9 @@
 
 namespace minitorch::zero {
 
-Stage1::Stage1(std::shared_ptr<nn::GPT> model, const Config& config, dist::ProcessGroup& group)
-    : model_(std::move(model)),
-      group_(group),
-      partition_(model_->named_parameters(), config.zero.reduce_bucket_size, group.rank(), group.size()) {
+Stage1::Stage1(std::shared_ptr<nn::GPT> model, const Config& config, dist::ProcessGroup& group,
+               const nn::NamedTensors& params)
+    : model_(std::move(model)), group_(group), partition_(params, config.zero.reduce_bucket_size, group.rank(), group.size()) {
   adopt_parameters_from_rank0(partition_, group_);  // even if the seeds differ
   partition_.adopt_gradients();
   progress_.reduced.assign(partition_.buckets().size(), false);

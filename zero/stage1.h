@@ -28,7 +28,9 @@ class Stage1 final : public GradientStrategy {
  public:
   /// Broadcasts rank 0's parameters, moves them and their gradients into the partition's flat
   /// buffers, hooks the buckets and builds AdamW over this rank's pieces. `group`: N >= 2 ranks.
-  Stage1(std::shared_ptr<nn::GPT> model, const Config& config, dist::ProcessGroup& group);
+  /// `params`: the model's, or a pipeline stage's share (make_strategy).
+  Stage1(std::shared_ptr<nn::GPT> model, const Config& config, dist::ProcessGroup& group,
+         const nn::NamedTensors& params);
 
   std::string name() const override { return "ZeRO-1"; }
   int stage() const override { return 1; }

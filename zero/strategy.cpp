@@ -18,18 +18,28 @@ std::unique_ptr<optim::AdamW> make_adamw(const nn::NamedTensors& params, const C
   return std::make_unique<optim::AdamW>(optim::decay_groups(params, opts.lr, opts.weight_decay), opts);
 }
 
+double sum_over_stages(const StepRequest& request, double sum_squares) {
+  if (!request.stages || request.stages->size() == 1) return sum_squares;
+  Tensor t = Tensor::full({1}, static_cast<float>(sum_squares));
+  request.stages->all_reduce(t, dist::ReduceOp::sum);
+  return static_cast<double>(t.item());
+}
+
 std::unique_ptr<GradientStrategy> make_strategy(std::shared_ptr<nn::GPT> model, const Config& config,
-                                                dist::ProcessGroup* group) {
+                                                dist::ProcessGroup* group, const nn::NamedTensors* params) {
+  const nn::NamedTensors trained = params ? *params : model->named_parameters();
+  if (params && config.zero.stage >= 2)
+    throw ConfigError(config.source + ": ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism");
   switch (config.zero.stage) {
-    case 0: return std::make_unique<Stage0>(std::move(model), config, group);
+    case 0: return std::make_unique<Stage0>(std::move(model), config, group, trained);
     case 1:  // on one rank the shard is everything: ZeRO-1 with N = 1 is single-rank training
-      if (!group || group->size() == 1) return std::make_unique<Stage0>(std::move(model), config, group);
-      return std::make_unique<Stage1>(std::move(model), config, *group);
+      if (!group || group->size() == 1) return std::make_unique<Stage0>(std::move(model), config, group, trained);
+      return std::make_unique<Stage1>(std::move(model), config, *group, trained);
     case 2:  // the same for stage 2
-      if (!group || group->size() == 1) return std::make_unique<Stage0>(std::move(model), config, group);
+      if (!group || group->size() == 1) return std::make_unique<Stage0>(std::move(model), config, group, trained);
       return std::make_unique<Stage2>(std::move(model), config, *group);
     case 3:
-      if (!group || group->size() == 1) return std::make_unique<Stage0>(std::move(model), config, group);
+      if (!group || group->size() == 1) return std::make_unique<Stage0>(std::move(model), config, group, trained);
       return std::make_unique<Stage3>(std::move(model), config, *group);
     default:
       throw ConfigError(config.source + ": zero_optimization.stage " + std::to_string(config.zero.stage) +

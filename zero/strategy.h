@@ -43,6 +43,10 @@ struct StepRequest {
   double max_norm = 0;          ///< global-norm clipping; 0 = off
   double loss_scale = 1;        ///< fp16: the gradients are loss_scale × the true ones (zero/loss_scaler.h)
   bool skip_on_overflow = false;  ///< a non-finite norm skips the update (gradients zeroed) instead of applying it
+  /// Pipelines: the other stages' ranks (one per stage, this rank's pipeline). The squared norm of this
+  /// stage's gradients is summed over them too (one scalar all-reduce), so every stage clips by the
+  /// global norm of the whole model. nullptr: this rank's data-parallel group holds the whole model.
+  dist::ProcessGroup* stages = nullptr;
 };
 /// What one optimizer step did.
 struct StepResult {
@@ -104,10 +108,16 @@ class GradientStrategy {
   }
 };
 
-/// The strategy for `config.zero.stage` on `group` (nullptr: one rank). Stage 0 = DDP; stages 1–3
-/// are refused by the config (zero/config_keys) until they land.
+/// The strategy for `config.zero.stage` on `group` (nullptr: one rank). Stage 0 = DDP.
+/// `params`: the parameters this rank trains, a pipeline stage's share of the model (pipeline/); nullptr
+/// = all of model->named_parameters(). Stages 0 and 1 take a share; 2 and 3 do not (the config refuses
+/// them with pipelines: zero/config_keys.cpp).
 std::unique_ptr<GradientStrategy> make_strategy(std::shared_ptr<nn::GPT> model, const Config& config,
-                                                dist::ProcessGroup* group);
+                                                dist::ProcessGroup* group, const nn::NamedTensors* params = nullptr);
+
+/// Σ g² of this stage's gradients plus the other stages' when `request.stages` is set (pipelines: one
+/// scalar all-reduce over the pipeline, every stage gets the same sum); else `sum_squares` unchanged.
+double sum_over_stages(const StepRequest& request, double sum_squares);
 
 /// AdamW over `params` with the config's `optimizer` settings and nanoGPT's decay groups (2-D
 /// weights decay, biases and LayerNorm gains do not). Shared by every stage.

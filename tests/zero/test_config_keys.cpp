@@ -60,7 +60,8 @@ TEST(L03_Config, EveryTableKeyBehavesAsItsStatusSays) {
         continue;
       }
       Config c;
-      ASSERT_NO_THROW(c = parse(text));
+      const int world = path == "pipeline.stages" ? 2 : 1;  // the example's 2 stages need ranks to divide
+      ASSERT_NO_THROW(c = parse(text, world));
       if (expected == KeyStatus::implemented) {
         EXPECT_TRUE(c.warnings.empty()) << c.warnings[0];
         continue;
@@ -129,11 +130,11 @@ TEST(L03_Config, NotImplementedFeaturesSayWhatToDoInstead) {
   std::string msg = parse_error(with(R"("amp": {"enabled": true, "opt_level": "O1"})"));
   EXPECT_TRUE(contains(msg, "amp (NVIDIA Apex mixed precision) is not implemented yet")) << msg;
   EXPECT_TRUE(parse(with(R"("amp": {"opt_level": "O1"})")).warnings.empty());  // enabled defaults to false
-  // Sub-keys of a feature that is off only warn: they tune something that does not run.
+  // DeepSpeed's pipeline keys that have no counterpart here only warn, saying why.
   Config c = parse(with(R"("pipeline": {"stages": 1, "seed_layers": true})"));
   ASSERT_EQ(c.warnings.size(), 1u);
   EXPECT_TRUE(contains(c.warnings[0], "pipeline.seed_layers is accepted but has no effect here: "
-                                      "it only tunes pipeline parallelism"))
+                                      "every rank builds the whole GPT from the one seed"))
       << c.warnings[0];
 }
 
@@ -160,15 +161,41 @@ TEST(L08_Config, ActivationCheckpointingKeysOursAndDeepSpeeds) {
   EXPECT_TRUE(contains(c.warnings[0], "it sizes DeepSpeed's buffer for contiguous_memory_optimization")) << c.warnings[0];
 }
 
-TEST(L03_Config, PipelineStagesAboveOneAreNotImplementedYet) {
+TEST(L09_Config, PipelineSectionAndItsBatchArithmetic) {
   // One stage: every rank is data-parallel, as without a pipeline section.
   Config c = parse(with(R"("gradient_accumulation_steps": 3, "pipeline": {"stages": 1})"), 4);
   EXPECT_EQ(c.data_parallel_size, 4);
   EXPECT_EQ(c.train_batch_size, 2 * 3 * 4);
   EXPECT_TRUE(c.warnings.empty());
-  std::string msg = parse_error(with(R"("pipeline": {"stages": 2, "schedule": "gpipe"})"), 4);
-  EXPECT_TRUE(contains(msg, "pipeline parallelism is not implemented yet (pipeline.stages is 2)")) << msg;
-  EXPECT_TRUE(contains(msg, "\"stages\": 1")) << msg;
+  // Two stages on 4 ranks: 2 data-parallel replicas (DeepSpeed's world_size / stages); micro-batches = G.
+  c = parse(with(R"("gradient_accumulation_steps": 3, "pipeline": {"stages": 2, "schedule": "gpipe",
+                                                                   "partition_method": "uniform"})"), 4);
+  EXPECT_TRUE(c.warnings.empty()) << c.warnings[0];
+  EXPECT_EQ(c.data_parallel_size, 2);
+  EXPECT_EQ(c.train_batch_size, 2 * 3 * 2);
+  EXPECT_EQ(c.pipeline.schedule, "gpipe");
+  EXPECT_EQ(c.pipeline.partition_method, "uniform");
+  c = parse(with(R"("pipeline": {"stages": 2})"), 2);
+  EXPECT_EQ(c.pipeline.schedule, "1f1b");
+  EXPECT_EQ(c.pipeline.partition_method, "parameters");  // DeepSpeed's PipelineModule default
+}
+
+TEST(L09_Config, BadPipelineInputIsOneClearError) {
+  std::string msg = parse_error(with(R"("pipeline": {"stages": 5})"), 5);
+  EXPECT_TRUE(contains(msg, "pipeline.stages (5) is more than the model's 4 blocks (model.n_layer)")) << msg;
+  msg = parse_error(with(R"("pipeline": {"stages": 2})"), 3);
+  EXPECT_TRUE(contains(msg, "pipeline.stages (2) must divide the world size (3)")) << msg;
+  EXPECT_TRUE(contains(msg, "run with a multiple of 2 ranks")) << msg;
+  for (int stage : {2, 3}) {
+    msg = parse_error(with(R"("pipeline": {"stages": 2}, "zero_optimization": {"stage": )" + std::to_string(stage) + "}"), 2);
+    EXPECT_TRUE(contains(msg, "ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism (zero_optimization.stage " +
+                                  std::to_string(stage) + " with pipeline.stages 2)")) << msg;
+  }
+  EXPECT_NO_THROW(parse(with(R"("pipeline": {"stages": 2}, "zero_optimization": {"stage": 1})"), 2));
+  msg = parse_error(with(R"("pipeline": {"stages": 2, "schedule": "interleaved"})"), 2);
+  EXPECT_TRUE(contains(msg, "pipeline.schedule must be one of gpipe, 1f1b, got 'interleaved'")) << msg;
+  msg = parse_error(with(R"("pipeline": {"stages": 2, "partition_method": "type:Block"})"), 2);
+  EXPECT_TRUE(contains(msg, "pipeline.partition_method must be one of parameters, uniform")) << msg;
 }
 
 TEST(L03_Config, OffloadIsNotImplementedYet) {

@@ -183,7 +183,7 @@ def run_binary(build, work, layer, np, timeout, only=None):
     """{test: Result} of one test binary, run whole (or only the tests `only` names). When a run dies: a
     single-process binary runs again without what finished (the test that was running failed); the ranks
     of a multi-rank binary may have fallen out of step (one rank's stub threw before a send another rank
-    waits for), so each of its tests then runs alone."""
+    waits for), so its suites then run one at a time, and the tests of a suite that dies too alone."""
     exe = os.path.join(build, "bin", f"test-{layer}")
     out_dir = os.path.join(work, "results", layer)
     positive = ":".join(sorted(only)) if only is not None else "*"
@@ -205,17 +205,29 @@ def run_binary(build, work, layer, np, timeout, only=None):
         excluded = sorted(results)
     else:
         raise LabError(f"test-{layer}: too many crashes")
-    # A multi-rank binary whose run died: every test alone.
+    # A multi-rank binary whose run died: suite by suite, and the tests of a suite whose run dies too alone.
     results = {}
     names = sorted(only) if only is not None else list_tests(exe)
+    suites = {}
     for name in names:
-        text, status, files = run_once(exe, layer, np, [f"--gtest_filter={name}"], out_dir, timeout)
+        suites.setdefault(name.split(".")[0], []).append(name)
+    for suite, members in sorted(suites.items()):
+        text, status, files = run_once(exe, layer, np, [f"--gtest_filter={':'.join(members)}"], out_dir, timeout)
         if files:
             for path in files:
                 parse_json(path, layer, results)
-        else:
+            continue
+        for name in members if len(members) > 1 else []:
+            text, status, files = run_once(exe, layer, np, [f"--gtest_filter={name}"], out_dir, timeout)
+            if files:
+                for path in files:
+                    parse_json(path, layer, results)
+            else:
+                why = f"timed out after {timeout} s" if status is None else f"the job ended (exit {status})"
+                results[name] = Result(False, f"{why}: {text[-400:]}", layer)
+        if len(members) == 1:
             why = f"timed out after {timeout} s" if status is None else f"the job ended (exit {status})"
-            results[name] = Result(False, f"{why}: {text[-400:]}", layer)
+            results[members[0]] = Result(False, f"{why}: {text[-400:]}", layer)
     return results
 
 

@@ -1,0 +1,302 @@
+// The pipeline engine (engine.h): compute is stage_forward and the two engine calls around it;
+// communication is the sends and receives of the instruction loop, reduce_tied and send_tied_weight.
+#include "pipeline/engine.h"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <stdexcept>
+
+#include "autograd/node.h"
+#include "minitorch/ops.h"
+
+namespace minitorch::pipeline {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+// Message tags on the pipeline group. Between two stages, messages of one tag arrive in the order
+// they were sent, and check() proves that every schedule receives in its peer's sending order.
+constexpr int kActivationTag = 1, kGradientTag = 2, kTiedGradientTag = 3, kTiedWeightTag = 4;
+
+/// Which stage a GPT parameter belongs to (the tied weight: the first; the last stage holds a copy).
+bool on_stage(const std::string& name, const StagePlan& p) {
+  if (name == "transformer.wte.weight" || name.rfind("transformer.wpe.", 0) == 0) return p.embeddings;
+  if (name.rfind("transformer.ln_f.", 0) == 0) return p.head;
+  const std::string h = "transformer.h.";
+  if (name.rfind(h, 0) != 0) throw std::logic_error("pipeline: parameter '" + name + "' has no stage");
+  const int block = std::stoi(name.substr(h.size()));
+  return block >= p.first_block && block < p.end_block;
+}
+}  // namespace
+
+/// One micro-batch on this stage, from its load / receive to its backward.
+struct PipelineEngine::Micro {
+  data::Batch batch;   ///< tokens (first stage) and targets (last stage)
+  Tensor input;        ///< the received activation (B, T, C), a leaf whose grad goes back (not the first stage)
+  Tensor output;       ///< (B, T, C) sent on, or the scalar loss (last stage)
+  Tensor grad_output;  ///< the received gradient of output (not the last stage)
+};
+
+PipelineEngine::PipelineEngine(std::shared_ptr<nn::GPT> model, const zero::Config& config, dist::ProcessGroup& world)
+    : model_(std::move(model)), config_(config), grid_(dist::make_grid(world, static_cast<int>(config.pipeline.stages))) {
+  const int P = grid_.stages;
+  plan_ = partition_gpt(model_->config(), P, config_.pipeline.partition_method);
+  schedule_ = make_schedule(config_.pipeline.schedule, P, static_cast<int>(config_.gradient_accumulation_steps));
+  check(schedule_);
+  const StagePlan& p = plan();
+  for (const auto& [name, t] : model_->named_parameters()) {
+    const bool tied = name == "transformer.wte.weight";
+    if (on_stage(name, p)) trained_.emplace_back(name, t);
+    if (on_stage(name, p) || (tied && p.head)) held_.emplace_back(name, t);
+    if (tied && (p.embeddings || p.head) && P > 1) tied_ = t;
+  }
+  grid_.pipe->set_timeout(config_.comm.timeout_s);
+  // The end stages sum the tied gradient between their last backward and the data-parallel reduction.
+  engine_ = std::make_unique<zero::Engine>(model_, config_, grid_.data.get(),
+                                           zero::StagePart{trained_, grid_.pipe.get(), tied_.defined()});
+  // Other stages' parameters: only their shapes stay (a read would throw, naming the parameter).
+  for (auto& [name, t] : model_->named_parameters())
+    if (std::none_of(held_.begin(), held_.end(), [&](const auto& h) { return h.first == name; })) t.release_data();
+  busy_sum_.assign(P, 0);
+  idle_sum_.assign(P, 0);
+  peak_live_.assign(P, 0);
+  step_bytes_.assign(3, 0);
+}
+
+// ---- compute: this stage's share of the GPT ----
+
+// first stage: idx (B, T) i32 -> embed; others: the received (B, T, C). Then blocks [first, end).
+// Last stage: head and the loss (a scalar); others return x (B, T, C).
+Tensor PipelineEngine::stage_forward(Micro& mb) const {
+  const StagePlan& p = plan();
+  Tensor x = p.embeddings ? model_->embed(mb.batch.x) : mb.input;
+  x = model_->run_blocks(x, p.first_block, p.end_block);
+  return p.head ? nn::GPT::loss_from_logits(model_->head(x), mb.batch.y) : x;
+}
+
+// ---- the instruction loop ----
+
+float PipelineEngine::train_batch(const data::BatchSampler& sampler) {
+  const int s = stage();
+  const std::int64_t M = config_.gradient_accumulation_steps, step = engine_->global_steps();
+  dist::ProcessGroup& pipe = *grid_.pipe;
+  const Shape act_shape{sampler.batch_size(), sampler.block_size(), model_->config().n_embd};
+  const DType act_dtype = held_.front().second.dtype();
+  {  // every stage starts the phase together: the clock of the bubble measurement
+    dist::NoRecordScope quiet(pipe);
+    pipe.barrier();
+  }
+  const Clock::time_point t0 = Clock::now();
+  std::map<int, Micro> live;
+  int alive = 0, peak = 0;
+  std::int64_t backwards = 0;
+  double busy = 0, phase_end = 0, loss_sum = 0;
+  act_bytes_ = grad_bytes_ = tied_bytes_ = 0;
+  for (const Instruction& in : schedule_[static_cast<std::size_t>(s)]) {
+    Micro* mb = in.micro >= 0 ? &live[in.micro] : nullptr;
+    switch (in.op) {
+      case Op::load:
+        mb->batch = sampler.sample(grid_.dp_rank, step, grid_.dp_size, in.micro, M);
+        break;
+      case Op::recv_act: {
+        TagScope scope(MemTag::comm);
+        mb->input = Tensor::empty(act_shape, act_dtype);
+        pipe.recv(mb->input, in.peer, kActivationTag);
+        mb->input.set_requires_grad(true);
+        break;
+      }
+      case Op::forward: {
+        const Clock::time_point a = Clock::now();
+        mb->output = engine_->run_forward(in.micro, [&] { return stage_forward(*mb); });
+        if (plan().head) loss_sum += mb->output.item();
+        busy += ms_between(a, Clock::now());
+        peak = std::max(peak, ++alive);
+        break;
+      }
+      case Op::send_act:
+        sends_.emplace_back(pipe.isend(mb->output, in.peer, kActivationTag), mb->output);
+        act_bytes_ += static_cast<std::int64_t>(mb->output.nbytes());
+        break;
+      case Op::recv_grad: {
+        TagScope scope(MemTag::comm);
+        mb->grad_output = Tensor::empty(mb->output.shape(), mb->output.dtype());
+        pipe.recv(mb->grad_output, in.peer, kGradientTag);
+        break;
+      }
+      case Op::backward: {
+        const Clock::time_point a = Clock::now();
+        // the last stage seeds its loss with loss_scale / M, the others with the received gradient
+        const Tensor seed = plan().head ? Tensor::full(mb->output.shape(), engine_->loss_gradient()) : mb->grad_output;
+        engine_->run_backward(in.micro, mb->output, seed);
+        const Clock::time_point b = Clock::now();
+        busy += ms_between(a, b);
+        phase_end = ms_between(t0, b);
+        --alive;
+        if (++backwards < M) engine_->step();  // counts the micro-step; the M-th is Op::step
+        mb->output = Tensor();                 // this micro-batch's activations go
+        mb->grad_output = Tensor();
+        if (s == 0) live.erase(in.micro);
+        break;
+      }
+      case Op::send_grad: {
+        Tensor g = mb->input.grad();
+        sends_.emplace_back(pipe.isend(g, in.peer, kGradientTag), g);
+        grad_bytes_ += static_cast<std::int64_t>(g.nbytes());
+        live.erase(in.micro);
+        break;
+      }
+      case Op::reduce_tied:
+        reduce_tied();
+        break;
+      case Op::step:
+        finish_sends();
+        engine_->step();  // the boundary: data-parallel reduction, global norm, update
+        send_tied_weight();
+        break;
+    }
+  }
+  record_step(busy, phase_end, peak);
+  // The mean loss for the log: the last stage's, averaged over the replicas, then sent to every stage.
+  Tensor l = Tensor::full({1}, plan().head ? static_cast<float>(loss_sum / static_cast<double>(M)) : 0.f);
+  dist::NoRecordScope quiet_data(*grid_.data), quiet_pipe(pipe);
+  grid_.data->all_reduce(l, dist::ReduceOp::avg);
+  pipe.all_reduce(l, dist::ReduceOp::sum);
+  return l.item();
+}
+
+// ---- communication: the tied weight between the end stages ----
+
+void PipelineEngine::reduce_tied() {
+  if (!tied_.defined()) return;
+  const int last = stages() - 1;
+  if (stage() == last) {  // its head's gradient goes to the first stage, which owns the weight
+    Tensor g = tied_.grad().defined() ? tied_.grad() : Tensor::zeros(tied_.shape(), tied_.dtype());
+    grid_.pipe->send(g, 0, kTiedGradientTag);
+    tied_bytes_ += static_cast<std::int64_t>(g.nbytes());
+    tied_.set_grad(Tensor());
+  } else {  // first stage: its embedding's gradient + the head's, before the data-parallel reduction
+    Tensor head_grad;
+    {
+      TagScope scope(MemTag::comm);
+      head_grad = Tensor::empty(tied_.shape(), tied_.dtype());
+    }
+    grid_.pipe->recv(head_grad, last, kTiedGradientTag);
+    Tensor g = tied_.grad();
+    ops::add_(g, head_grad);
+  }
+}
+
+void PipelineEngine::send_tied_weight() {
+  if (!tied_.defined()) return;
+  const int last = stages() - 1;
+  if (stage() == 0) {
+    grid_.pipe->send(tied_, last, kTiedWeightTag);  // buffered: the weight may change at once
+    tied_bytes_ += static_cast<std::int64_t>(tied_.nbytes());
+  } else {
+    grid_.pipe->recv(tied_, 0, kTiedWeightTag);  // the last stage's copy, updated
+  }
+}
+
+void PipelineEngine::finish_sends() {
+  for (auto& [work, tensor] : sends_) work->wait();
+  sends_.clear();
+}
+
+// ---- measurement (docs/report.md, `pipeline`) ----
+
+void PipelineEngine::record_step(double busy_ms, double phase_end_ms, int peak_live) {
+  const int P = stages();
+  dist::ProcessGroup& pipe = *grid_.pipe;
+  dist::NoRecordScope quiet(pipe);
+  Tensor times = pipe.all_gather(Tensor::from_vector({static_cast<float>(busy_ms), static_cast<float>(phase_end_ms)}, {2}), 2 * P);
+  Tensor counts = pipe.all_gather(
+      Tensor::from_ints({peak_live, static_cast<std::int32_t>(act_bytes_), static_cast<std::int32_t>(grad_bytes_),
+                         static_cast<std::int32_t>(tied_bytes_)}, {4}), 4 * P);
+  const std::vector<float> t = times.to_vector();
+  const std::vector<std::int32_t> c = counts.to_int_vector();
+  double span = 0, busy_total = 0;
+  for (int k = 0; k < P; ++k) span = std::max(span, static_cast<double>(t[2 * k + 1]));
+  std::fill(step_bytes_.begin(), step_bytes_.end(), 0);
+  for (int k = 0; k < P; ++k) {
+    peak_live_[k] = std::max(peak_live_[k], c[4 * k]);
+    for (int b = 0; b < 3; ++b) step_bytes_[b] += static_cast<std::int64_t>(c[4 * k + 1 + b]) * grid_.dp_size;
+  }
+  if (++steps_ == 1) return;  // the first step pays the warm-up (allocation, first touches)
+  ++measured_;
+  for (int k = 0; k < P; ++k) {
+    busy_sum_[k] += t[2 * k];
+    idle_sum_[k] += span - t[2 * k];
+    busy_total += t[2 * k];
+  }
+  bubble_sum_ += span > 0 ? 1.0 - busy_total / (P * span) : 0.0;
+}
+
+PipelineMeasure PipelineEngine::measure() const {
+  PipelineMeasure m;
+  const int P = stages();
+  const double n = static_cast<double>(std::max<std::int64_t>(measured_, 1));
+  for (int k = 0; k < P; ++k) m.stages.push_back({busy_sum_[k] / n, idle_sum_[k] / n, peak_live_[k]});
+  m.bubble_measured = bubble_sum_ / n;
+  m.bubble_formula = bubble_formula(P, static_cast<int>(config_.gradient_accumulation_steps));
+  m.steps_measured = measured_;
+  m.activation_bytes = step_bytes_[0];
+  m.gradient_bytes = step_bytes_[1];
+  m.tied_bytes = step_bytes_[2];
+  return m;
+}
+
+nlohmann::ordered_json PipelineEngine::report_section() const {
+  const PipelineMeasure m = measure();
+  const int P = stages(), M = static_cast<int>(config_.gradient_accumulation_steps);
+  nlohmann::ordered_json stages = nlohmann::ordered_json::array();
+  for (int k = 0; k < P; ++k) {
+    const StagePlan& p = plan_[static_cast<std::size_t>(k)];
+    stages.push_back({{"stage", k}, {"blocks", {p.first_block, p.end_block}}, {"embeddings", p.embeddings},
+                      {"head", p.head}, {"parameters", p.parameters}, {"busy_ms", m.stages[k].busy_ms},
+                      {"idle_ms", m.stages[k].idle_ms}, {"peak_live_microbatches", m.stages[k].peak_live},
+                      {"peak_live_formula", config_.pipeline.schedule == "gpipe" ? M : std::min(P - k, M)}});
+  }
+  return {{"stages", stages},
+          {"schedule", config_.pipeline.schedule},
+          {"partition_method", config_.pipeline.partition_method},
+          {"micro_batches", M},
+          {"bubble_fraction_measured", m.bubble_measured},
+          {"bubble_fraction_formula", m.bubble_formula},
+          {"steps_measured", m.steps_measured},
+          {"p2p_bytes_per_step",
+           {{"activations", m.activation_bytes},
+            {"gradients", m.gradient_bytes},
+            {"tied", m.tied_bytes},
+            {"total", m.activation_bytes + m.gradient_bytes + m.tied_bytes}}}};
+}
+
+// ---- evaluation: forward only, one micro-batch at a time through the stages ----
+
+float PipelineEngine::evaluate(const data::BatchSampler& val_sampler, std::int64_t iters) {
+  autograd::NoGradGuard no_grad;
+  TagScope scope(MemTag::activation);
+  const int P = stages(), s = stage();
+  dist::ProcessGroup& pipe = *grid_.pipe;
+  dist::NoRecordScope quiet(pipe);  // not part of any step's traffic
+  double total = 0;
+  for (std::int64_t i = 0; i < iters; ++i) {
+    Micro mb;
+    mb.batch = val_sampler.batch(static_cast<std::uint64_t>(i));
+    if (s > 0) {
+      mb.input = Tensor::empty({val_sampler.batch_size(), val_sampler.block_size(), model_->config().n_embd},
+                               held_.front().second.dtype());
+      pipe.recv(mb.input, s - 1, kActivationTag);
+    }
+    Tensor out = stage_forward(mb);
+    if (s < P - 1) pipe.send(out, s + 1, kActivationTag);
+    else total += out.item();
+  }
+  Tensor l = Tensor::full({1}, s == P - 1 ? static_cast<float>(total / static_cast<double>(iters)) : 0.f);
+  pipe.all_reduce(l, dist::ReduceOp::sum);
+  return l.item();
+}
+
+}  // namespace minitorch::pipeline

@@ -1,0 +1,151 @@
+// L09 — the pipeline engine on 2 and 4 ranks: P stages (both schedules, both partition methods) and a
+// 2 × 2 data × pipeline grid train like one rank accumulating the same micro-batches (losses and final
+// parameters), and a step's live micro-batches and point-to-point bytes equal their formulas.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <string>
+
+#include "pipeline/engine.h"
+#include "zero_mpi/zero_test_util.h"
+
+using namespace minitorch;
+
+namespace {
+
+// A baby GPT of 4 blocks (up to 4 stages), micro-batches of 2 sequences of 16 tokens.
+std::string pipeline_json(int stages, const std::string& schedule, const std::string& method, int micro_batches,
+                          int zero_stage = 0, bool clip = true) {
+  return R"({"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": )" + std::to_string(micro_batches) +
+         (clip ? R"(, "gradient_clipping": 0.5)" : "") + R"(,
+    "optimizer": {"type": "AdamW", "params": {"lr": 3e-3, "weight_decay": 0.1}},
+    "scheduler": {"type": "WarmupLR", "params": {"warmup_min_lr": 0, "warmup_max_lr": 3e-3, "warmup_num_steps": 5}},
+    "zero_optimization": {"stage": )" + std::to_string(zero_stage) + R"(, "reduce_bucket_size": 2500},
+    "pipeline": {"stages": )" + std::to_string(stages) + R"(, "schedule": ")" + schedule +
+         R"(", "partition_method": ")" + method + R"("},
+    "model": {"name": "baby", "n_layer": 4, "n_head": 2, "n_embd": 24, "block_size": 16},
+    "training": {"steps": 20, "seed": 11}})";
+}
+
+/// The pipeline run of `json` on the world: the same corpus and sampler as mt_test::TrainRun.
+struct PipeRun {
+  zero::Config cfg;
+  data::TextDataset ds;
+  std::unique_ptr<pipeline::PipelineEngine> pipe;
+  std::unique_ptr<data::BatchSampler> sampler;
+  explicit PipeRun(const std::string& json, dist::ProcessGroup& world)
+      : cfg(zero::Config::from_json(json, world.size())),
+        ds(data::TextDataset::from_text(mt_test::verse_corpus(), data::make_tokenizer("char", mt_test::verse_corpus()),
+                                        cfg.model.block_size)) {
+    Generator gen(cfg.training.seed);
+    std::shared_ptr<nn::GPT> model;
+    {
+      TagScope scope(MemTag::param);
+      model = std::make_shared<nn::GPT>(zero::model_config(cfg, ds.tokenizer().vocab_size()), gen);
+    }
+    pipe = std::make_unique<pipeline::PipelineEngine>(model, cfg, world);
+    sampler = std::make_unique<data::BatchSampler>(ds.tokens_ptr(data::Split::train), cfg.train_micro_batch_size_per_gpu,
+                                                   cfg.model.block_size, cfg.training.seed);
+  }
+};
+
+/// One rank accumulating over M × dp micro-batches: the same global batch, whole model.
+std::string reference_json(const zero::Config& c) {
+  const int dp = c.data_parallel_size;
+  return pipeline_json(1, "1f1b", "uniform", static_cast<int>(c.gradient_accumulation_steps) * dp, 0,
+                       c.gradient_clipping > 0);
+}
+
+/// 20 steps of `json` against one rank: every step's loss, then every parameter this rank holds.
+void expect_like_one_rank(const std::string& json, const std::string& what) {
+  auto& world = dist::world();
+  PipeRun run(json, world);
+  zero_test::ZeroRun ref(reference_json(run.cfg), nullptr, 11);
+  ASSERT_EQ(run.cfg.train_batch_size, ref.cfg.train_batch_size) << what;
+  for (int s = 0; s < 20; ++s) {
+    const float a = run.pipe->train_batch(*run.sampler), b = ref.engine->train_batch(*ref.sampler);
+    EXPECT_LT(std::abs(a - b) / std::abs(b), 2e-5) << what << ", step " << s << ": pipeline " << a << " vs 1 rank " << b;
+  }
+  std::map<std::string, Tensor> want;
+  for (auto& [name, p] : ref.engine->model().named_parameters()) want[name] = p;
+  for (auto& [name, p] : run.pipe->held_parameters()) {
+    const std::vector<float> got = p.to_vector(), ref_values = want.at(name).to_vector();
+    EXPECT_LT(zero_test::rel_norm(got, ref_values), 2e-4) << what << ": " << name << " on stage " << run.pipe->stage();
+  }
+}
+
+}  // namespace
+
+TEST(L09_PipelineEngine, StagesTrainLikeOneRank) {
+  const int P = dist::world().size();
+  for (const char* schedule : {"gpipe", "1f1b"})
+    for (const char* method : {"uniform", "parameters"})
+      expect_like_one_rank(pipeline_json(P, schedule, method, 4),
+                           std::to_string(P) + " stages, " + schedule + ", " + method);
+}
+
+TEST(L09_PipelineEngine, DataTimesPipelineGridTrainsLikeOneRank) {
+  if (dist::world().size() != 4) GTEST_SKIP() << "the 2 x 2 grid needs 4 ranks";
+  expect_like_one_rank(pipeline_json(2, "1f1b", "parameters", 4), "2 x 2 grid, DDP per stage");
+  expect_like_one_rank(pipeline_json(2, "gpipe", "uniform", 4, /*zero_stage=*/1), "2 x 2 grid, ZeRO-1 per stage");
+}
+
+TEST(L09_PipelineEngine, LiveMicroBatchesAndPointToPointBytesEqualTheFormulas) {
+  auto& world = dist::world();
+  const int P = world.size(), M = 8;
+  for (const char* schedule : {"gpipe", "1f1b"}) {
+    PipeRun run(pipeline_json(P, schedule, "uniform", M), world);
+    dist::ProcessGroup& pipe = *run.pipe->grid().pipe;
+    std::int64_t sent_elements = 0;
+    for (int step = 0; step < 2; ++step) {
+      const std::size_t first = pipe.stats().log.size();
+      run.pipe->train_batch(*run.sampler);
+      sent_elements = 0;
+      for (std::size_t i = first; i < pipe.stats().log.size(); ++i)
+        if (pipe.stats().log[i].op == "send") sent_elements += pipe.stats().log[i].elements;
+    }
+    const pipeline::PipelineMeasure m = run.pipe->measure();
+    const std::string gpipe = schedule;
+    for (int s = 0; s < P; ++s)  // GPipe stashes all M, 1F1B at most P - s
+      EXPECT_EQ(m.stages[s].peak_live, gpipe == "gpipe" ? M : std::min(P - s, M)) << schedule << ", stage " << s;
+    const nn::GPTConfig& g = run.pipe->engine().model().config();
+    const std::int64_t act = 2 * 16 * g.n_embd * 4;  // one micro-batch's (B, T, C) f32 activation
+    EXPECT_EQ(m.activation_bytes, static_cast<std::int64_t>(P - 1) * M * act) << schedule;
+    EXPECT_EQ(m.gradient_bytes, static_cast<std::int64_t>(P - 1) * M * act) << schedule;
+    EXPECT_EQ(m.tied_bytes, 2 * g.vocab_size * g.n_embd * 4) << schedule << ": the head's gradient there, the weight back";
+    // This rank's sends, counted by the process group's byte accounting.
+    const int s = run.pipe->stage();
+    const std::int64_t mine = (s < P - 1 ? M * act : 0) + (s > 0 ? M * act : 0) +
+                              ((s == 0 || s == P - 1) ? g.vocab_size * g.n_embd * 4 : 0);
+    EXPECT_EQ(sent_elements * 4, mine) << schedule << ", stage " << s;
+    EXPECT_EQ(m.steps_measured, 1);
+    EXPECT_NEAR(m.bubble_formula, (P - 1.0) / (M + P - 1.0), 1e-12);
+    for (const pipeline::StageMeasure& st : m.stages) {
+      EXPECT_GT(st.busy_ms, 0);
+      EXPECT_GE(st.idle_ms, 0);
+    }
+    EXPECT_GE(m.bubble_measured, 0);
+    EXPECT_LT(m.bubble_measured, 1);
+  }
+}
+
+TEST(L09_PipelineEngine, EvaluationThroughTheStagesEqualsTheWholeModel) {
+  auto& world = dist::world();
+  PipeRun run(pipeline_json(world.size(), "1f1b", "parameters", 2), world);
+  zero_test::ZeroRun ref(reference_json(run.cfg), nullptr, 11);
+  data::BatchSampler val(run.ds.tokens_ptr(data::Split::val), 2, 16, 5);
+  EXPECT_NEAR(run.pipe->evaluate(val, 3), ref.engine->evaluate(val, 3), 1e-5);
+}
+
+TEST(L09_PipelineEngine, OtherStagesParametersAreReleased) {
+  auto& world = dist::world();
+  PipeRun run(pipeline_json(world.size(), "1f1b", "uniform", 2), world);
+  std::int64_t held = 0;
+  for (auto& [name, p] : run.pipe->held_parameters()) held += p.numel();
+  std::int64_t present = 0;
+  for (auto& [name, p] : run.pipe->engine().model().named_parameters())
+    if (!p.is_released()) present += p.numel();
+  EXPECT_EQ(present, held);
+  EXPECT_EQ(held, run.pipe->plan().parameters) << "the plan's count (the tied weight on both ends)";
+}
