@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "autograd/node.h"
+#include "minitorch/not_implemented.h"
 #include "minitorch/ops.h"
 
 namespace minitorch::pipeline {
@@ -101,11 +102,13 @@ float PipelineEngine::train_batch(const data::BatchSampler& sampler) {
       case Op::load:
         mb->batch = sampler.sample(grid_.dp_rank, step, grid_.dp_size, in.micro, M);
         break;
-      case Op::recv_act: {
+      case Op::recv_act: {  // from stage s-1, into a comm buffer that backward will differentiate to
+        // BEGIN SOLUTION L09.3
         TagScope scope(MemTag::comm);
         mb->input = Tensor::empty(act_shape, act_dtype);
         pipe.recv(mb->input, in.peer, kActivationTag);
         mb->input.set_requires_grad(true);
+        // END SOLUTION
         break;
       }
       case Op::forward: {
@@ -116,14 +119,18 @@ float PipelineEngine::train_batch(const data::BatchSampler& sampler) {
         peak = std::max(peak, ++alive);
         break;
       }
-      case Op::send_act:
+      case Op::send_act:  // to stage s+1, not waiting: sends_ keeps the tensor alive until the step
+        // BEGIN SOLUTION L09.3
         sends_.emplace_back(pipe.isend(mb->output, in.peer, kActivationTag), mb->output);
         act_bytes_ += static_cast<std::int64_t>(mb->output.nbytes());
+        // END SOLUTION
         break;
-      case Op::recv_grad: {
+      case Op::recv_grad: {  // dL/d(this stage's output), from stage s+1
+        // BEGIN SOLUTION L09.3
         TagScope scope(MemTag::comm);
         mb->grad_output = Tensor::empty(mb->output.shape(), mb->output.dtype());
         pipe.recv(mb->grad_output, in.peer, kGradientTag);
+        // END SOLUTION
         break;
       }
       case Op::backward: {
@@ -141,10 +148,12 @@ float PipelineEngine::train_batch(const data::BatchSampler& sampler) {
         if (s == 0) live.erase(in.micro);
         break;
       }
-      case Op::send_grad: {
+      case Op::send_grad: {  // dL/d(this stage's input), to stage s-1; then the micro-batch is done here
+        // BEGIN SOLUTION L09.3
         Tensor g = mb->input.grad();
         sends_.emplace_back(pipe.isend(g, in.peer, kGradientTag), g);
         grad_bytes_ += static_cast<std::int64_t>(g.nbytes());
+        // END SOLUTION
         live.erase(in.micro);
         break;
       }

@@ -17,6 +17,7 @@
 
 #include "common/beat.h"
 #include "common/frames.h"
+#include "common/ranks.h"
 #include "data/batch_sampler.h"
 #include "data/text_dataset.h"
 #include "dist/process_group.h"
@@ -238,7 +239,7 @@ int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
               worst[1], worst[2]);
   std::printf("(DDP here is lesson 05's run on %d ranks: the same config, seed and micro-batches, the same numbers)\n",
               N);
-  lesson06::quiet_barrier();
+  lesson::quiet_barrier();
   std::printf("\nLesson 06 done.\n");
   return 0;
 }
@@ -251,7 +252,7 @@ int main(int argc, char** argv) {
   beats.option("--data", opt.data, "FILE", "the text to train on; `make data` writes the KJV");
   beats.option("--steps", opt.steps, "optimizer steps of each training run", /*quick=*/10);
   beats.option("--bucket", opt.bucket, "reduce_bucket_size, in elements");
-  if (world.size() > 1) beats.on_ranks(world.rank(), lesson06::from_rank0);  // rank 0 reads the prompt for all
+  if (world.size() > 1) beats.on_ranks(world.rank(), lesson::from_rank0);  // rank 0 reads the prompt for all
   // An error on one rank must end the whole job, not leave the others waiting in a collective.
   return beats.run(argc, argv, [&] { return run(beats, world, opt); },
                    [](const std::string& what) { dist::abort_job(what, 1); });

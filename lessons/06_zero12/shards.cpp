@@ -2,12 +2,8 @@
 // the backward timeline, model-state bytes against the formulas, and the paper's Table 1.
 #include "shards.h"
 
-#include <mpi.h>
-
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
-#include <thread>
 
 #include "minitorch/tensor.h"
 #include "zero/estimate.h"
@@ -22,11 +18,6 @@ constexpr std::int64_t kLow = std::int64_t{1} << 23;  // a float holds every int
 
 long long ll(std::int64_t v) { return static_cast<long long>(v); }
 
-/// Waits for `req` sleeping, not spinning: the ranks that wait leave the cores to the one working.
-void quiet_wait(MPI_Request& req) {
-  for (int done = 0; MPI_Test(&req, &done, MPI_STATUS_IGNORE), !done;)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-}
 
 /// "transformer.h.3.mlp.c_fc.weight[0:16000]": piece k of rank r as rank 0 rebuilds it from numbers.
 std::string piece_name(const zero::Partition& part, std::int64_t param, std::int64_t a, std::int64_t b) {
@@ -52,19 +43,6 @@ std::vector<std::int64_t> gather(dist::ProcessGroup& g, const std::vector<std::i
   for (std::size_t i = 0; i < all.size(); i += 2)
     out.push_back(static_cast<std::int64_t>(all[i]) * kLow + static_cast<std::int64_t>(all[i + 1]));
   return out;
-}
-
-int from_rank0(int value) {
-  MPI_Request req;
-  MPI_Ibcast(&value, 1, MPI_INT, 0, MPI_COMM_WORLD, &req);
-  quiet_wait(req);
-  return value;
-}
-
-void quiet_barrier() {
-  MPI_Request req;
-  MPI_Ibarrier(MPI_COMM_WORLD, &req);
-  quiet_wait(req);
 }
 
 // ---- the partition ----

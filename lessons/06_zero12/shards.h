@@ -19,11 +19,6 @@ namespace lesson06 {
 /// travels as two floats, so byte counts up to 2^46 survive). Bookkeeping: not in g.stats().
 std::vector<std::int64_t> gather(minitorch::dist::ProcessGroup& g, const std::vector<std::int64_t>& mine);
 
-/// Rank 0's `value` on every rank, waiting asleep (not spinning) for as long as the student reads.
-int from_rank0(int value);
-/// A barrier that sleeps while it waits.
-void quiet_barrier();
-
 /// The buckets of `part`, then for each bucket the shard every rank owns and the pieces
 /// "<param>[a:b]" in it (first ... last). Collective: each rank sends its own pieces.
 void print_partition(minitorch::dist::ProcessGroup& world, const minitorch::zero::Partition& part);

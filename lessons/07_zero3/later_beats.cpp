@@ -1,13 +1,10 @@
 #include "later_beats.h"
 
-#include <mpi.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "data/batch_sampler.h"
@@ -17,14 +14,6 @@
 using namespace minitorch;
 
 namespace lesson07 {
-
-int from_rank0(int value) {
-  MPI_Request req;
-  MPI_Ibcast(&value, 1, MPI_INT, 0, MPI_COMM_WORLD, &req);
-  for (int done = 0; MPI_Test(&req, &done, MPI_STATUS_IGNORE), !done;)  // the student may read for minutes
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  return value;
-}
 
 void table_beats(lesson::Beats& beats, double flat, int N) {
   // ------------------------------------------------------------------------------------------

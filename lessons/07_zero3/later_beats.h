@@ -13,9 +13,6 @@
 
 namespace lesson07 {
 
-/// Rank 0's `value` on every rank (what the student typed at a prompt), waiting asleep, not spinning.
-int from_rank0(int value);
-
 /// Beats 5 and 6: model states per rank of the 7.5B model on 1 to 1024 ranks (zero/formulas.h beside
 /// the paper's Table 1 as printed), then FSDP's NO_SHARD / SHARD_GRAD_OP / FULL_SHARD / HYBRID_SHARD
 /// next to the stages, with the baby GPT's bytes per rank (`flat` = Ψ + padding) on `N` ranks.

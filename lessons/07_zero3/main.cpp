@@ -18,6 +18,7 @@
 
 #include "common/beat.h"
 #include "common/frames.h"
+#include "common/ranks.h"
 #include "data/batch_sampler.h"
 #include "data/text_dataset.h"
 #include "dist/process_group.h"
@@ -255,7 +256,7 @@ int main(int argc, char** argv) {
   beats.option("--data", opt.data, "FILE", "the text to train on; `make data` writes the KJV");
   beats.option("--steps", opt.steps, "optimizer steps of each training run", /*quick=*/10);
   beats.option("--prefetch", opt.prefetch, "stage3_prefetch_bucket_size, in elements (1: no prefetch)");
-  if (world.size() > 1) beats.on_ranks(world.rank(), lesson07::from_rank0);
+  if (world.size() > 1) beats.on_ranks(world.rank(), lesson::from_rank0);
   return beats.run(argc, argv, [&] { return run(beats, world, opt); },
                    [](const std::string& what) { dist::abort_job(what, 1); });
 }

@@ -2,7 +2,10 @@
 // the embeddings first, the head (with its tied weight) last, and bad requests as one clear error.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <climits>
 #include <numeric>
+#include <vector>
 #include <stdexcept>
 
 #include "nn/gpt.h"
@@ -18,6 +21,7 @@ GPTConfig baby() {
   return c;
 }
 }  // namespace
+
 
 TEST(L09_Partition, LayerParametersAddUpToTheModelPlusTheTiedCopy) {
   const GPTConfig c = baby();
@@ -44,26 +48,54 @@ TEST(L09_Partition, UniformSplitsBlocksEvenlyWithEndsAttached) {
   }
 }
 
-TEST(L09_Partition, ParametersMethodMinimisesTheLargestStage) {
-  // GPT-2's shape: the 38.6M-element embedding is three blocks' worth, so the first stage takes fewer blocks.
-  GPTConfig c = GPTConfig::named("gpt2");
-  const auto plan = pp::partition_gpt(c, 4, "parameters");
-  std::int64_t largest = 0;
-  for (const auto& p : plan) largest = std::max(largest, p.parameters);
-  // Brute force over every split into 4 non-empty groups of the 12 blocks.
-  const auto w = pp::layer_parameters(c);
-  std::int64_t best = INT64_MAX;
-  for (int a = 1; a < 12; ++a)
-    for (int b = a + 1; b < 12; ++b)
-      for (int d = b + 1; d < 12; ++d) {
-        auto sum = [&](int from, int to) { std::int64_t n = 0; for (int k = from; k < to; ++k) n += w[k + 1]; return n; };
-        best = std::min(best, std::max({sum(0, a) + w.front(), sum(a, b), sum(b, d), sum(d, 12) + w.back()}));
+// The smallest possible largest stage over every split of blocks [first, L) into `stages` non-empty
+// groups, the embeddings on stage 0 (when first = 0) and the head on the last: brute force.
+static std::int64_t best_largest(const std::vector<std::int64_t>& w, int first, int L, int stages) {
+  std::int64_t blocks = 0, best = INT64_MAX;
+  for (int end = first + 1; end <= L - stages + 1; ++end) {
+    blocks += w[end];  // block end-1
+    std::int64_t stage = blocks + (first == 0 ? w.front() : 0);
+    if (stages == 1) {
+      if (end < L) continue;
+      return stage + w.back();
+    }
+    best = std::min(best, std::max(stage, best_largest(w, end, L, stages - 1)));
+  }
+  return best;
+}
+
+// L09.2 (lab task: the "parameters" partition). Splitting by block counts, or filling each stage up to
+// the average and moving on (greedy), leaves a larger largest stage on at least one of these.
+TEST(L09_T2_Partition, ParametersMethodMinimisesTheLargestStage) {
+  GPTConfig six = baby();
+  six.n_layer = 6;
+  for (const GPTConfig& c : {GPTConfig::named("gpt2"), six})
+    for (int P = 1; P <= 4; ++P) {
+      const auto plan = pp::partition_gpt(c, P, "parameters");
+      ASSERT_EQ(static_cast<int>(plan.size()), P);
+      const auto w = pp::layer_parameters(c);
+      std::int64_t largest = 0;
+      for (const auto& p : plan) largest = std::max(largest, p.parameters);
+      const int L = static_cast<int>(c.n_layer);
+      EXPECT_EQ(largest, best_largest(w, 0, L, P)) << "L = " << L << ", P = " << P;
+      EXPECT_EQ(plan.front().first_block, 0);
+      for (int s = 0; s < P; ++s) {
+        EXPECT_LT(plan[s].first_block, plan[s].end_block) << "stage " << s << " has no block";
+        if (s > 0) {
+          EXPECT_EQ(plan[s].first_block, plan[s - 1].end_block);
+        }
+        EXPECT_EQ(plan[s].embeddings, s == 0);
+        EXPECT_EQ(plan[s].head, s == P - 1);
       }
-  EXPECT_EQ(largest, best);
+      EXPECT_EQ(plan.back().end_block, L);
+    }
+}
+
+TEST(L09_T2_Partition, GPT2sEmbeddingStageTakesFewerBlocks) {
+  // GPT-2's shape: the 38.6M-element embedding is three blocks' worth, so the first stage takes fewer blocks.
+  const auto plan = pp::partition_gpt(GPTConfig::named("gpt2"), 4, "parameters");
   EXPECT_LT(plan[0].end_block - plan[0].first_block, plan[1].end_block - plan[1].first_block)
       << "the embedding's stage holds fewer blocks";
-  for (std::size_t s = 1; s < plan.size(); ++s) EXPECT_EQ(plan[s].first_block, plan[s - 1].end_block);
-  EXPECT_EQ(plan.back().end_block, 12);
 }
 
 TEST(L09_Partition, BadRequestsAreOneClearError) {

@@ -12,6 +12,7 @@
 namespace pp = minitorch::pipeline;
 
 namespace {
+
 std::string error_of(const pp::Schedule& s) {
   try {
     pp::check(s);
@@ -22,32 +23,46 @@ std::string error_of(const pp::Schedule& s) {
 }
 }  // namespace
 
-TEST(L09_Schedule, EveryListChecksAndPlaysWithTheFormulasBubble) {
-  for (const char* name : {"gpipe", "1f1b"})
-    for (int P = 1; P <= 4; ++P)
-      for (int M = 1; M <= 8; ++M) {
-        const pp::Schedule s = pp::make_schedule(name, P, M);
-        ASSERT_EQ(static_cast<int>(s.size()), P);
-        EXPECT_NO_THROW(pp::check(s)) << name << " P=" << P << " M=" << M << ": " << error_of(s);
-        const pp::Timeline t = pp::simulate(s);
-        EXPECT_NEAR(t.bubble, pp::bubble_formula(P, M), 1e-12) << name << " P=" << P << " M=" << M;
-        EXPECT_DOUBLE_EQ(t.span, (M + P - 1) * 3.0) << name << " P=" << P << " M=" << M;
-        for (int st = 0; st < P; ++st) {
-          const int expected = std::string(name) == "gpipe" ? M : std::min(P - st, M);
-          EXPECT_EQ(t.stages[st].peak_live, expected) << name << " P=" << P << " M=" << M << " stage " << st;
-          EXPECT_DOUBLE_EQ(t.stages[st].busy, M * 3.0);
-        }
+// Both schedules, P <= 4 stages, M <= 8 micro-batches: the list checks, the clock's bubble is the
+// formula's, the span (M + P - 1) forward+backward slots; GPipe keeps all M micro-batches alive on every
+// stage, 1F1B at most P - s on stage s (a warm-up one forward too long keeps P - s + 1).
+static void expect_plays_with_the_formulas(const std::string& name) {
+  for (int P = 1; P <= 4; ++P)
+    for (int M = 1; M <= 8; ++M) {
+      const pp::Schedule s = pp::make_schedule(name, P, M);
+      ASSERT_EQ(static_cast<int>(s.size()), P);
+      EXPECT_NO_THROW(pp::check(s)) << name << " P=" << P << " M=" << M << ": " << error_of(s);
+      const pp::Timeline t = pp::simulate(s);
+      EXPECT_NEAR(t.bubble, pp::bubble_formula(P, M), 1e-12) << name << " P=" << P << " M=" << M;
+      EXPECT_DOUBLE_EQ(t.span, (M + P - 1) * 3.0) << name << " P=" << P << " M=" << M;
+      for (int st = 0; st < P; ++st) {
+        const int expected = name == "gpipe" ? M : std::min(P - st, M);
+        EXPECT_EQ(t.stages[st].peak_live, expected) << name << " P=" << P << " M=" << M << " stage " << st;
+        EXPECT_DOUBLE_EQ(t.stages[st].busy, M * 3.0);
       }
+    }
 }
 
-TEST(L09_Schedule, OneFOneBWarmsUpThenAlternates) {
+TEST(L09_Schedule, GPipeChecksAndPlaysWithTheFormulasBubble) { expect_plays_with_the_formulas("gpipe"); }
+
+// L09.1 (lab task: one_f_one_b)
+TEST(L09_T1_Schedule, OneFOneBChecksAndPlaysWithTheFormulasBubble) { expect_plays_with_the_formulas("1f1b"); }
+
+TEST(L09_T1_Schedule, OneFOneBWarmsUpThenAlternates) {
   // Stage 0 of 4 stages, 6 micro-batches: 3 warm-up forwards, then F B pairs, then 3 backwards.
-  std::string order;
+  // Stage 3, the last: no warm-up, F B from the start.
+  auto order = [](const std::vector<pp::Instruction>& list) {
+    std::string out;
+    for (const auto& in : list)
+      if (in.op == pp::Op::forward || in.op == pp::Op::backward)
+        out.append(1, in.op == pp::Op::forward ? 'F' : 'B').append(std::to_string(in.micro)).append(" ");
+    return out;
+  };
   const pp::Schedule s = pp::one_f_one_b(4, 6);
-  for (const auto& in : s[0])
-    if (in.op == pp::Op::forward || in.op == pp::Op::backward)
-      order.append(1, in.op == pp::Op::forward ? 'F' : 'B').append(std::to_string(in.micro)).append(" ");
-  EXPECT_EQ(order, "F0 F1 F2 F3 B0 F4 B1 F5 B2 B3 B4 B5 ");
+  EXPECT_EQ(order(s[0]), "F0 F1 F2 F3 B0 F4 B1 F5 B2 B3 B4 B5 ");
+  EXPECT_EQ(order(s[3]), "F0 B0 F1 B1 F2 B2 F3 B3 F4 B4 F5 B5 ");
+  // Fewer micro-batches than the warm-up: all forwards, then all backwards, oldest first.
+  EXPECT_EQ(order(pp::one_f_one_b(4, 2)[0]), "F0 F1 B0 B1 ");
 }
 
 TEST(L09_Schedule, RenderDrawsStagesAsRowsOfForwardAndBackwardCells) {
@@ -74,7 +89,7 @@ TEST(L09_Schedule, BrokenListsAreOneClearErrorEach) {
             std::string::npos)
       << error_of(s);
 
-  s = pp::one_f_one_b(2, 3);
+  s = pp::gpipe(2, 3);
   std::swap(s[0][2], s[0][6]);  // stage 0 sends micro-batches' activations out of order
   EXPECT_FALSE(error_of(s).empty());
 

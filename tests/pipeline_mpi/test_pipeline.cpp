@@ -91,10 +91,14 @@ TEST(L09_PipelineEngine, DataTimesPipelineGridTrainsLikeOneRank) {
   expect_like_one_rank(pipeline_json(2, "gpipe", "uniform", 4, /*zero_stage=*/1), "2 x 2 grid, ZeRO-1 per stage");
 }
 
-TEST(L09_PipelineEngine, LiveMicroBatchesAndPointToPointBytesEqualTheFormulas) {
+namespace {
+
+/// 2 steps of `schedule` on P = world stages, M = 8: the second step's live micro-batches per stage, the
+/// activation, gradient and tied bytes against their formulas and against the process group's count.
+void expect_live_and_bytes_like_the_formulas(const std::string& schedule) {
   auto& world = dist::world();
   const int P = world.size(), M = 8;
-  for (const char* schedule : {"gpipe", "1f1b"}) {
+  {
     PipeRun run(pipeline_json(P, schedule, "uniform", M), world);
     dist::ProcessGroup& pipe = *run.pipe->grid().pipe;
     std::int64_t sent_elements = 0;
@@ -106,9 +110,8 @@ TEST(L09_PipelineEngine, LiveMicroBatchesAndPointToPointBytesEqualTheFormulas) {
         if (pipe.stats().log[i].op == "send") sent_elements += pipe.stats().log[i].elements;
     }
     const pipeline::PipelineMeasure m = run.pipe->measure();
-    const std::string gpipe = schedule;
     for (int s = 0; s < P; ++s)  // GPipe stashes all M, 1F1B at most P - s
-      EXPECT_EQ(m.stages[s].peak_live, gpipe == "gpipe" ? M : std::min(P - s, M)) << schedule << ", stage " << s;
+      EXPECT_EQ(m.stages[s].peak_live, schedule == "gpipe" ? M : std::min(P - s, M)) << schedule << ", stage " << s;
     const nn::GPTConfig& g = run.pipe->engine().model().config();
     const std::int64_t act = 2 * 16 * g.n_embd * 4;  // one micro-batch's (B, T, C) f32 activation
     EXPECT_EQ(m.activation_bytes, static_cast<std::int64_t>(P - 1) * M * act) << schedule;
@@ -127,6 +130,39 @@ TEST(L09_PipelineEngine, LiveMicroBatchesAndPointToPointBytesEqualTheFormulas) {
     }
     EXPECT_GE(m.bubble_measured, 0);
     EXPECT_LT(m.bubble_measured, 1);
+  }
+}
+
+}  // namespace
+
+TEST(L09_PipelineEngine, OneFOneBsLiveMicroBatchesAndBytesEqualTheFormulas) {
+  expect_live_and_bytes_like_the_formulas("1f1b");
+}
+
+// ---- L09.3 (lab task: the executor's point-to-point: recv_act, send_act, recv_grad, send_grad) ----
+
+// A count on the receiving side too, or a send counted twice, shows here.
+TEST(L09_T3_PointToPoint, BytesSentEqualTheFormulas) { expect_live_and_bytes_like_the_formulas("gpipe"); }
+
+// The gradient must cross every stage boundary: a received activation that does not require a gradient,
+// or the wrong tensor sent back, leaves the stages before it untrained (AdamW then moves their weights
+// by weight decay only). After 3 steps every stage holds the one-rank model's values.
+TEST(L09_T3_PointToPoint, GradientsCrossEveryStageBoundary) {
+  auto& world = dist::world();
+  PipeRun run(pipeline_json(world.size(), "gpipe", "uniform", 2, 0, /*clip=*/false), world);
+  zero_test::ZeroRun ref(reference_json(run.cfg), nullptr, 11);
+  for (int step = 0; step < 3; ++step) {  // the warm-up's first lr is 0
+    const float a = run.pipe->train_batch(*run.sampler), b = ref.engine->train_batch(*ref.sampler);
+    EXPECT_LT(std::abs(a - b) / std::abs(b), 2e-5) << "step " << step << ": pipeline " << a << " vs 1 rank " << b;
+  }
+  std::map<std::string, Tensor> want;
+  for (auto& [name, p] : ref.engine->model().named_parameters()) want[name] = p;
+  for (auto& [name, p] : run.pipe->held_parameters())
+    EXPECT_LT(zero_test::rel_norm(p.to_vector(), want.at(name).to_vector()), 2e-5)
+        << name << " on stage " << run.pipe->stage() << " of " << world.size();
+  // What stage s received lives in `comm` buffers (the allocator's tag), not among the activations.
+  if (run.pipe->stage() > 0) {
+    EXPECT_GT(memory_stats().peak(MemTag::comm), 0);
   }
 }
 
