@@ -34,6 +34,16 @@ MpiGroup::MpiGroup(MPI_Comm comm, bool owned) : comm_(comm), owned_(owned) {
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);
   MPI_Comm_dup(comm_, &ring_comm_);
+  // Group rank -> world rank, for the trace's point-to-point events (a sub-group's rank 1 may be world rank 2).
+  MPI_Group mine, world;
+  MPI_Comm_group(comm_, &mine);
+  MPI_Comm_group(MPI_COMM_WORLD, &world);
+  std::vector<int> ranks(static_cast<std::size_t>(size_));
+  for (int r = 0; r < size_; ++r) ranks[static_cast<std::size_t>(r)] = r;
+  world_ranks_.resize(ranks.size());
+  MPI_Group_translate_ranks(mine, size_, ranks.data(), world, world_ranks_.data());
+  MPI_Group_free(&mine);
+  MPI_Group_free(&world);
   live_groups().push_back(this);
 }
 
@@ -66,7 +76,7 @@ std::uint64_t MpiGroup::begin_op(const char* op, std::int64_t numel, std::int64_
   e.name = op;
   e.elements = elements;
   e.bytes = elements * static_cast<std::int64_t>(dtype_size(dtype));
-  e.peer = peer;
+  e.peer = peer >= 0 ? world_ranks_[static_cast<std::size_t>(peer)] : -1;  // in the world's numbering
   e.id = events::next_id();
   events::FlatRange::annotate(e);
   const std::uint64_t id = e.id;

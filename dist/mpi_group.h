@@ -79,6 +79,7 @@ class MpiGroup : public ProcessGroup {
   MPI_Comm comm_ = MPI_COMM_NULL;
   MPI_Comm ring_comm_ = MPI_COMM_NULL;
   bool owned_ = false;
+  std::vector<int> world_ranks_;  // [group rank] = its rank in MPI_COMM_WORLD
   std::string last_op_ = "operation";  // "all_reduce of 809600 elements": the one begin_op started last
   std::vector<std::unique_ptr<detail::MpiWork>> pending_sends_;  // buffered sends, oldest first
 };

@@ -61,7 +61,7 @@ struct Event {
   std::int64_t range_end = -1;
   MemTag tag = MemTag::other;        ///< memory: the allocation's tag
   int device = 0;                    ///< memory: 0 = the host (cpu), 1 + index for cuda:index
-  int peer = -1;                     ///< comm point-to-point: the other rank
+  int peer = -1;                     ///< comm point-to-point: the other rank (its world rank)
   std::int64_t step = -1;            ///< phase: the optimizer step (0-based), where known
   std::int64_t micro_step = -1;      ///< phase / compute: the micro-step inside the step, where known
   std::uint64_t id = 0;              ///< pairs a begin with its end (set by Span)

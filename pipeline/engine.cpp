@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "autograd/node.h"
+#include "minitorch/events.h"
 #include "minitorch/not_implemented.h"
 #include "minitorch/ops.h"
 
@@ -18,6 +19,15 @@ using Clock = std::chrono::steady_clock;
 double ms_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
+/// The trace's name of a forward (F3) or backward (B3) slice; built only while a sink listens.
+std::string slice_name(char what, int micro) {
+  std::string name;
+  if (!events::enabled()) return name;
+  name.push_back(what);
+  name.append(std::to_string(micro));
+  return name;
+}
+
 // Message tags on the pipeline group. Between two stages, messages of one tag arrive in the order
 // they were sent, and check() proves that every schedule receives in its peer's sending order.
 constexpr int kActivationTag = 1, kGradientTag = 2, kTiedGradientTag = 3, kTiedWeightTag = 4;
@@ -112,6 +122,9 @@ float PipelineEngine::train_batch(const data::BatchSampler& sampler) {
         break;
       }
       case Op::forward: {
+        // the trace's F<m> slice (only built while a sink listens)
+        const events::Span span(events::Category::compute,
+                                slice_name('F', in.micro).c_str(), "", in.micro);
         const Clock::time_point a = Clock::now();
         mb->output = engine_->run_forward(in.micro, [&] { return stage_forward(*mb); });
         if (plan().head) loss_sum += mb->output.item();
@@ -134,6 +147,8 @@ float PipelineEngine::train_batch(const data::BatchSampler& sampler) {
         break;
       }
       case Op::backward: {
+        const events::Span span(events::Category::compute,
+                                slice_name('B', in.micro).c_str(), "", in.micro);
         const Clock::time_point a = Clock::now();
         // the last stage seeds its loss with loss_scale / M, the others with the received gradient
         const Tensor seed = plan().head ? Tensor::full(mb->output.shape(), engine_->loss_gradient()) : mb->grad_output;

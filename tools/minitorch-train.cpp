@@ -72,7 +72,6 @@ void train(const std::string& config_path, std::string data_path, std::int64_t s
     if (!out.empty())
       throw std::runtime_error("saving a checkpoint of a pipeline run (pipeline.stages > 1) is not implemented yet: "
                                "pass --out \"\" or set training.checkpoint to \"\"");
-    if (!trace_dir.empty()) throw std::runtime_error("--trace: step traces of pipeline runs are not implemented yet");
   }
   if (world.rank() == 0) {  // found now, not after an hour of training
     if (!out.empty()) tools::ensure_writable(out, "--out", sharded_save);
@@ -201,7 +200,20 @@ void train(const std::string& config_path, std::string data_path, std::int64_t s
                                                               " shards and a manifest)").c_str() : "");
   }
   listening.reset();
-  if (tracer) {
+  if (tracer && pipe) {  // the schedule's picture: F<m> / B<m> per stage, every send and receive
+    const nlohmann::json about = {{"strategy", engine->strategy().name()}, {"zero_stage", cfg.zero.stage},
+                                  {"world_size", world.size()}, {"steps", engine->global_steps()},
+                                  {"config", config_path}, {"pipeline_stages", pipe->stages()},
+                                  {"schedule", cfg.pipeline.schedule},
+                                  {"micro_batches", cfg.gradient_accumulation_steps}};
+    const std::string path = zero::write_chrome_trace(trace_dir, *tracer, &world, about);
+    if (world.rank() == 0) {
+      std::printf("wrote %s (open it in https://ui.perfetto.dev or chrome://tracing: a track per rank, F<m> and B<m> "
+                  "per micro-batch, arrows from each send to its receive)\n", path.c_str());
+      std::printf("no frames.json or trace.html: their per-rank state is one model's shards, and a pipeline's stages "
+                  "hold different layers\n");
+    }
+  } else if (tracer) {
     const nlohmann::json about = {{"strategy", engine->strategy().name()}, {"zero_stage", cfg.zero.stage},
                                   {"world_size", world.size()}, {"steps", engine->global_steps()},
                                   {"config", config_path}};

@@ -102,7 +102,9 @@ json chrome_events(const std::vector<events::Event>& evs, int rank, const std::a
       }
       case events::Kind::begin:
         open[e.id] = &e;
-        if (e.category == events::Category::comm && comm_thread(e.name) > 0) seq_of[e.id] = seq[e.name]++;
+        // a send or recv pairs with the other side's k-th transfer between the same two ranks
+        if (e.category == events::Category::comm && comm_thread(e.name) > 0)
+          seq_of[e.id] = seq[comm_thread(e.name) == 5 ? e.name + " " + std::to_string(e.peer) : e.name]++;
         break;
       case events::Kind::end: {
         auto it = open.find(e.id);
@@ -142,8 +144,16 @@ json chrome_trace(const std::vector<json>& per_rank, const json& about) {
     all.push_back({{"ph", "M"}, {"name", "process_sort_index"}, {"pid", pid}, {"args", {{"sort_index", pid}}}});
     for (const json& e : per_rank[r]) {
       if (e.contains("tid")) threads.insert({pid, e["tid"].get<int>()});
-      if (e["ph"] == "X" && e["cat"] == "comm" && e["args"].contains("seq"))
-        groups[{e["name"].get<std::string>(), e["args"]["seq"].get<std::int64_t>()}].push_back(&e);
+      if (e["ph"] != "X" || e["cat"] != "comm" || !e["args"].contains("seq")) continue;
+      const std::string op = e["name"].get<std::string>();
+      if (op == "send" || op == "recv") {  // sender -> receiver: "p2p 0>2"
+        const int peer = e["args"].value("peer", -1);
+        const std::string key = op == "send" ? std::to_string(pid) + ">" + std::to_string(peer)
+                                             : std::to_string(peer) + ">" + std::to_string(pid);
+        groups[{"p2p " + key, e["args"]["seq"].get<std::int64_t>()}].push_back(&e);
+      } else {
+        groups[{op, e["args"]["seq"].get<std::int64_t>()}].push_back(&e);
+      }
     }
   }
   for (const auto& [pid, tid] : threads) {
@@ -158,7 +168,11 @@ json chrome_trace(const std::vector<json>& per_rank, const json& about) {
   std::int64_t flow_id = 1;
   for (auto& [key, members] : groups) {
     if (members.size() < 2) continue;
-    std::sort(members.begin(), members.end(), [](const json* a, const json* b) { return (*a)["ts"] < (*b)["ts"]; });
+    // by start; a transfer's arrow starts at its send (the receiver may have been waiting before it)
+    std::sort(members.begin(), members.end(), [](const json* a, const json* b) {
+      const bool sa = (*a)["name"] == "send", sb = (*b)["name"] == "send";
+      return sa != sb ? sa : (*a)["ts"] < (*b)["ts"];
+    });
     for (std::size_t i = 0; i < members.size(); ++i) {
       const json& e = *members[i];
       const char* ph = i == 0 ? "s" : i + 1 == members.size() ? "f" : "t";

@@ -14,10 +14,13 @@
 ///   tid 2  reduce_scatter  and what it is ("zero bucket"), seq (the k-th launched). Two of one kind in
 ///   tid 3  all_gather      flight at once would not nest on one thread: the second goes on a lane of
 ///   tid 4  broadcast       its own, tid 10·stream + lane
-///   tid 5  p2p             send / recv (args.peer)
+///   tid 5  p2p             send / recv (args.peer: the other rank, world numbering; seq: the k-th
+///                          transfer between the two ranks)
 ///   memory                 `C` counters, one track per allocator tag (bytes)
 ///
-/// Flow arrows join the k-th launched collective of the same op on every rank (the ranks of one collective).
+/// Flow arrows join the k-th launched collective of the same op on every rank (the ranks of one collective),
+/// and each send to its receive. A pipeline run's compute track holds one `F<m>` / `B<m>` slice per
+/// micro-batch m (pipeline/engine.cpp) around the engine's forward / backward: the schedule's picture.
 ///
 /// \code
 ///   trace::TraceRecorder rec(&report);      // forwards every event to the run report too

@@ -32,6 +32,13 @@ nlohmann::json frames_run(const Engine& engine, int world_size);
 /// \endcode
 nlohmann::json gather_frames(const std::vector<events::Event>& events, dist::ProcessGroup* group, const Engine& engine);
 
+/// DIR/trace.json alone: every rank's recorded events gathered to rank 0, which writes them as one
+/// Chrome trace (a temp file, then renamed; `about` in otherData). Every rank calls it (nullptr
+/// group: one rank); returns the path on every rank. Pipeline runs write only this: their stages
+/// hold different layers, which frames.json's per-rank state of one model does not describe.
+std::string write_chrome_trace(const std::string& dir, const trace::TraceRecorder& recorder, dist::ProcessGroup* group,
+                               const nlohmann::json& about);
+
 /// Gathers every rank's recorded events to rank 0, which writes the three files into `dir` (each a
 /// temp file, then renamed). `about` lands in trace.json's otherData (the run: strategy, stage,
 /// ranks, ...). Every rank calls it (nullptr group: one rank). Returns the path of trace.json (on

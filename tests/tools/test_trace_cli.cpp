@@ -74,3 +74,41 @@ TEST(L07_TraceCli, AnUnwritableTraceDirectoryIsRefusedBeforeTraining) {
   EXPECT_THAT(r.output, HasSubstr("--trace"));
   EXPECT_THAT(r.output, testing::Not(HasSubstr("model GPTConfig")));
 }
+
+// A pipeline run's trace is the schedule's picture: on each rank's compute track one F<m> and one B<m>
+// slice per micro-batch per step, in the schedule's order (GPipe here: all forwards, then the
+// backwards from the last micro-batch), and an arrow from every send to its receive.
+TEST(L09_TraceCli, PipelineRunDrawsTheScheduleAndJoinsEachSendToItsReceive) {
+  mt_test::TempDir dir;
+  const std::string data = mt_test::write_corpus(dir), out = dir.path("trace"), config = dir.path("pipe.json");
+  std::ofstream(config) << R"({"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 3,
+    "optimizer": {"type": "AdamW", "params": {"lr": 1e-3}},
+    "pipeline": {"stages": 2, "schedule": "gpipe", "partition_method": "uniform"},
+    "model": {"name": "baby", "n_layer": 2, "n_head": 2, "n_embd": 16, "block_size": 16},
+    "training": {"steps": 2, "eval_interval": 0, "checkpoint": ""}})";
+  auto r = run_command(mt_test::mpirun_command("minitorch-train", 2, "--config " + config + " --data " + data +
+                                                                         " --trace " + out));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("wrote " + out + "/trace.json"));
+  EXPECT_THAT(r.output, HasSubstr("no frames.json or trace.html"));
+  const json file = json::parse(std::ifstream(out + "/trace.json"));
+  EXPECT_EQ(minitorch::trace::check_chrome_trace(file), "");
+  EXPECT_EQ(file["otherData"]["pipeline_stages"], 2);
+  std::string slices[2];
+  int sends = 0, receives = 0, arrows = 0;
+  for (const json& e : file["traceEvents"]) {
+    if (e["ph"] == "X" && e["tid"] == 0) {
+      const std::string name = e["name"];
+      if (name.size() == 2 && (name[0] == 'F' || name[0] == 'B')) slices[e["pid"].get<int>()] += name + " ";
+    }
+    if (e["ph"] == "X" && e["name"] == "send") ++sends;
+    if (e["ph"] == "X" && e["name"] == "recv") ++receives;
+    if (e["ph"] == "s" && e["name"].get<std::string>().rfind("p2p ", 0) == 0) ++arrows;
+  }
+  for (int rank = 0; rank < 2; ++rank)
+    EXPECT_EQ(slices[rank], "F0 F1 F2 B2 B1 B0 F0 F1 F2 B2 B1 B0 ") << "rank " << rank;
+  // per step: 3 activations, 3 gradients, the tied gradient and the tied weight
+  EXPECT_EQ(sends, 2 * 8);
+  EXPECT_EQ(receives, 2 * 8);
+  EXPECT_EQ(arrows, 2 * 8);
+}
