@@ -266,4 +266,19 @@ std::string render(const Timeline& t) {
   return out;
 }
 
+nlohmann::json timeline_json(const Timeline& timeline) {
+  nlohmann::json stages = nlohmann::json::array();
+  for (const StageTimeline& st : timeline.stages) {
+    nlohmann::json slots = nlohmann::json::array();
+    for (const Slot& slot : st.slots)
+      slots.push_back({{"kind", slot.instruction.op == Op::forward ? "F" : "B"},
+                       {"micro", slot.instruction.micro},
+                       {"start", slot.start},
+                       {"end", slot.end}});
+    stages.push_back(std::move(slots));
+  }
+  return {{"stages", stages}, {"micro_batches", timeline.micro_batches}, {"span", timeline.span},
+          {"bubble", timeline.bubble}};
+}
+
 }  // namespace minitorch::pipeline

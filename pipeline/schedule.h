@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace minitorch::pipeline {
 
 /// What a stage does next. Sends are non-blocking (the executor posts them and goes on); a receive
@@ -86,5 +88,9 @@ double bubble_formula(int stages, int micro_batches);
 /// The timeline as text: one row per stage, one 3-character cell per time unit: "F3 " for micro-batch 3's
 /// forward, "B3 " then "·· " for its (longer) backward, "   " idle.
 std::string render(const Timeline& timeline);
+
+/// The timeline as the pipeline trace page draws it (trace/html_player.h): {"stages": [[{"kind": "F",
+/// "micro": 0, "start": 0, "end": 1}, ...] per stage], "micro_batches", "span", "bubble"}.
+nlohmann::json timeline_json(const Timeline& timeline);
 
 }  // namespace minitorch::pipeline

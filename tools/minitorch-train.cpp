@@ -7,7 +7,7 @@
 // micro-batches (DDP), rank 0 prints and saves, the others are silent. An error on any rank ends the
 // whole job with that rank's message. Without mpirun it is one rank (MPI singleton).
 // --trace DIR records every rank's events and writes DIR/trace.json (Chrome trace format, docs/trace.md),
-// DIR/frames.json (docs/frames.md) and DIR/trace.html.
+// DIR/frames.json (docs/frames.md) and DIR/trace.html; a pipeline run: trace.json and its trace.html only.
 // --report writes the run report (docs/report.md): losses, memory and traffic per rank, the formulas.
 // --comm-timeout (overrides comm.timeout_s, default 300): a rank that waits longer than this for the
 // others in one collective or receive ends the job, naming the operation — a stopped rank never hangs it.
@@ -23,12 +23,14 @@
 #include "data/text_dataset.h"
 #include "dist/process_group.h"
 #include "minitorch/parallel.h"
+#include "pipeline/engine.h"
+#include "pipeline/schedule.h"
+#include "trace/html_player.h"
 #include "zero/checkpoint.h"
+#include "zero/engine.h"
+#include "zero/report.h"
 #include "zero/sharded_checkpoint.h"
 #include "zero/step_trace.h"
-#include "zero/engine.h"
-#include "pipeline/engine.h"
-#include "zero/report.h"
 
 using namespace minitorch;
 
@@ -208,10 +210,14 @@ void train(const std::string& config_path, std::string data_path, std::int64_t s
                                   {"micro_batches", cfg.gradient_accumulation_steps}};
     const std::string path = zero::write_chrome_trace(trace_dir, *tracer, &world, about);
     if (world.rank() == 0) {
+      const pipeline::Timeline predicted = pipeline::simulate(pipeline::make_schedule(
+          cfg.pipeline.schedule, pipe->stages(), static_cast<int>(cfg.gradient_accumulation_steps)));
+      const std::string page = trace::write_pipeline_html(trace_dir, pipeline::timeline_json(predicted));
       std::printf("wrote %s (open it in https://ui.perfetto.dev or chrome://tracing: a track per rank, F<m> and B<m> "
                   "per micro-batch, arrows from each send to its receive)\n", path.c_str());
-      std::printf("no frames.json or trace.html: their per-rank state is one model's shards, and a pipeline's stages "
-                  "hold different layers\n");
+      std::printf("wrote %s (open it in a browser: the predicted schedule above the measured step, played)\n"
+                  "no frames.json: its per-rank state is one model's shards, and a pipeline's stages hold different "
+                  "layers\n", page.c_str());
     }
   } else if (tracer) {
     const nlohmann::json about = {{"strategy", engine->strategy().name()}, {"zero_stage", cfg.zero.stage},

@@ -152,3 +152,40 @@ TEST(L07_TraceFrames, OwnersFollowTheShardsOfEachBucket) {
   EXPECT_EQ(r0.memory[0].second, 809600);
   EXPECT_EQ(r0.memory_total(), 809600 + 1619200 + 4096);
 }
+
+// ---- a pipeline run's page (trace/pipeline_player.html) ----
+
+namespace {
+/// The text inside <script type="application/json" id="pipeline">.
+std::string embedded_pipeline_json(const std::string& page) {
+  const std::string open = "<script type=\"application/json\" id=\"pipeline\">";
+  const std::size_t a = page.find(open);
+  if (a == std::string::npos) return "";
+  return page.substr(a + open.size(), page.find("</script>", a) - a - open.size());
+}
+}  // namespace
+
+TEST(L09_TraceHtml, PipelinePageEmbedsTheTraceWithoutMemoryAndThePrediction) {
+  const std::string& t = trace::pipeline_player_template();
+  const std::size_t at = t.find(trace::kPipelinePlaceholder);
+  ASSERT_NE(at, std::string::npos);
+  EXPECT_EQ(t.find(trace::kPipelinePlaceholder, at + 1), std::string::npos);
+  for (const char* id : {"step-index", "btn-play", "btn-start", "btn-end", "btn-prev-step", "btn-next-step", "alive", "time"})
+    EXPECT_TRUE(contains(t, std::string("id=\"") + id + "\"")) << id;
+  const nlohmann::json tr = {
+      {"traceEvents",
+       {{{"ph", "X"}, {"name", "F0"}, {"pid", 0}, {"tid", 0}, {"ts", 1.0}, {"dur", 2.0}},
+        {{"ph", "C"}, {"name", "memory"}, {"pid", 0}, {"ts", 1.0}, {"args", {{"activation", 64}}}},
+        {{"ph", "i"}, {"name", "step_end"}, {"pid", 0}, {"tid", 0}, {"ts", 9.0}, {"args", {{"step", 0}, {"scope", "</script><!--"}}}}}},
+      {"otherData", {{"pipeline_stages", 2}}}};
+  const nlohmann::json predicted = {{"stages", nlohmann::json::array()}, {"span", 3}, {"bubble", 0.25}, {"micro_batches", 1}};
+  const std::string page = trace::render_pipeline_html(tr, predicted);
+  const std::string data = embedded_pipeline_json(page);
+  EXPECT_EQ(data.find('<'), std::string::npos) << "a '<' in the data could end its script block";
+  const nlohmann::json back = nlohmann::json::parse(data);
+  EXPECT_EQ(back["predicted"], predicted);
+  ASSERT_EQ(back["trace"]["traceEvents"].size(), 2u) << "the memory counter is dropped";
+  EXPECT_EQ(back["trace"]["traceEvents"][1]["args"]["scope"], "</script><!--");
+  EXPECT_EQ(back["trace"]["otherData"]["pipeline_stages"], 2);
+  EXPECT_THROW(trace::render_pipeline_html(nlohmann::json::array(), predicted), trace::FramesError);
+}
