@@ -18,9 +18,9 @@ namespace {
 const std::string kZero3 = mt_test::source("tests/trace/data/zero3_4ranks/frames.json");
 const std::string kZero1 = mt_test::source("tests/trace/data/zero1_2ranks/frames.json");
 
-/// The text between <script type="application/json" id="frames"> and the next </script>.
-std::string embedded_json(const std::string& page) {
-  const std::string open = "<script type=\"application/json\" id=\"frames\">";
+/// The text between <script type="application/json" id="ID"> and the next </script>.
+std::string embedded_json(const std::string& page, const std::string& id = "frames") {
+  const std::string open = "<script type=\"application/json\" id=\"" + id + "\">";
   const std::size_t a = page.find(open);
   if (a == std::string::npos) return "";
   const std::size_t b = page.find("</script>", a);
@@ -155,16 +155,6 @@ TEST(L07_TraceFrames, OwnersFollowTheShardsOfEachBucket) {
 
 // ---- a pipeline run's page (trace/pipeline_player.html) ----
 
-namespace {
-/// The text inside <script type="application/json" id="pipeline">.
-std::string embedded_pipeline_json(const std::string& page) {
-  const std::string open = "<script type=\"application/json\" id=\"pipeline\">";
-  const std::size_t a = page.find(open);
-  if (a == std::string::npos) return "";
-  return page.substr(a + open.size(), page.find("</script>", a) - a - open.size());
-}
-}  // namespace
-
 TEST(L09_TraceHtml, PipelinePageEmbedsTheTraceWithoutMemoryAndThePrediction) {
   const std::string& t = trace::pipeline_player_template();
   const std::size_t at = t.find(trace::kPipelinePlaceholder);
@@ -180,7 +170,7 @@ TEST(L09_TraceHtml, PipelinePageEmbedsTheTraceWithoutMemoryAndThePrediction) {
       {"otherData", {{"pipeline_stages", 2}}}};
   const nlohmann::json predicted = {{"stages", nlohmann::json::array()}, {"span", 3}, {"bubble", 0.25}, {"micro_batches", 1}};
   const std::string page = trace::render_pipeline_html(tr, predicted);
-  const std::string data = embedded_pipeline_json(page);
+  const std::string data = embedded_json(page, "pipeline");
   EXPECT_EQ(data.find('<'), std::string::npos) << "a '<' in the data could end its script block";
   const nlohmann::json back = nlohmann::json::parse(data);
   EXPECT_EQ(back["predicted"], predicted);
