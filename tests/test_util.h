@@ -11,6 +11,7 @@
 #include <fstream>
 #include <functional>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 
 namespace mt_test {
@@ -92,6 +93,19 @@ inline std::string read_text(const std::string& path) {
 }
 inline std::string bin(const std::string& name) { return std::string(MT_BIN_DIR) + "/" + name; }
 inline std::string source(const std::string& rel) { return std::string(MT_SOURCE_DIR) + "/" + rel; }
+
+/// A copy of the shipped config `rel` (configs/*.json) in `dir` whose baby GPT is made tiny (1 layer,
+/// C 16, T 16): every other setting (the stage, buckets, optimizer, schedule) stays the one a user runs.
+/// For the CLI tests that train several times on up to 4 ranks: seconds a run under make sanitize, not
+/// half a minute. Throws if the config does not name the baby model as the shipped ones do.
+inline std::string tiny_model_copy(const TempDir& dir, const std::string& rel) {
+  const std::string baby = R"("model": {"name": "baby"})";
+  std::string text = read_text(source(rel));
+  const std::size_t at = text.find(baby);
+  if (at == std::string::npos) throw std::runtime_error(rel + " does not say " + baby);
+  text.replace(at, baby.size(), R"("model": {"name": "baby", "n_layer": 1, "n_head": 2, "n_embd": 16, "block_size": 16})");
+  return dir.write("tiny_" + std::filesystem::path(rel).filename().string(), text);
+}
 
 #ifdef MT_MPIEXEC
 /// `mpirun -np N build/bin/PROGRAM ARGS` as a shell command, in a clean environment: once the test

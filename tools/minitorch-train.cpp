@@ -40,9 +40,15 @@ std::string progress_bar(std::int64_t done, std::int64_t total, int width = 20) 
   return "[" + std::string(static_cast<std::size_t>(filled), '#') + std::string(static_cast<std::size_t>(width - filled), '.') + "]";
 }
 
-void train(const std::string& config_path, std::string data_path, std::int64_t steps_override,
-           std::int64_t seed_override, const std::string& resume, std::optional<std::string> out_flag,
-           const std::string& report_path, const std::string& trace_dir, std::optional<double> comm_timeout) {
+/// The command line's overrides of config values (-1 / empty: keep the config's).
+struct Overrides {
+  std::int64_t steps = -1, seed = -1, eval_iters = -1;
+  std::optional<double> comm_timeout;
+};
+
+void train(const std::string& config_path, std::string data_path, const Overrides& flags, const std::string& resume,
+           std::optional<std::string> out_flag, const std::string& report_path, const std::string& trace_dir) {
+  const std::int64_t steps_override = flags.steps;
   dist::ProcessGroup& world = dist::world();
   zero::Config cfg = zero::Config::from_file(config_path, world.size());
   if (world.rank() == 0)
@@ -60,8 +66,9 @@ void train(const std::string& config_path, std::string data_path, std::int64_t s
     }
     cfg.training.steps = steps_override;
   }
-  if (seed_override >= 0) cfg.training.seed = static_cast<std::uint64_t>(seed_override);
-  if (comm_timeout) cfg.comm.timeout_s = *comm_timeout;
+  if (flags.seed >= 0) cfg.training.seed = static_cast<std::uint64_t>(flags.seed);
+  if (flags.eval_iters >= 0) cfg.training.eval_iters = flags.eval_iters;
+  if (flags.comm_timeout) cfg.comm.timeout_s = *flags.comm_timeout;
   world.set_timeout(cfg.comm.timeout_s);  // the engine sets it too; this covers the traffic before it
   if (data_path.empty()) data_path = cfg.training.data.empty() ? "datasets/kjv.txt" : cfg.training.data;
   const std::string out = out_flag ? *out_flag : cfg.training.checkpoint;  // "" = don't save
@@ -249,12 +256,13 @@ int main(int argc, char** argv) {
   CLI::App app{"minitorch-train: train a GPT from a DeepSpeed-style config"};
   std::string config, data, resume, report, trace_dir;
   std::optional<std::string> out;
-  std::int64_t steps = -1, seed = -1;
-  std::optional<double> comm_timeout;
+  Overrides flags;
   app.add_option("--config", config, "DeepSpeed-style JSON config (configs/*.json)")->required();
   app.add_option("--data", data, "UTF-8 text file to train on (default: training.data, else datasets/kjv.txt)");
-  app.add_option("--steps", steps, "optimizer steps (overrides training.steps)")->check(tools::decimal<std::int64_t>(0));
-  app.add_option("--seed", seed, "seed for init and batches (overrides training.seed)")->check(tools::decimal<std::int64_t>(0));
+  app.add_option("--steps", flags.steps, "optimizer steps (overrides training.steps)")->check(tools::decimal<std::int64_t>(0));
+  app.add_option("--seed", flags.seed, "seed for init and batches (overrides training.seed)")->check(tools::decimal<std::int64_t>(0));
+  app.add_option("--eval-iters", flags.eval_iters, "batches per validation (overrides training.eval_iters; >= 1)")
+      ->check(tools::decimal<std::int64_t>(1));
   app.add_option("--resume", resume, "checkpoint to continue from: one complete save (CKPT, CKPT.optim, CKPT.manifest.json; or a sharded CKPT/ directory), from any number of ranks and any stage");
   app.add_option("--report", report, "write the run report (JSON, docs/report.md) to this path at the end");
   app.add_option("--trace", trace_dir,
@@ -262,13 +270,13 @@ int main(int argc, char** argv) {
                  "chrome://tracing; docs/trace.md), DIR/frames.json (the state after each phase; docs/frames.md) and "
                  "DIR/trace.html (its animated player) at the end. Meant for a few steps");
   app.add_option("--out", out, "where to save the checkpoint (overrides training.checkpoint; \"\" = don't save)");
-  app.add_option("--comm-timeout", comm_timeout,
+  app.add_option("--comm-timeout", flags.comm_timeout,
                  "seconds a rank waits for the others in one collective or receive before it ends the job "
                  "(overrides comm.timeout_s; default 300)")
       ->check(CLI::PositiveNumber);
   return tools::run_tool(app, argc, argv, [&] {
     try {
-      train(config, data, steps, seed, resume, out, report, trace_dir, comm_timeout);
+      train(config, data, flags, resume, out, report, trace_dir);
     } catch (const std::exception& e) {
       // The other ranks would wait for us forever; the job exits with our status.
       if (world.size() > 1) dist::abort_job(e.what(), tools::exit_status_of(e));

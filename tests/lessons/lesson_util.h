@@ -292,16 +292,21 @@ inline std::string stale(const std::string& name) {
   std::smatch m;
   std::string problems;
   // make targets
-  if (std::regex_match(name, m, std::regex(R"(make ([\w-]+).*)"))) {
+  // The patterns are built once: std::regex's construction dominates this check under make sanitize.
+  static const std::regex make_re(R"(make ([\w-]+).*)"), lesson_re(R"((?:test-)?lesson-(\d\d))"),
+      test_re(R"(\b(L\d\d_(?:T\d+_?)?[A-Za-z0-9]*)(?:\.([A-Za-z0-9_]+))?)"),  // L05_T1_Ring.X, L05_T1
+      path_re(R"((?:^|\s|')([A-Za-z_][\w.-]*/[\w./{},-]*[\w}]))"), lesson_prog_re(R"(lesson-(\d\d))"),
+      test_prog_re(R"(test-(\w+))"), bench_prog_re(R"(bench-(\w+))"), braces_re(R"((.*)\{([^}]*)\}(.*))"),
+      id_re(R"(([A-Za-z_]\w*(?:(?:::|\.)[A-Za-z_]\w*)*)(?:\(\))?)"), test_name_re(R"(L\d\d_\w+(\.\w+)?)");
+  if (std::regex_match(name, m, make_re)) {
     const std::string target = m[1];
     std::smatch l;
-    const bool lesson_rule = std::regex_match(target, l, std::regex(R"((?:test-)?lesson-(\d\d))")) &&
+    const bool lesson_rule = std::regex_match(target, l, lesson_re) &&
                              lesson_dir(l[1]).rfind("(no", 0) != 0 && code.text.find("lesson-%:") != std::string::npos;
     if (!lesson_rule && !std::regex_search(read_text(kSource + "/Makefile"), std::regex("(^|\\n|\\s)" + target + ":")))
       problems += "no make target '" + target + "'; ";
   }
   // test suites and tests: `ctest -R L03_Data` selects the suites that start so; L05_DDP.Name is one test
-  const std::regex test_re(R"(\b(L\d\d_(?:T\d+_?)?[A-Za-z0-9]*)(?:\.([A-Za-z0-9_]+))?)");  // L05_T1_Ring.X, L05_T1
   for (auto it = std::sregex_iterator(name.begin(), name.end(), test_re); it != std::sregex_iterator(); ++it) {
     const std::string suite = (*it)[1], test = (*it)[2];
     const bool truncated = name.compare((*it).position() + (*it).length(), 3, "...") == 0;
@@ -315,7 +320,6 @@ inline std::string stale(const std::string& name) {
     }
   }
   // paths: source files, and programs in build/bin
-  const std::regex path_re(R"((?:^|\s|')([A-Za-z_][\w.-]*/[\w./{},-]*[\w}]))");
   for (auto it = std::sregex_iterator(name.begin(), name.end(), path_re); it != std::sregex_iterator(); ++it) {
     const std::string path = (*it)[1];
     if (path.rfind("datasets/", 0) == 0 || path.rfind("out/", 0) == 0) continue;  // made by runs, not in git
@@ -324,16 +328,16 @@ inline std::string stale(const std::string& name) {
       std::smatch p;
       bool ok = fs::exists(kSource + "/tools/" + prog + ".cpp") ||
                 (prog == "minitorch-grade" && fs::exists(kSource + "/tools/labs/minitorch_grade.py"));
-      if (std::regex_match(prog, p, std::regex(R"(lesson-(\d\d))"))) ok = lesson_dir(p[1]).rfind("(no", 0) != 0;
-      if (std::regex_match(prog, p, std::regex(R"(test-(\w+))"))) ok = fs::is_directory(kSource + "/tests/" + p[1].str());
-      if (std::regex_match(prog, p, std::regex(R"(bench-(\w+))"))) ok = fs::exists(kSource + "/bench/" + p[1].str() + ".cpp");
+      if (std::regex_match(prog, p, lesson_prog_re)) ok = lesson_dir(p[1]).rfind("(no", 0) != 0;
+      if (std::regex_match(prog, p, test_prog_re)) ok = fs::is_directory(kSource + "/tests/" + p[1].str());
+      if (std::regex_match(prog, p, bench_prog_re)) ok = fs::exists(kSource + "/bench/" + p[1].str() + ".cpp");
       if (!ok) problems += "no program " + path + "; ";
       continue;
     }
     if (path.rfind("build", 0) == 0) continue;
     std::vector<std::string> expanded{path};  // dist/ddp.{h,cpp}
     std::smatch b;
-    if (std::regex_match(path, b, std::regex(R"((.*)\{([^}]*)\}(.*))"))) {
+    if (std::regex_match(path, b, braces_re)) {
       expanded.clear();
       std::istringstream alts(b[2].str());
       for (std::string alt; std::getline(alts, alt, ',');) expanded.push_back(b[1].str() + alt + b[3].str());
@@ -342,8 +346,8 @@ inline std::string stale(const std::string& name) {
       if (!fs::exists(kSource + "/" + e)) problems += "no file " + e + "; ";
   }
   // code identifiers: release_saved, Tensor::view, w.grad(), contiguous() (test names are checked above)
-  if (std::regex_match(name, m, std::regex(R"(([A-Za-z_]\w*(?:(?:::|\.)[A-Za-z_]\w*)*)(?:\(\))?)")) &&
-      !std::regex_match(name, std::regex(R"(L\d\d_\w+(\.\w+)?)"))) {
+  if (std::regex_match(name, m, id_re) &&
+      !std::regex_match(name, test_name_re)) {
     const std::string id = m[1];
     const std::size_t dot = id.rfind('.');
     bool ok;

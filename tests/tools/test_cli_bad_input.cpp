@@ -81,6 +81,20 @@ TEST(L03_TrainCli, EvalItersBeyondTheValidationSplitIsClampedWithAWarning) {
   EXPECT_THAT(r.output, HasSubstr("val loss"));
 }
 
+TEST(L03_TrainCli, EvalItersFlagOverridesTheConfigAndZeroIsAUsageError) {
+  mt_test::TempDir dir;
+  const std::string cfg = config(kModel, R"("steps": 1, "eval_interval": 1, "eval_iters": 1000000)");
+  auto r = run_command(train(dir, cfg, "--eval-iters 2"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, testing::Not(HasSubstr("warning: training.eval_iters"))) << "2 of the 3 batches: no clamp";
+  EXPECT_THAT(r.output, HasSubstr("val loss"));
+  r = run_command(train(dir, cfg, "--eval-iters 5"));  // the flag's value is what the clamp sees
+  EXPECT_THAT(r.output, HasSubstr("warning: training.eval_iters 5 is more than the 3 batches")) << r.output;
+  r = run_command(train(dir, cfg, "--eval-iters 0"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("--eval-iters: must be at least 1, got 0"));
+}
+
 TEST(L03_SampleCli, PaddedVocabularyNeverSamplesUndecodableIds) {
   mt_test::TempDir dir;  // vocab_size 128 for a ~25-character corpus: sampling drew ids >= 25
   const std::string ckpt = dir.path("m.safetensors");

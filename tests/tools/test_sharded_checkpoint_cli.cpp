@@ -1,6 +1,7 @@
 // Sharded checkpoints as a user runs them: mpirun minitorch-train --out DIR at stage >= 1, then
 // --resume DIR on another number of ranks (4 -> 2, 4 -> 1, 2 -> 4), each continuing with the losses of
-// the run that was never interrupted; minitorch-consolidate's file evaluates and samples.
+// the run that was never interrupted; minitorch-consolidate's file evaluates and samples. The runs train
+// the shipped configs' settings on a tiny model (mt_test::tiny_model_copy).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -23,11 +24,11 @@ std::vector<double> losses_of(const std::string& report) {
   return out;
 }
 
-/// minitorch-train on `np` ranks with `config`, up to step `steps`; extra flags after.
+/// minitorch-train on `np` ranks with the config file `config`, up to step `steps`; extra flags after.
 mt_test::CommandResult train(int np, const std::string& config, const std::string& data, int steps,
                              const std::string& extra) {
   return run_command(mt_test::mpirun_command("minitorch-train", np,
-                                             "--config " + mt_test::source(config) + " --data " + data + " --steps " +
+                                             "--config " + config + " --data " + data + " --steps " +
                                                  std::to_string(steps) + " " + extra));
 }
 }  // namespace
@@ -45,12 +46,13 @@ TEST(L06_ShardedCheckpointCli, ResumeOnAnotherNumberOfRanksContinuesTheSameTrain
                             std::to_string(c.resume_np);
     SCOPED_TRACE(tag);
     const std::string ckpt = dir.path(tag), whole = dir.path(tag + "_whole.json"), resumed = dir.path(tag + "_resumed.json");
-    auto r = train(c.save_np, c.config, data, 6, "--out '' --report " + whole);
+    const std::string config = mt_test::tiny_model_copy(dir, c.config);
+    auto r = train(c.save_np, config, data, 6, "--out '' --report " + whole);
     ASSERT_EQ(r.exit_code, 0) << r.output;
-    r = train(c.save_np, c.config, data, 3, "--out " + ckpt);
+    r = train(c.save_np, config, data, 3, "--out " + ckpt);
     ASSERT_EQ(r.exit_code, 0) << r.output;
     EXPECT_THAT(r.output, HasSubstr("saved " + ckpt + " (" + std::to_string(c.save_np) + " shards and a manifest)"));
-    r = train(c.resume_np, c.config, data, 6, "--resume " + ckpt + " --out '' --report " + resumed);
+    r = train(c.resume_np, config, data, 6, "--resume " + ckpt + " --out '' --report " + resumed);
     ASSERT_EQ(r.exit_code, 0) << r.output;
     EXPECT_THAT(r.output, HasSubstr("the data order changes among the ranks")) << "a warning, once";
     const std::vector<double> a = losses_of(whole), b = losses_of(resumed);
@@ -64,10 +66,11 @@ TEST(L06_ShardedCheckpointCli, ResumeOnAnotherNumberOfRanksContinuesTheSameTrain
 TEST(L06_ShardedCheckpointCli, ResumeOnTheSameRanksIsBitIdenticalAndConsolidatedWeightsEvaluate) {
   mt_test::TempDir dir;
   const std::string data = mt_test::write_corpus(dir), ckpt = dir.path("ckpt"), model = dir.path("model.safetensors");
-  auto r = train(2, "configs/zero1.json", data, 4, "--out '' --report " + dir.path("whole.json"));
+  const std::string config = mt_test::tiny_model_copy(dir, "configs/zero1.json");
+  auto r = train(2, config, data, 4, "--out '' --report " + dir.path("whole.json"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  ASSERT_EQ(train(2, "configs/zero1.json", data, 2, "--out " + ckpt).exit_code, 0);
-  r = train(2, "configs/zero1.json", data, 4, "--resume " + ckpt + " --out '' --report " + dir.path("resumed.json"));
+  ASSERT_EQ(train(2, config, data, 2, "--out " + ckpt).exit_code, 0);
+  r = train(2, config, data, 4, "--resume " + ckpt + " --out '' --report " + dir.path("resumed.json"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const std::vector<double> a = losses_of(dir.path("whole.json")), b = losses_of(dir.path("resumed.json"));
   ASSERT_EQ(b.size(), 2u);
@@ -95,7 +98,7 @@ TEST(L06_ShardedCheckpointCli, ResumeOnTheSameRanksIsBitIdenticalAndConsolidated
 TEST(L06_ShardedCheckpointCli, OutThatIsAFileIsRefusedBeforeTraining) {
   mt_test::TempDir dir;
   const std::string file = dir.write("taken", "not a checkpoint");
-  auto r = train(2, "configs/zero2.json", mt_test::write_corpus(dir), 2, "--out " + file);
+  auto r = train(2, mt_test::source("configs/zero2.json"), mt_test::write_corpus(dir), 2, "--out " + file);
   EXPECT_NE(r.exit_code, 0);
   EXPECT_THAT(r.output, HasSubstr("is a file (a single-file checkpoint?), but a sharded save"));
   EXPECT_THAT(r.output, testing::Not(HasSubstr("model GPTConfig"))) << "refused before the model is built";

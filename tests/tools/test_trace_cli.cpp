@@ -22,7 +22,7 @@ TEST(L07_TraceCli, Zero3OnTwoRanksWritesAValidChromeTraceWithTheReportsBytes) {
   const std::string data = mt_test::write_corpus(dir), out = dir.path("trace"), report = dir.path("r.json");
   auto r = run_command(mt_test::mpirun_command(
       "minitorch-train", 2,
-      "--config " + mt_test::source("configs/zero3.json") + " --data " + data + " --steps 2 --out '' --trace " + out +
+      "--config " + mt_test::tiny_model_copy(dir, "configs/zero3.json") + " --data " + data + " --steps 2 --out '' --trace " + out +
           " --report " + report));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("wrote " + out + "/trace.json"));
