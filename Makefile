@@ -108,7 +108,7 @@ labs-record: build
 notebooks: build data
 	$(run_notebooks)
 
-# ASan + UBSan (docs/build.md): build into $(SANITIZE_BUILD)/ at -O1 -g (asserts on), CUDA off; run every
+# ASan + UBSan (docs/build.md): build into $(SANITIZE_BUILD)/ at -O1 -g1 (asserts on), CUDA off; run every
 # unit suite's tests (ctest, one process per test as in `make test`), then, if they were clean, the
 # multi-rank suites (test-*_mpi) on 2 ranks. Any sanitizer report fails the target, including one from a
 # program a test expects to fail (a CLI error test, mt-rank-throws), which its expected non-zero exit
@@ -137,7 +137,7 @@ SANITIZE_ENV = MINITORCH_NUM_THREADS=1 \
   UBSAN_OPTIONS=print_stacktrace=1 \
   OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 sanitize: deps data
-	@cmake -S . -B $(SANITIZE_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g" \
+	@cmake -S . -B $(SANITIZE_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" \
 	  -DMINITORCH_SANITIZE=ON -DMINITORCH_CUDA=OFF $(CMAKE_NATIVE) > /dev/null
 	cmake --build $(SANITIZE_BUILD) -j$(JOBS)
 	@rm -rf $(SANITIZE_REPORTS) && mkdir -p $(SANITIZE_REPORTS); export $(SANITIZE_ENV); cd $(SANITIZE_BUILD); \
