@@ -48,23 +48,22 @@ struct Overrides {
 
 void train(const std::string& config_path, std::string data_path, const Overrides& flags, const std::string& resume,
            std::optional<std::string> out_flag, const std::string& report_path, const std::string& trace_dir) {
-  const std::int64_t steps_override = flags.steps;
   dist::ProcessGroup& world = dist::world();
   zero::Config cfg = zero::Config::from_file(config_path, world.size());
   if (world.rank() == 0)
     for (const auto& w : cfg.warnings) std::cerr << "warning: " << w << "\n";
-  if (steps_override >= 0) {
+  if (flags.steps >= 0) {
     // DeepSpeed's scheduler keeps its own horizon; --steps changes the run's length, not the schedule's.
     const auto& sc = cfg.scheduler;
     const bool decays = sc.type == optim::LRScheduleType::warmup_decay_lr || sc.type == optim::LRScheduleType::warmup_cosine_lr;
-    if (world.rank() == 0 && decays && steps_override != sc.total_num_steps) {
+    if (world.rank() == 0 && decays && flags.steps != sc.total_num_steps) {
       const optim::LRSchedule sched = optim::make_lr_schedule(sc, static_cast<float>(cfg.optimizer.lr));
-      std::cerr << "warning: --steps " << steps_override << " does not rescale scheduler.params.total_num_steps ("
+      std::cerr << "warning: --steps " << flags.steps << " does not rescale scheduler.params.total_num_steps ("
                 << sc.total_num_steps << "): the learning rate still follows " << sched.describe()
-                << ", so the last step runs at lr " << sched.lr_for_update(std::max<std::int64_t>(0, steps_override - 1))
-                << "; set total_num_steps to " << steps_override << " in the config to decay over this run\n";
+                << ", so the last step runs at lr " << sched.lr_for_update(std::max<std::int64_t>(0, flags.steps - 1))
+                << "; set total_num_steps to " << flags.steps << " in the config to decay over this run\n";
     }
-    cfg.training.steps = steps_override;
+    cfg.training.steps = flags.steps;
   }
   if (flags.seed >= 0) cfg.training.seed = static_cast<std::uint64_t>(flags.seed);
   if (flags.eval_iters >= 0) cfg.training.eval_iters = flags.eval_iters;
