@@ -160,15 +160,21 @@ def run_once(exe, layer, np, args, out_dir, timeout):
                f'exec "$0" --gtest_output=json:{out_dir}/rank$OMPI_COMM_WORLD_RANK.json "$@"', exe, *args]
     else:
         cmd = [exe, f"--gtest_output=json:{out_dir}/rank0.json", *args]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
-                            env={**os.environ, **ENV}, start_new_session=True)
+    # The output goes to a file, not a pipe: a process the test started in a session of its own (an MPI
+    # singleton's orted) can outlive it holding the pipe open, and reading to its end would never return.
+    log_path = os.path.join(out_dir, "output.txt")
+    with open(log_path, "w") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **ENV},
+                                start_new_session=True)
     try:
-        text, _ = proc.communicate(timeout=timeout)
-        status = proc.returncode
+        status = proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
-        text, _ = proc.communicate()
+        proc.wait()
         status = None
+    with open(log_path, errors="replace") as out:
+        text = out.read()
+    os.remove(log_path)
     files = [os.path.join(out_dir, f) for f in sorted(os.listdir(out_dir))]
     complete = status in (0, 1) and len(files) == (np if layer.endswith("_mpi") else 1)
     if VERBOSE:
