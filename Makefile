@@ -63,6 +63,7 @@ datasets/kjv.txt: | deps
 test: build data
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) --timeout 600
 	$(run_notebooks)
+	$(run_doxygen)
 
 # The notebooks (notebooks/README.md): each one runs the binaries of $(BUILD)/ (MINITORCH_BUILD), plots what
 # they write and asserts their numbers against the formulas; nbconvert executes it into
@@ -198,14 +199,15 @@ demo: build data
 # root; ARGS passes options (make lesson-03 ARGS="--auto --quick"). The lessons of MPI_LESSONS run under
 # mpirun on LESSON_NP ranks, as `make demo` does (-q: Open MPI's own banners off; the lesson prints its errors).
 # `make test-lesson-NN` builds everything, then runs lesson NN's tests: the ctest tests named LNN_... and,
-# for lesson 05, the multi-rank suites (dist_mpi, zero_mpi), for lessons 06 and 07 zero_mpi (their L06_Zero1/2, L07_Zero3 tests).
+# for lesson 05, the multi-rank suites (dist_mpi, zero_mpi, runtime_mpi), for lessons 06 and 07 zero_mpi (their L06_Zero1/2,
+# L07_Zero3 tests) and runtime_mpi (L06_RunReport, L06_ShardedCheckpoint).
 LESSON_NUMS := $(sort $(foreach d,$(wildcard lessons/[0-9][0-9]_*/main.cpp),$(word 2,$(subst /, ,$(d)))))
 LESSON_NUMS := $(foreach d,$(LESSON_NUMS),$(firstword $(subst _, ,$(d))))
 MPI_LESSONS := 05 06 07 09
 LESSON_NP ?= 4
-LESSON_TESTS_05 := ^L05_|^dist_mpi_np|^zero_mpi_np
-LESSON_TESTS_06 := ^L06_|^zero_mpi_np
-LESSON_TESTS_07 := ^L07_|^zero_mpi_np
+LESSON_TESTS_05 := ^L05_|^dist_mpi_np|^zero_mpi_np|^runtime_mpi_np
+LESSON_TESTS_06 := ^L06_|^zero_mpi_np|^runtime_mpi_np
+LESSON_TESTS_07 := ^L07_|^zero_mpi_np|^runtime_mpi_np
 LESSON_TESTS_09 := ^L09_|^pipeline_mpi_np
 lesson_tests = $(or $(LESSON_TESTS_$(1)),^L$(1)_)
 ALLOW_ROOT = if [ "$$(id -u)" = 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
@@ -218,8 +220,16 @@ $(addprefix lesson-,$(LESSON_NUMS)): lesson-%: configure
 $(addprefix test-lesson-,$(LESSON_NUMS)): test-lesson-%: build
 	cd $(BUILD) && ctest -R '$(call lesson_tests,$*)' --output-on-failure -j$(JOBS) --timeout 600
 
+# The API reference (docs/Doxyfile): README.md as its front page, every library folder's headers; warnings are
+# errors, so a comment Doxygen cannot read fails it. `make test` runs it too (a few seconds), so it cannot rot.
+define run_doxygen
+	@mkdir -p $(BUILD)
+	@(cat docs/Doxyfile; echo "OUTPUT_DIRECTORY = $(BUILD)/docs") | doxygen - \
+	  && echo "docs: the reference is $(BUILD)/docs/html/index.html" \
+	  || { echo "docs: FAILED: Doxygen's warnings above are errors (docs/Doxyfile)"; exit 1; }
+endef
 docs: deps
-	doxygen docs/Doxyfile
+	$(run_doxygen)
 
 bench: build
 	$(BUILD)/bin/bench-gpt --steps 5

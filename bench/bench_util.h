@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "data/batch_sampler.h"
-#include "zero/engine.h"
+#include "runtime/engine.h"
 
 namespace bench {
 
@@ -39,7 +39,7 @@ struct Timed {
 };
 
 /// Times `steps` steps of train_batch into `out`.
-inline void time_steps(minitorch::zero::Engine& engine, const minitorch::data::BatchSampler& sampler, long long steps,
+inline void time_steps(minitorch::runtime::Engine& engine, const minitorch::data::BatchSampler& sampler, long long steps,
                        Timed& out) {
   for (long long s = 0; s < steps; ++s) {
     auto t0 = std::chrono::steady_clock::now();

@@ -17,8 +17,8 @@
 #include "minitorch/allocator.h"
 #include "minitorch/parallel.h"
 #include "minitorch/random.h"
-#include "zero/config.h"
-#include "zero/engine.h"
+#include "runtime/config.h"
+#include "runtime/engine.h"
 
 using namespace minitorch;
 
@@ -34,7 +34,7 @@ std::string config(const std::string& model, long long micro, long long segment)
 
 struct Setting {
   long long segment;  // 0 = off
-  std::unique_ptr<zero::Engine> engine;
+  std::unique_ptr<runtime::Engine> engine;
   std::unique_ptr<data::BatchSampler> sampler;
   std::vector<double> ms;
   std::vector<float> losses;
@@ -46,19 +46,19 @@ void bench_model(const std::string& model, long long micro, long long steps, lon
   Generator gen(7);
   auto tokens = std::make_shared<std::vector<std::int32_t>>(400000);
   for (auto& t : *tokens) t = static_cast<std::int32_t>(gen.next_u64() % 64);
-  const zero::Config plain = zero::Config::from_json(config(model, micro, 0), 1, "bench-checkpoint");
+  const runtime::Config plain = runtime::Config::from_json(config(model, micro, 0), 1, "bench-checkpoint");
   const long long L = plain.model.n_layer, T = plain.model.block_size;
   for (long long segment = 0; segment <= L; ++segment) {
-    zero::Config cfg = zero::Config::from_json(config(model, micro, segment), 1, "bench-checkpoint");
+    runtime::Config cfg = runtime::Config::from_json(config(model, micro, segment), 1, "bench-checkpoint");
     Generator init(cfg.training.seed);
     std::shared_ptr<nn::GPT> gpt;
     {
       TagScope scope(MemTag::param);
-      gpt = std::make_shared<nn::GPT>(zero::model_config(cfg, 64), init);
+      gpt = std::make_shared<nn::GPT>(runtime::model_config(cfg, 64), init);
     }
     Setting s;
     s.segment = segment;
-    s.engine = zero::initialize(gpt, cfg, nullptr);
+    s.engine = runtime::initialize(gpt, cfg, nullptr);
     s.sampler = std::make_unique<data::BatchSampler>(tokens, micro, T, 1337);
     settings.push_back(std::move(s));
   }

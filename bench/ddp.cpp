@@ -17,8 +17,8 @@
 #include "minitorch/allocator.h"
 #include "minitorch/parallel.h"
 #include "minitorch/random.h"
-#include "zero/config.h"
-#include "zero/engine.h"
+#include "runtime/config.h"
+#include "runtime/engine.h"
 #include "zero/stage0.h"
 #include "bench_util.h"
 
@@ -54,14 +54,14 @@ int main(int argc, char** argv) {
   data::BatchSampler sampler(tokens, micro, 64, 1337);
 
   auto build = [&](int world_size, dist::ProcessGroup* group) {
-    zero::Config cfg = zero::Config::from_json(config(micro, world_size, bucket), world_size, "bench-ddp");
+    runtime::Config cfg = runtime::Config::from_json(config(micro, world_size, bucket), world_size, "bench-ddp");
     Generator init(cfg.training.seed);
     std::shared_ptr<nn::GPT> model;
     {
       TagScope scope(MemTag::param);
-      model = std::make_shared<nn::GPT>(zero::model_config(cfg, 64), init);
+      model = std::make_shared<nn::GPT>(runtime::model_config(cfg, 64), init);
     }
-    return zero::initialize(model, cfg, group);
+    return runtime::initialize(model, cfg, group);
   };
 
   // Every rank alone (no communication, all at the same time) and together (DDP over the world

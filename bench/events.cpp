@@ -21,7 +21,7 @@
 #include "minitorch/events.h"
 #include "trace/chrome_trace.h"
 #include "trace/frames.h"
-#include "zero/engine.h"
+#include "runtime/engine.h"
 
 using namespace minitorch;
 
@@ -33,9 +33,9 @@ double median(std::vector<double> v) {
 
 /// The baby GPT (L4 H4 C128 T64) through the engine on a repeated verse, one rank, fp32.
 struct TrainSetup {
-  zero::Config cfg;
+  runtime::Config cfg;
   data::TextDataset ds;
-  std::unique_ptr<zero::Engine> engine;
+  std::unique_ptr<runtime::Engine> engine;
   std::unique_ptr<data::BatchSampler> sampler;
   static const std::string& corpus() {
     static const std::string text = [] {
@@ -46,16 +46,16 @@ struct TrainSetup {
     return text;
   }
   explicit TrainSetup(int micro)
-      : cfg(zero::Config::from_json(R"({"train_micro_batch_size_per_gpu": )" + std::to_string(micro) +
+      : cfg(runtime::Config::from_json(R"({"train_micro_batch_size_per_gpu": )" + std::to_string(micro) +
                                     R"(, "optimizer": {"type": "AdamW", "params": {"lr": 1e-3}}, "model": {"name": "baby"}})")),
         ds(data::TextDataset::from_text(corpus(), data::make_tokenizer("char", corpus()), cfg.model.block_size)) {
     Generator gen(1);
     std::shared_ptr<nn::GPT> model;
     {
       TagScope scope(MemTag::param);
-      model = std::make_shared<nn::GPT>(zero::model_config(cfg, ds.tokenizer().vocab_size()), gen);
+      model = std::make_shared<nn::GPT>(runtime::model_config(cfg, ds.tokenizer().vocab_size()), gen);
     }
-    engine = zero::initialize(model, cfg);
+    engine = runtime::initialize(model, cfg);
     sampler = std::make_unique<data::BatchSampler>(ds.tokens_ptr(data::Split::train), micro, cfg.model.block_size, 1);
   }
   void train(int steps) {

@@ -35,10 +35,10 @@ std::string config(int stages, long long M, const std::string& schedule) {
          R"(", "partition_method": "uniform"}, "model": {"name": "baby", "vocab_size": 64}, "training": {"seed": 1337}})";
 }
 
-std::shared_ptr<nn::GPT> build_model(const zero::Config& cfg) {
+std::shared_ptr<nn::GPT> build_model(const runtime::Config& cfg) {
   Generator init(cfg.training.seed);
   TagScope scope(MemTag::param);
-  return std::make_shared<nn::GPT>(zero::model_config(cfg, 64), init);
+  return std::make_shared<nn::GPT>(runtime::model_config(cfg, 64), init);
 }
 
 std::shared_ptr<std::vector<std::int32_t>> random_tokens() {
@@ -60,8 +60,8 @@ void single(long long steps, long long rounds, const std::string& out) {
   for (long long M : kMicroBatches) {
     std::vector<double> runs;
     for (long long r = 0; r < rounds; ++r) {
-      const zero::Config cfg = zero::Config::from_json(config(1, M, "1f1b"), 1, "bench-pipeline");
-      auto engine = zero::initialize(build_model(cfg), cfg, nullptr);
+      const runtime::Config cfg = runtime::Config::from_json(config(1, M, "1f1b"), 1, "bench-pipeline");
+      auto engine = runtime::initialize(build_model(cfg), cfg, nullptr);
       data::BatchSampler sampler(tokens, kMicro, cfg.model.block_size, 1337);
       engine->train_batch(sampler);
       const auto t0 = std::chrono::steady_clock::now();
@@ -101,7 +101,7 @@ void pipelined(long long steps, long long rounds, const std::string& baseline_pa
       int peak = 0;
       double formula = 0;
       for (long long r = 0; r < rounds; ++r) {
-        const zero::Config cfg = zero::Config::from_json(config(P, M, schedule), P, "bench-pipeline");
+        const runtime::Config cfg = runtime::Config::from_json(config(P, M, schedule), P, "bench-pipeline");
         pipeline::PipelineEngine pipe(build_model(cfg), cfg, world);
         data::BatchSampler sampler(tokens, kMicro, cfg.model.block_size, 1337);
         pipe.train_batch(sampler);

@@ -15,9 +15,9 @@
 #include "minitorch/allocator.h"
 #include "minitorch/parallel.h"
 #include "minitorch/random.h"
-#include "zero/config.h"
-#include "zero/config_keys.h"
-#include "zero/engine.h"
+#include "runtime/config.h"
+#include "runtime/config_keys.h"
+#include "runtime/engine.h"
 
 using namespace minitorch;
 
@@ -36,19 +36,19 @@ void bench_model(const std::string& model, long long micro, long long steps, dis
   const int N = world.size();
   std::vector<int> stages;
   for (int s = 0; s <= 3; ++s)
-    if (zero::zero_stage_status(s) == zero::KeyStatus::implemented) stages.push_back(s);
-  std::vector<std::unique_ptr<zero::Engine>> engines;
+    if (runtime::zero_stage_status(s) == runtime::KeyStatus::implemented) stages.push_back(s);
+  std::vector<std::unique_ptr<runtime::Engine>> engines;
   std::int64_t block = 0;
   for (int s : stages) {
-    zero::Config cfg = zero::Config::from_json(config(model, micro, N, s), N, "bench-zero");
+    runtime::Config cfg = runtime::Config::from_json(config(model, micro, N, s), N, "bench-zero");
     Generator init(cfg.training.seed);
     std::shared_ptr<nn::GPT> gpt;
     {
       TagScope scope(MemTag::param);
-      gpt = std::make_shared<nn::GPT>(zero::model_config(cfg, 64), init);
+      gpt = std::make_shared<nn::GPT>(runtime::model_config(cfg, 64), init);
     }
     block = cfg.model.block_size;
-    engines.push_back(zero::initialize(gpt, cfg, &world));
+    engines.push_back(runtime::initialize(gpt, cfg, &world));
   }
   // Random token ids: the benchmark measures time, not learning.
   Generator gen(7);

@@ -9,11 +9,6 @@
 
 namespace minitorch::dist {
 
-/// The hooks hold a weak pointer to this, so a hook that outlives its DDP does nothing.
-struct DistributedDataParallel::Hooked {
-  DistributedDataParallel* ddp;
-};
-
 std::vector<std::pair<std::size_t, std::size_t>> plan_buckets(const std::vector<std::int64_t>& numels,
                                                               std::int64_t bucket_size) {
   if (bucket_size < 1) throw std::invalid_argument("DDP: reduce_bucket_size must be at least 1 element");
@@ -36,7 +31,7 @@ std::vector<std::pair<std::size_t, std::size_t>> plan_buckets(const std::vector<
 
 DistributedDataParallel::DistributedDataParallel(const nn::NamedTensors& params, ProcessGroup& group,
                                                  std::int64_t bucket_size)
-    : group_(group), hooked_(std::make_shared<Hooked>(Hooked{this})) {
+    : group_(group) {
   // Reverse order of use: backward finishes the last layer's gradients first.
   nn::NamedTensors order(params.rbegin(), params.rend());
   std::vector<std::int64_t> numels;
@@ -52,17 +47,18 @@ DistributedDataParallel::DistributedDataParallel(const nn::NamedTensors& params,
     // The flat buffers are DDP's only extra memory: Ψ f32 elements plus < N padding per bucket.
     b.buffer = FlatBuffer(shapes, DType::f32, group.size(), MemTag::comm);
     b.first = buckets_.empty() ? 0 : buckets_.back().first + buckets_.back().buffer.numel();
-    b.pending = static_cast<int>(b.params.size());
     buckets_.push_back(std::move(b));
   }
-  // One hook per parameter: counts its bucket down; the last one starts the bucket's all-reduce.
-  for (std::size_t bi = 0; bi < buckets_.size(); ++bi)
-    for (Tensor& p : buckets_[bi].params) {
-      std::weak_ptr<Hooked> weak = hooked_;
-      hooks_.push_back(p.register_grad_hook([weak, bi](Tensor&) {
-        if (auto h = weak.lock()) h->ddp->on_grad_ready(bi);
-      }));
-    }
+  // One hook per parameter counts its bucket down; the last one starts the bucket's all-reduce, and every
+  // one lets MPI move the buckets already in flight.
+  std::vector<std::vector<Tensor>> members;
+  for (const Bucket& b : buckets_) members.push_back(b.params);
+  countdown_ = std::make_unique<BucketCountdown>(
+      members, [this](std::size_t bi) { on_grad_ready(bi); },
+      [this] {
+        for (Bucket& o : buckets_)
+          if (o.work) o.work->test();
+      });
 }
 
 DistributedDataParallel::~DistributedDataParallel() {
@@ -99,13 +95,8 @@ void DistributedDataParallel::end_backward() {
 // ---------------------------------------------------------------------------------------------
 // Communication: everything below runs on the hooks' and finish()'s side; compute never waits here.
 
-void DistributedDataParallel::on_grad_ready(std::size_t bi) {
-  if (!sync_) return;  // no_sync: accumulate locally, say nothing
-  Bucket& b = buckets_[bi];
-  if (--b.pending == 0) launch(b, in_backward_);
-  for (Bucket& o : buckets_)  // let MPI move the buckets already in flight
-    if (o.work) o.work->test();
-}
+// No_sync (set_sync(false)) disarms the countdown: backward accumulates locally and this is never called.
+void DistributedDataParallel::on_grad_ready(std::size_t bi) { launch(buckets_[bi], in_backward_); }
 
 void DistributedDataParallel::launch(Bucket& b, bool in_backward) {
   // BEGIN SOLUTION L05.5
@@ -145,8 +136,8 @@ void DistributedDataParallel::finish() {
       g.copy_(avg);
     }
     b.work.reset();
-    b.pending = static_cast<int>(b.params.size());
   }
+  countdown_->reset();
   launched_ = 0;
   timing_.wait_ms = waited - start;
   timing_.finish_ms = now_ms() - start;

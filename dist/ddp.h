@@ -7,7 +7,8 @@
 /// Compute and communication overlap. Gradients are grouped into **buckets** of `bucket_size`
 /// elements in reverse order of `named_parameters()` — the order in which backward makes them final
 /// (last layer first). A parameter bigger than a bucket gets a bucket of its own. A gradient hook on
-/// every parameter counts down its bucket; when the bucket's last gradient is final the hook copies
+/// every parameter counts down its bucket (dist/bucket_countdown.h, shared with the ZeRO stages); when
+/// the bucket's last gradient is final, on_grad_ready copies
 /// the bucket's gradients into one flat f32 buffer (a FlatBuffer, allocated once, tagged `comm`,
 /// padded to a multiple of the number of ranks) and starts a
 /// non-blocking all-reduce (average) of it — while backward keeps computing the earlier layers.
@@ -35,6 +36,7 @@
 #include <string>
 #include <vector>
 
+#include "dist/bucket_countdown.h"
 #include "dist/process_group.h"
 #include "minitorch/flat_buffer.h"
 #include "nn/module.h"
@@ -50,7 +52,6 @@ struct Bucket {
   /// Σ numel of the parameters (the buffer adds padding < N).
   std::int64_t numel() const { return buffer.used(); }
   // ---- this backward ----
-  int pending = 0;                    ///< gradients not final yet
   std::unique_ptr<Work> work;         ///< the all-reduce in flight
   double launched_ms = -1;            ///< when the all-reduce started (ms since begin_backward); -1: not yet
   bool launched_in_backward = false;  ///< started from a hook, i.e. overlapped with backward
@@ -77,7 +78,10 @@ class DistributedDataParallel {
   void broadcast_parameters(int root = 0);
 
   /// Off: backward only accumulates locally (PyTorch's no_sync). On (the default): hooks communicate.
-  void set_sync(bool on) { sync_ = on; }
+  void set_sync(bool on) {
+    sync_ = on;
+    countdown_->set_armed(on);
+  }
   bool sync() const { return sync_; }
 
   /// Marks the start / end of a backward (resets the countdowns, sets the clock for the timings).
@@ -92,15 +96,13 @@ class DistributedDataParallel {
   ProcessGroup& group() { return group_; }
 
  private:
-  struct Hooked;                                // what the hooks point to (outlives nothing it should not)
-  void on_grad_ready(std::size_t bucket);       // a bucket's last gradient is final
+  void on_grad_ready(std::size_t bucket);       // a bucket's last gradient is final (the countdown's ready)
   void launch(Bucket& b, bool in_backward);
   double now_ms() const;
 
   ProcessGroup& group_;
   std::vector<Bucket> buckets_;
-  std::shared_ptr<Hooked> hooked_;
-  std::vector<HookHandle> hooks_;               // one gradient hook per parameter, removed with the DDP
+  std::unique_ptr<BucketCountdown> countdown_;  // one gradient hook per parameter, removed with the DDP
   bool sync_ = true, in_backward_ = false;
   int launched_ = 0;
   double t0_ = 0;

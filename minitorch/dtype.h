@@ -7,7 +7,7 @@
 ///   bf16  1 sign, 8 exponent, 7 mantissa bits: f32's range (to 3.4e38), ~3 significant digits
 ///   f16   1 sign, 5 exponent, 10 mantissa bits: max 65504, normals from 2^-14, subnormals to 2^-24
 ///
-/// f16's narrow range is why fp16 training needs a loss scaler (zero/loss_scaler.h).
+/// f16's narrow range is why fp16 training needs a loss scaler (runtime/loss_scaler.h).
 #include <cstddef>
 #include <cstdint>
 #include <cstring>

@@ -11,6 +11,7 @@
 #include "minitorch/events.h"
 #include "minitorch/not_implemented.h"
 #include "minitorch/ops.h"
+#include "nn/parameter_names.h"
 
 namespace minitorch::pipeline {
 
@@ -34,12 +35,14 @@ constexpr int kActivationTag = 1, kGradientTag = 2, kTiedGradientTag = 3, kTiedW
 
 /// Which stage a GPT parameter belongs to (the tied weight: the first; the last stage holds a copy).
 bool on_stage(const std::string& name, const StagePlan& p) {
-  if (name == "transformer.wte.weight" || name.rfind("transformer.wpe.", 0) == 0) return p.embeddings;
-  if (name.rfind("transformer.ln_f.", 0) == 0) return p.head;
-  const std::string h = "transformer.h.";
-  if (name.rfind(h, 0) != 0) throw std::logic_error("pipeline: parameter '" + name + "' has no stage");
-  const int block = std::stoi(name.substr(h.size()));
-  return block >= p.first_block && block < p.end_block;
+  const nn::ParameterPlace place = nn::parameter_place(name);
+  switch (place.part) {
+    case nn::ModelPart::embeddings: return p.embeddings;
+    case nn::ModelPart::block: return place.block >= p.first_block && place.block < p.end_block;
+    case nn::ModelPart::final_norm:
+    case nn::ModelPart::head: return p.head;
+  }
+  return false;
 }
 }  // namespace
 
@@ -51,7 +54,7 @@ struct PipelineEngine::Micro {
   Tensor grad_output;  ///< the received gradient of output (not the last stage)
 };
 
-PipelineEngine::PipelineEngine(std::shared_ptr<nn::GPT> model, const zero::Config& config, dist::ProcessGroup& world)
+PipelineEngine::PipelineEngine(std::shared_ptr<nn::GPT> model, const runtime::Config& config, dist::ProcessGroup& world)
     : model_(std::move(model)), config_(config), grid_(dist::make_grid(world, static_cast<int>(config.pipeline.stages))) {
   const int P = grid_.stages;
   plan_ = partition_gpt(model_->config(), P, config_.pipeline.partition_method);
@@ -59,15 +62,15 @@ PipelineEngine::PipelineEngine(std::shared_ptr<nn::GPT> model, const zero::Confi
   check(schedule_);
   const StagePlan& p = plan();
   for (const auto& [name, t] : model_->named_parameters()) {
-    const bool tied = name == "transformer.wte.weight";
+    const bool tied = nn::is_tied_embedding(name);
     if (on_stage(name, p)) trained_.emplace_back(name, t);
     if (on_stage(name, p) || (tied && p.head)) held_.emplace_back(name, t);
     if (tied && (p.embeddings || p.head) && P > 1) tied_ = t;
   }
   grid_.pipe->set_timeout(config_.comm.timeout_s);
   // The end stages sum the tied gradient between their last backward and the data-parallel reduction.
-  engine_ = std::make_unique<zero::Engine>(model_, config_, grid_.data.get(),
-                                           zero::StagePart{trained_, grid_.pipe.get(), tied_.defined()});
+  engine_ = std::make_unique<runtime::Engine>(model_, config_, grid_.data.get(),
+                                           runtime::PipelineStagePart{trained_, grid_.pipe.get(), tied_.defined()});
   // Other stages' parameters: only their shapes stay (a read would throw, naming the parameter).
   for (auto& [name, t] : model_->named_parameters())
     if (std::none_of(held_.begin(), held_.end(), [&](const auto& h) { return h.first == name; })) t.release_data();
@@ -157,7 +160,7 @@ float PipelineEngine::train_batch(const data::BatchSampler& sampler) {
         busy += ms_between(a, b);
         phase_end = ms_between(t0, b);
         --alive;
-        if (++backwards < M) engine_->step();  // counts the micro-step; the M-th is Op::step
+        if (++backwards < M) engine_->count_micro_step();  // the M-th is Op::step
         mb->output = Tensor();                 // this micro-batch's activations go
         mb->grad_output = Tensor();
         if (s == 0) live.erase(in.micro);

@@ -6,7 +6,7 @@
 ///
 /// Each rank builds the whole GPT from the one seed (so every stage's layers are the ones the unsplit
 /// model would have), keeps its stage's parameters (pipeline/partition.h) and releases the others'
-/// bytes. Its stage trains through a zero::Engine over the stage's data-parallel group (DDP or
+/// bytes. Its stage trains through a runtime::Engine over the stage's data-parallel group (DDP or
 /// ZeRO-1 across the replicas of the stage), so the LR schedule, clipping, mixed precision and the
 /// report are the engine's. One optimizer step = M = gradient_accumulation_steps micro-batches
 /// (DeepSpeed's PipelineEngine): the last stage computes the loss of each, scaled by 1/M.
@@ -21,7 +21,7 @@
 ///
 /// \code
 ///   auto& world = dist::init(&argc, &argv);                          // mpirun -np 4
-///   auto cfg = zero::Config::from_file("configs/pipeline.json", 4);  // pipeline.stages 2: 2 × 2 grid
+///   auto cfg = runtime::Config::from_file("configs/pipeline.json", 4);  // pipeline.stages 2: 2 × 2 grid
 ///   pipeline::PipelineEngine pipe(model, cfg, world);
 ///   for (std::int64_t s = 0; s < cfg.training.steps; ++s) {
 ///     float loss = pipe.train_batch(sampler);   // every rank gets the step's mean loss
@@ -37,7 +37,7 @@
 #include "dist/grid.h"
 #include "pipeline/partition.h"
 #include "pipeline/schedule.h"
-#include "zero/engine.h"
+#include "runtime/engine.h"
 
 namespace minitorch::pipeline {
 
@@ -66,7 +66,7 @@ class PipelineEngine {
   /// GPT (config.pipeline.partition_method), its engine over the stage's data-parallel group, the
   /// schedule (config.pipeline.schedule) for M = gradient_accumulation_steps micro-batches. `config`
   /// must have been read for world.size() ranks. `model`: the whole GPT, the same on every rank.
-  PipelineEngine(std::shared_ptr<nn::GPT> model, const zero::Config& config, dist::ProcessGroup& world);
+  PipelineEngine(std::shared_ptr<nn::GPT> model, const runtime::Config& config, dist::ProcessGroup& world);
 
   /// One optimizer step: the schedule's instructions for this stage, then reduce_tied and the step.
   /// Returns the mean loss of the step's micro-batches over every data-parallel replica, on every rank.
@@ -75,8 +75,8 @@ class PipelineEngine {
   float evaluate(const data::BatchSampler& val_sampler, std::int64_t iters);
 
   /// This stage's engine (its strategy, optimizer, timers, measured model states).
-  zero::Engine& engine() { return *engine_; }
-  const zero::Engine& engine() const { return *engine_; }
+  runtime::Engine& engine() { return *engine_; }
+  const runtime::Engine& engine() const { return *engine_; }
   const dist::Grid& grid() const { return grid_; }
   int stage() const { return grid_.stage; }
   int stages() const { return grid_.stages; }
@@ -101,12 +101,12 @@ class PipelineEngine {
   void record_step(double busy_ms, double phase_end_ms, int peak_live);
 
   std::shared_ptr<nn::GPT> model_;
-  zero::Config config_;
+  runtime::Config config_;
   dist::Grid grid_;
   std::vector<StagePlan> plan_;
   Schedule schedule_;
   nn::NamedTensors trained_, held_;
-  std::unique_ptr<zero::Engine> engine_;
+  std::unique_ptr<runtime::Engine> engine_;
   Tensor tied_;  ///< wte.weight on the end stages (P > 1), undefined elsewhere
   std::vector<std::pair<std::unique_ptr<dist::Work>, Tensor>> sends_;  ///< isends in flight and their tensors
   // measurements (sums over the steps after the first)

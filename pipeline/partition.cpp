@@ -7,6 +7,7 @@
 
 #include "minitorch/not_implemented.h"
 #include "nn/gpt.h"
+#include "nn/parameter_names.h"
 
 namespace minitorch::pipeline {
 
@@ -15,14 +16,14 @@ std::vector<std::int64_t> layer_parameters(const nn::GPTConfig& config) {
   std::vector<std::int64_t> out(static_cast<std::size_t>(L + 2), 0);
   for (const auto& [name, shape] : nn::GPT::parameter_shapes(config)) {
     const std::int64_t n = shape_numel(shape);
-    if (name.rfind("transformer.h.", 0) == 0) {
-      const std::size_t dot = name.find('.', 14);
-      out[static_cast<std::size_t>(std::stoll(name.substr(14, dot - 14)) + 1)] += n;
-    } else if (name.rfind("transformer.ln_f", 0) == 0) {
-      out.back() += n;
-    } else {  // wte, wpe
+    const nn::ParameterPlace place = nn::parameter_place(name);
+    if (place.part == nn::ModelPart::block) {
+      out[static_cast<std::size_t>(place.block + 1)] += n;
+    } else if (place.part == nn::ModelPart::embeddings) {  // wte, wpe
       out.front() += n;
-      if (name == "transformer.wte.weight") out.back() += n;  // the head's tied copy on the last stage
+      if (nn::is_tied_embedding(name)) out.back() += n;  // the head's tied copy on the last stage
+    } else {  // ln_f (the head's weight is wte's)
+      out.back() += n;
     }
   }
   return out;

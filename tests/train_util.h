@@ -9,7 +9,7 @@
 #include "data/batch_sampler.h"
 #include "data/text_dataset.h"
 #include "dist/process_group.h"
-#include "zero/engine.h"
+#include "runtime/engine.h"
 
 namespace mt_test {
 
@@ -26,14 +26,14 @@ inline const std::string& verse_corpus() {
 /// An engine for `json` on `group` (nullptr: one rank), its model drawn from `init_seed` (default:
 /// training.seed), with the training sampler of the config.
 struct TrainRun {
-  minitorch::zero::Config cfg;
+  minitorch::runtime::Config cfg;
   minitorch::data::TextDataset ds;
-  std::unique_ptr<minitorch::zero::Engine> engine;
+  std::unique_ptr<minitorch::runtime::Engine> engine;
   std::unique_ptr<minitorch::data::BatchSampler> sampler;
 
   explicit TrainRun(const std::string& json, minitorch::dist::ProcessGroup* group = nullptr,
                     std::optional<std::uint64_t> init_seed = std::nullopt)
-      : cfg(minitorch::zero::Config::from_json(json, group ? group->size() : 1)),
+      : cfg(minitorch::runtime::Config::from_json(json, group ? group->size() : 1)),
         ds(minitorch::data::TextDataset::from_text(verse_corpus(), minitorch::data::make_tokenizer("char", verse_corpus()),
                                                    cfg.model.block_size)) {
     using namespace minitorch;
@@ -41,9 +41,9 @@ struct TrainRun {
     std::shared_ptr<nn::GPT> model;
     {
       TagScope scope(MemTag::param);
-      model = std::make_shared<nn::GPT>(zero::model_config(cfg, ds.tokenizer().vocab_size()), gen);
+      model = std::make_shared<nn::GPT>(runtime::model_config(cfg, ds.tokenizer().vocab_size()), gen);
     }
-    engine = zero::initialize(model, cfg, group);
+    engine = runtime::initialize(model, cfg, group);
     sampler = std::make_unique<data::BatchSampler>(ds.tokens_ptr(data::Split::train), cfg.train_micro_batch_size_per_gpu,
                                                    cfg.model.block_size, cfg.training.seed);
   }

@@ -15,16 +15,16 @@
 
 #include <CLI/CLI.hpp>
 
-#include "zero/config.h"
+#include "runtime/config.h"
 
 namespace minitorch::tools {
 
 /// Exit statuses (README "The tools"): a usage or configuration error is the caller's input to fix.
 constexpr int kExitFailure = 1, kExitUsage = 2;
 
-/// kExitUsage for a zero::ConfigError, kExitFailure for anything else.
+/// kExitUsage for a runtime::ConfigError, kExitFailure for anything else.
 inline int exit_status_of(const std::exception& e) {
-  return dynamic_cast<const zero::ConfigError*>(&e) ? kExitUsage : kExitFailure;
+  return dynamic_cast<const runtime::ConfigError*>(&e) ? kExitUsage : kExitFailure;
 }
 
 /// A check for an integer option: decimal digits only, within [min, the type's max]. CLI11 2.1 reads

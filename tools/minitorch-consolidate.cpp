@@ -1,6 +1,6 @@
 // minitorch-consolidate CKPT_DIR OUT.safetensors
 // Puts a sharded checkpoint (ZeRO stages 1-3 on several ranks: CKPT_DIR/shard-*.safetensors and
-// manifest.json, zero/sharded_checkpoint.h) back together into one f32 model file with nanoGPT's
+// manifest.json, runtime/sharded_checkpoint.h) back together into one f32 model file with nanoGPT's
 // names: what minitorch-eval, minitorch-sample and a PyTorch nanoGPT load. Every shard is checked
 // (manifest, sizes, checksums, run, every element present once) before anything is written; the
 // output is written atomically. DeepSpeed's zero_to_fp32.py does the same for its checkpoints.
@@ -8,7 +8,7 @@
 #include <cstdio>
 
 #include "cli_common.h"
-#include "zero/sharded_checkpoint.h"
+#include "runtime/sharded_checkpoint.h"
 
 using namespace minitorch;
 
@@ -19,13 +19,13 @@ int main(int argc, char** argv) {
       ->required();
   app.add_option("OUT", out, "the model file to write (safetensors)")->required();
   return tools::run_tool(app, argc, argv, [&] {
-    if (!zero::is_sharded_checkpoint(dir))
+    if (!runtime::is_sharded_checkpoint(dir))
       throw std::runtime_error("'" + dir + "' is not a sharded checkpoint directory" +
                                (std::filesystem::exists(dir) ? " (a single-file checkpoint is already whole: use it as it is)"
                                                              : " (no such directory)"));
     tools::ensure_writable(out, "OUT");
-    const zero::ShardedManifest m = zero::check_complete_sharded(dir);
-    const std::int64_t n = zero::consolidate(dir, out);
+    const runtime::ShardedManifest m = runtime::check_complete_sharded(dir);
+    const std::int64_t n = runtime::consolidate(dir, out);
     std::printf("consolidated %s (stage %d, %d shards, step %lld) -> %s: %lld parameters, f32\n", dir.c_str(), m.stage,
                 m.data_parallel_size, static_cast<long long>(m.step), out.c_str(), static_cast<long long>(n));
   });

@@ -25,12 +25,12 @@
 #include "data/text_dataset.h"
 #include "data/tokenizer.h"
 #include "nn/gpt.h"
-#include "zero/engine.h"
-#include "zero/estimate.h"
+#include "runtime/engine.h"
+#include "runtime/estimate.h"
 #include "zero/stage3.h"
 
 using namespace minitorch;
-using zero::ConfigError;
+using runtime::ConfigError;
 using json = nlohmann::ordered_json;
 
 namespace {
@@ -67,7 +67,7 @@ std::vector<std::int64_t> parse_params(const std::string& text) {
   std::vector<std::int64_t> out;
   for (const std::string& item : split(text)) {
     try {
-      out.push_back(zero::parse_parameter_count(item));
+      out.push_back(runtime::parse_parameter_count(item));
     } catch (const ConfigError& e) {
       throw ConfigError(std::string("--params: ") + e.what());
     }
@@ -120,15 +120,15 @@ std::string pad(const std::string& s, std::size_t width, bool right = false) {
   return right ? fill + s + " " : s + fill + " ";
 }
 
-json bytes_json(const zero::ModelStateEstimate& e) {
+json bytes_json(const runtime::ModelStateEstimate& e) {
   return {{"param", e.param}, {"grad", e.grad}, {"optim", e.optim}, {"total", e.total()}};
 }
 json bytes_json(const zero::ModelStateBytes& b) {
   return {{"param", b.param}, {"grad", b.grad}, {"optim", b.optim}, {"total", b.total()}};
 }
 
-std::string offload_name(zero::Offload o) {
-  return o == zero::Offload::none ? "none" : o == zero::Offload::optimizer ? "optimizer" : "param";
+std::string offload_name(runtime::Offload o) {
+  return o == runtime::Offload::none ? "none" : o == runtime::Offload::optimizer ? "optimizer" : "param";
 }
 
 /// GPUs per node and nodes for DeepSpeed's estimators: one node of N unless --gpus-per-node says.
@@ -141,7 +141,7 @@ std::pair<int, int> topology(int world, std::optional<int> gpus_per_node) {
 }
 
 void print_precision(bool bf16) {
-  const zero::BytesPerParameter b = zero::bytes_per_parameter(bf16);
+  const runtime::BytesPerParameter b = runtime::bytes_per_parameter(bf16);
   if (bf16)
     std::printf("precision: mixed (16-bit parameters and gradients; fp32 master, Adam m and v): P = %d, G = %d, K = %d "
                 "bytes per parameter (the paper's mixed-precision Adam)\n", b.P, b.G, b.K);
@@ -156,28 +156,28 @@ struct DeepSpeedColumns {
   bool zero2 = false, zero3 = false;
 };
 
-json deepspeed_row(double psi, int world, std::optional<int> gpus_per_node, double largest, zero::Offload offload,
+json deepspeed_row(double psi, int world, std::optional<int> gpus_per_node, double largest, runtime::Offload offload,
                    DeepSpeedColumns show, std::vector<std::string>* cells) {
   const auto [gpn, nodes] = topology(world, gpus_per_node);
   json j = {{"gpus_per_node", gpn}, {"nodes", nodes}, {"largest_layer", largest}};
   if (show.zero2) {
-    if (offload == zero::Offload::param) {
+    if (offload == runtime::Offload::param) {
       j["zero2"] = nullptr;  // offload_param needs stage 3
       cells->insert(cells->end(), {"n/a", "n/a"});
     } else {
-      const zero::DeepSpeedEstimate e = zero::deepspeed_zero2(psi, gpn, nodes, offload == zero::Offload::optimizer);
+      const runtime::DeepSpeedEstimate e = runtime::deepspeed_zero2(psi, gpn, nodes, offload == runtime::Offload::optimizer);
       j["zero2"] = {{"gpu", e.gpu}, {"cpu", e.cpu}, {"gpu_text", e.gpu_text}, {"cpu_text", e.cpu_text}};
       cells->insert(cells->end(), {gb(e.gpu) + " GB", gb(e.cpu) + " GB"});
-      if (offload == zero::Offload::none) {
-        const double old = zero::deepspeed_zero2_gpu_before_fix(psi, world);
+      if (offload == runtime::Offload::none) {
+        const double old = runtime::deepspeed_zero2_gpu_before_fix(psi, world);
         j["zero2"]["gpu_before_fix"] = old;
         cells->push_back(gb(old) + " GB");
       }
     }
   }
   if (show.zero3) {
-    const zero::DeepSpeedEstimate e = zero::deepspeed_zero3(psi, largest, gpn, nodes, offload != zero::Offload::none,
-                                                            offload == zero::Offload::param);
+    const runtime::DeepSpeedEstimate e = runtime::deepspeed_zero3(psi, largest, gpn, nodes, offload != runtime::Offload::none,
+                                                            offload == runtime::Offload::param);
     j["zero3"] = {{"gpu", e.gpu}, {"cpu", e.cpu}, {"gpu_text", e.gpu_text}, {"cpu_text", e.cpu_text}};
     cells->insert(cells->end(), {gb(e.gpu) + " GB", gb(e.cpu) + " GB"});
   }
@@ -185,26 +185,26 @@ json deepspeed_row(double psi, int world, std::optional<int> gpus_per_node, doub
 }
 
 /// The headers of deepspeed_row's cells, two lines each (name, formula).
-std::vector<std::pair<std::string, std::string>> deepspeed_headers(zero::Offload offload, DeepSpeedColumns show) {
+std::vector<std::pair<std::string, std::string>> deepspeed_headers(runtime::Offload offload, DeepSpeedColumns show) {
   std::vector<std::pair<std::string, std::string>> h;
   if (show.zero2) {
-    if (offload == zero::Offload::param) {
+    if (offload == runtime::Offload::param) {
       h.insert(h.end(), {{"ZeRO-2 per GPU", "(no offload_param)"}, {"ZeRO-2 per CPU", ""}});
     } else {
-      const zero::DeepSpeedEstimate e = zero::deepspeed_zero2(1, 1, 1, offload == zero::Offload::optimizer);
+      const runtime::DeepSpeedEstimate e = runtime::deepspeed_zero2(1, 1, 1, offload == runtime::Offload::optimizer);
       h.insert(h.end(), {{"ZeRO-2 per GPU", e.gpu_text}, {"ZeRO-2 per CPU", e.cpu_text}});
-      if (offload == zero::Offload::none) h.emplace_back("ZeRO-2, before 2024", "4Ψ + 16Ψ/N");
+      if (offload == runtime::Offload::none) h.emplace_back("ZeRO-2, before 2024", "4Ψ + 16Ψ/N");
     }
   }
   if (show.zero3) {
-    const zero::DeepSpeedEstimate e =
-        zero::deepspeed_zero3(1, 1, 1, 1, offload != zero::Offload::none, offload == zero::Offload::param);
+    const runtime::DeepSpeedEstimate e =
+        runtime::deepspeed_zero3(1, 1, 1, 1, offload != runtime::Offload::none, offload == runtime::Offload::param);
     h.insert(h.end(), {{"ZeRO-3 per GPU", e.gpu_text}, {"ZeRO-3 per CPU", e.cpu_text}});
   }
   return h;
 }
 
-void print_deepspeed_notes(zero::Offload offload, DeepSpeedColumns show, bool largest_known, bool bf16) {
+void print_deepspeed_notes(runtime::Offload offload, DeepSpeedColumns show, bool largest_known, bool bf16) {
   std::printf(
       "  DeepSpeed's estimate_zero2_model_states_mem_needs (runtime/zero/stage_1_and_2.py) and\n"
       "  estimate_zero3_model_states_mem_needs (runtime/zero/stage3.py), written here from their formulas: N GPUs as\n"
@@ -213,7 +213,7 @@ void print_deepspeed_notes(zero::Offload offload, DeepSpeedColumns show, bool la
       "  Why they differ from the paper's%s:\n",
       bf16 ? "" : " (they assume 16-bit training whatever the run; the table above is fp32)");
   const char* layer = largest_known ? "" : " L = 0 here: give --largest-layer.";
-  if (offload == zero::Offload::none) {
+  if (offload == runtime::Offload::none) {
     if (show.zero2)
       std::printf(
           "  - ZeRO-2: 2Ψ + 18Ψ/N against the paper's 2Ψ + 14Ψ/N: DeepSpeed's 18 = 16-bit gradients 2 + an fp32 copy of\n"
@@ -231,17 +231,17 @@ void print_deepspeed_notes(zero::Offload offload, DeepSpeedColumns show, bool la
         "    parameter in each GPU's process of a node (with zero_init, of the largest layer only), x 1.5.\n");
     return;
   }
-  if (show.zero2 && offload == zero::Offload::optimizer)
+  if (show.zero2 && offload == runtime::Offload::optimizer)
     std::printf("  - ZeRO-2 per GPU: 2Ψ, the paper's PΨ: only the 16-bit parameters stay on the device.\n");
   if (show.zero3)
     std::printf("  - ZeRO-3 per GPU: %s plus 4L: the largest layer gathered whole in\n"
                 "    16 bits with its gradients while it computes, which the paper's formulas leave out.%s\n",
-                offload == zero::Offload::optimizer ? "2Ψ/N, the paper's PΨ/N," : "nothing sharded, as here,", layer);
+                offload == runtime::Offload::optimizer ? "2Ψ/N, the paper's PΨ/N," : "nothing sharded, as here,", layer);
   std::printf(
       "  - per CPU: the CPU row above is one rank's shard, %s with 16-bit gradients. DeepSpeed sizes a node's\n"
       "    host for every rank's shard with fp32 gradients (%s bytes per parameter over the node's ranks; ZeRO-2's 16Ψ\n"
       "    is not divided by the nodes), or for each process loading the model in fp32 when that is more, x 1.5.\n",
-      offload == zero::Offload::param ? "(P+G+K)Ψ/N" : "(G+K)Ψ/N", offload == zero::Offload::param ? "18" : "16");
+      offload == runtime::Offload::param ? "(P+G+K)Ψ/N" : "(G+K)Ψ/N", offload == runtime::Offload::param ? "18" : "16");
 }
 
 // ---- --params and --table1 ----
@@ -251,23 +251,23 @@ struct ParamsRequest {
   std::vector<int> ranks;
   std::vector<int> stages;
   bool bf16 = true;
-  zero::Offload offload = zero::Offload::none;
+  runtime::Offload offload = runtime::Offload::none;
   std::optional<int> gpus_per_node;
   std::optional<std::int64_t> largest;
   bool table1 = false;
   bool as_json = false;
 };
 
-const zero::PaperTable1Row* paper_row(double psi, int world) {
-  for (const auto& row : zero::paper_table1())
+const runtime::PaperTable1Row* paper_row(double psi, int world) {
+  for (const auto& row : runtime::paper_table1())
     if (row.psi == psi && row.world == world) return &row;
   return nullptr;
 }
 
 void estimate_params(const ParamsRequest& q) {
   for (int world : q.ranks) topology(world, q.gpus_per_node);  // a bad --gpus-per-node fails before any output
-  const zero::BytesPerParameter b = zero::bytes_per_parameter(q.bf16);
-  const bool offload = q.offload != zero::Offload::none;
+  const runtime::BytesPerParameter b = runtime::bytes_per_parameter(q.bf16);
+  const bool offload = q.offload != runtime::Offload::none;
   const DeepSpeedColumns ds{std::count(q.stages.begin(), q.stages.end(), 2) > 0,
                             std::count(q.stages.begin(), q.stages.end(), 3) > 0};
   const double largest = q.largest ? static_cast<double>(*q.largest) : 0.0;
@@ -289,7 +289,7 @@ void estimate_params(const ParamsRequest& q) {
   std::string head1 = pad("Ψ", wpsi, true) + pad("N", wn, true), head2 = pad("", wpsi) + pad("", wn);
   if (offload) head1 += pad("where", wwhere), head2 += pad("", wwhere);
   for (int s : q.stages) {
-    const zero::Placement p = zero::offload_placement(s, 1, 1, b, q.offload);
+    const runtime::Placement p = runtime::offload_placement(s, 1, 1, b, q.offload);
     head1 += pad(std::string(kStageName[s]) + (s == 0 ? " (stage 0)" : ""), wcell);
     head2 += pad(!p.valid ? "n/a" : offload ? p.device_text + " | " + p.cpu_text : p.device_text, wcell);
   }
@@ -299,7 +299,7 @@ void estimate_params(const ParamsRequest& q) {
     print_precision(q.bf16);
     if (offload)
       std::printf("offload %s: %s %s\n", offload_name(q.offload).c_str(),
-                  q.offload == zero::Offload::optimizer
+                  q.offload == runtime::Offload::optimizer
                       ? "each rank's optimizer states (fp32 master, m, v) and reduced gradient shard move to the CPU, "
                         "which runs Adam (ZeRO-Offload); stage 1 keeps its full gradients on the device"
                       : "parameters, gradients and optimizer states of each rank's shard on the CPU (ZeRO-Infinity); "
@@ -314,13 +314,13 @@ void estimate_params(const ParamsRequest& q) {
     const double psi = static_cast<double>(psi_int);
     for (int world : q.ranks) {
       json row = {{"params", psi_int}, {"ranks", world}};
-      const zero::PaperTable1Row* paper = q.table1 ? paper_row(psi, world) : nullptr;
-      std::string device_line = pad(zero::format_parameter_count(psi_int), wpsi, true) + pad(std::to_string(world), wn, true);
+      const runtime::PaperTable1Row* paper = q.table1 ? paper_row(psi, world) : nullptr;
+      std::string device_line = pad(runtime::format_parameter_count(psi_int), wpsi, true) + pad(std::to_string(world), wn, true);
       std::string cpu_line = pad("", wpsi) + pad("", wn);
       if (offload) device_line += pad("device", wwhere), cpu_line += pad("CPU", wwhere);
       json stages = json::array();
       for (int s : q.stages) {
-        const zero::Placement p = zero::offload_placement(s, psi, world, b, q.offload);
+        const runtime::Placement p = runtime::offload_placement(s, psi, world, b, q.offload);
         json st = {{"stage", s}, {"name", kStageName[s]}, {"paper_name", kPaperName[s]}, {"valid", p.valid}};
         if (!p.valid) {
           st["why"] = p.why;
@@ -338,7 +338,7 @@ void estimate_params(const ParamsRequest& q) {
           if (paper && s >= 1) {
             const char* printed = paper->gb[static_cast<std::size_t>(s - 1)];
             st["paper_gb"] = printed;
-            st["agrees_with_paper"] = zero::agrees_with_printed(p.device.total() / kGB, printed);
+            st["agrees_with_paper"] = runtime::agrees_with_printed(p.device.total() / kGB, printed);
             if (!st["agrees_with_paper"].get<bool>()) disagree.push_back(device_line.substr(0, wpsi + wn) + kStageName[s]);
             cell += std::string(" [") + printed + "]";
           }
@@ -350,7 +350,7 @@ void estimate_params(const ParamsRequest& q) {
       row["stages"] = stages;
       std::vector<std::string> ds_cells;
       if (ds.zero2 || ds.zero3) row["deepspeed"] = deepspeed_row(psi, world, q.gpus_per_node, largest, q.offload, ds, &ds_cells);
-      std::string ds_line = pad(zero::format_parameter_count(psi_int), wpsi, true) + pad(std::to_string(world), wn, true);
+      std::string ds_line = pad(runtime::format_parameter_count(psi_int), wpsi, true) + pad(std::to_string(world), wn, true);
       for (const std::string& c : ds_cells) ds_line += pad(c, wds);
       ds_lines.push_back(ds_line);
       rows.push_back(row);
@@ -384,7 +384,7 @@ void estimate_params(const ParamsRequest& q) {
   for (const auto& [name, formula] : deepspeed_headers(q.offload, ds)) dh1 += pad(name, wds), dh2 += pad(formula, wds);
   std::string title = "\nDeepSpeed's own estimates";
   if (offload) title += " with offload_" + offload_name(q.offload);
-  if (q.offload == zero::Offload::param) title += " (and offload_optimizer: its estimator pairs them)";
+  if (q.offload == runtime::Offload::param) title += " (and offload_optimizer: its estimator pairs them)";
   title += ", in GB (1e9 bytes)";
   if (q.largest) title += ", L = largest layer = " + commas(*q.largest) + " parameters";
   std::printf("%s:\n", title.c_str());
@@ -422,7 +422,7 @@ void estimate_config(const std::string& path, const std::vector<int>& ranks, con
   std::shared_ptr<const data::Tokenizer> tokenizer;  // the run's: learnt from the data (char) or fixed (byte)
   bool warned = false, all_bf16 = true;
   for (int world : ranks) {
-    zero::Config cfg = zero::Config::from_file(path, world);  // the batch arithmetic depends on N: as the run reads it
+    runtime::Config cfg = runtime::Config::from_file(path, world);  // the batch arithmetic depends on N: as the run reads it
     if (!warned) {  // the config's own warnings, once; in the JSON so that stdout stays one object
       if (as_json) out["warnings"] = cfg.warnings;
       else for (const auto& w : cfg.warnings) std::cerr << "warning: " << w << "\n";
@@ -433,24 +433,24 @@ void estimate_config(const std::string& path, const std::vector<int>& ranks, con
       const std::string text = cfg.training.tokenizer == "byte" ? std::string() : data::read_text_file(data_path);
       tokenizer = data::make_tokenizer(cfg.training.tokenizer, text);
     }
-    const nn::GPTConfig g = zero::model_shape(cfg, tokenizer->vocab_size());
+    const nn::GPTConfig g = runtime::model_shape(cfg, tokenizer->vocab_size());
     const auto shapes = nn::GPT::parameter_shapes(g);
-    const nn::NamedTensors meta = zero::meta_parameters(shapes);
-    const zero::BytesPerParameter b = zero::bytes_per_parameter(cfg.mixed_precision());  // fp16: bf16's layout
+    const nn::NamedTensors meta = runtime::meta_parameters(shapes);
+    const runtime::BytesPerParameter b = runtime::bytes_per_parameter(cfg.mixed_precision());  // fp16: bf16's layout
     all_bf16 &= cfg.mixed_precision();
-    const auto [layer, layer_name] = zero::largest_layer(shapes);
+    const auto [layer, layer_name] = runtime::largest_layer(shapes);
 
     // The plan every rank of the run makes (zero/stage1.cpp, stage2.cpp, stage3.cpp): the same calls.
     std::vector<std::vector<zero::ModelStateBytes>> exact(4);
     std::int64_t psi = 0, padding = 0;
     std::size_t buckets = 0;
-    const zero::UnitPlan units = zero::plan_units(meta, static_cast<std::size_t>(g.n_layer), cfg);
+    const zero::UnitPlan units = zero::plan_units(meta, static_cast<std::size_t>(g.n_layer), cfg.strategy());
     for (int r = 0; r < world; ++r) {
       const zero::Partition plan(meta, cfg.zero.reduce_bucket_size, r, world);
       psi = plan.numel(), padding = plan.padding(), buckets = plan.buckets().size();
-      for (int s = 0; s <= 2; ++s) exact[static_cast<std::size_t>(s)].push_back(zero::exact_model_states(s, plan, b));
+      for (int s = 0; s <= 2; ++s) exact[static_cast<std::size_t>(s)].push_back(runtime::exact_model_states(s, plan, b));
       const zero::Partition plan3(meta, units.buckets, r, world);
-      exact[3].push_back(zero::exact_model_states(3, plan3, b, units.persistent));
+      exact[3].push_back(runtime::exact_model_states(3, plan3, b, units.persistent));
     }
 
     json row = {{"ranks", world},
@@ -489,15 +489,15 @@ void estimate_config(const std::string& path, const std::vector<int>& ranks, con
     }
     json st_rows = json::array();
     for (int s : stages) {
-      const zero::ModelStateEstimate f = zero::model_state_bytes(s, static_cast<double>(psi), world, b);
+      const runtime::ModelStateEstimate f = runtime::model_state_bytes(s, static_cast<double>(psi), world, b);
       json st = {{"stage", s},
                  {"name", kStageName[s]},
                  {"implemented", true},
-                 {"formula", zero::model_states_text(s)},
+                 {"formula", runtime::model_states_text(s)},
                  {"formula_bytes", bytes_json(f)}};
       const std::string mark = s == cfg.zero.stage ? "  * " : "    ";
       const std::string name = std::string(kStageName[s]) + (s == 0 ? " (stage 0)" : "");
-      const std::string formula = zero::model_states_text(s) + " = " + commas(static_cast<std::int64_t>(f.total()));
+      const std::string formula = runtime::model_states_text(s) + " = " + commas(static_cast<std::int64_t>(f.total()));
       {
         json per_rank = json::array();
         const auto& ex = exact[static_cast<std::size_t>(s)];
@@ -529,7 +529,7 @@ void estimate_config(const std::string& path, const std::vector<int>& ranks, con
     if (any2 || any3) {
       std::vector<std::string> cells;
       row["deepspeed"] = deepspeed_row(static_cast<double>(psi), world, gpus_per_node, static_cast<double>(layer),
-                                       zero::Offload::none, {any2, any3}, &cells);
+                                       runtime::Offload::none, {any2, any3}, &cells);
       row["deepspeed"]["largest_layer_module"] = layer_name;
       if (!as_json) {
         std::printf("\n  DeepSpeed's own estimates for this model on %d GPU%s (L = largest layer = %s parameters, %s):\n",
@@ -612,13 +612,13 @@ int main(int argc, char** argv) {
     q.gpus_per_node = gpn;
     q.as_json = as_json;
     if (offload) {
-      if (*offload == "optimizer") q.offload = zero::Offload::optimizer;
-      else if (*offload == "param") q.offload = zero::Offload::param;
+      if (*offload == "optimizer") q.offload = runtime::Offload::optimizer;
+      else if (*offload == "param") q.offload = runtime::Offload::param;
       else throw ConfigError("--offload must be 'optimizer' or 'param', got '" + *offload + "'");
     }
     if (largest) {
       try {
-        q.largest = zero::parse_parameter_count(*largest);
+        q.largest = runtime::parse_parameter_count(*largest);
       } catch (const ConfigError& e) {
         throw ConfigError(std::string("--largest-layer: ") + e.what());
       }

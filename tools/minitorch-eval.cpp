@@ -8,14 +8,14 @@
 #include "cli_common.h"
 #include "data/batch_sampler.h"
 #include "data/text_dataset.h"
-#include "zero/checkpoint.h"
+#include "runtime/checkpoint.h"
 
 using namespace minitorch;
 
 namespace {
 void evaluate(const std::string& checkpoint, const std::string& data_path, std::int64_t batch) {
-  zero::CheckpointInfo info;
-  auto model = zero::load_model(checkpoint, &info);
+  runtime::CheckpointInfo info;
+  auto model = runtime::load_model(checkpoint, &info);
   const std::string text = data::read_text_file(data_path);
   auto tokens = std::make_shared<const std::vector<std::int32_t>>(info.tokenizer->encode(text));
   data::EvalWindows windows(tokens, info.model.block_size);

@@ -3,7 +3,7 @@
 #include <cstdio>
 
 #include "cli_common.h"
-#include "zero/checkpoint.h"
+#include "runtime/checkpoint.h"
 
 using namespace minitorch;
 
@@ -20,8 +20,8 @@ int main(int argc, char** argv) {
   app.add_option("--seed", seed, "sampling seed")->check(tools::decimal<std::uint64_t>());
   app.add_option("--top-k", top_k, "sample among the k most likely tokens (0 = all)")->check(tools::decimal<std::int64_t>(0));
   return tools::run_tool(app, argc, argv, [&] {
-    zero::CheckpointInfo info;
-    auto model = zero::load_model(checkpoint, &info);
+    runtime::CheckpointInfo info;
+    auto model = runtime::load_model(checkpoint, &info);
     if (prompt.empty()) throw std::runtime_error("--prompt must not be empty");
     std::vector<std::int32_t> ids = info.tokenizer->encode(prompt);
     Tensor idx = Tensor::from_ints(ids, {1, static_cast<std::int64_t>(ids.size())});

@@ -44,7 +44,7 @@ int main(int argc, char** argv) {
     const std::size_t total = doc.frames.size();
     if (frame > 0) {
       if (static_cast<unsigned long long>(frame) > total)
-        throw zero::ConfigError("--frame " + std::to_string(frame) + ": the trace has frames 1-" + std::to_string(total));
+        throw runtime::ConfigError("--frame " + std::to_string(frame) + ": the trace has frames 1-" + std::to_string(total));
       std::cout << trace::render_run_header(doc, opt) << trace::render_frame_text(doc, static_cast<std::size_t>(frame - 1), opt);
       return;
     }

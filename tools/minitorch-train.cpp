@@ -2,7 +2,7 @@
 //                 [--report REPORT.json] [--comm-timeout SECONDS]
 // Trains a GPT as the DeepSpeed-style config says; prints step, loss, lr, tokens/s with a progress bar
 // and the validation loss every eval_interval steps; saves a safetensors checkpoint at the end (ZeRO
-// stages 1-3 on several ranks: a directory of per-rank shards, zero/sharded_checkpoint.h).
+// stages 1-3 on several ranks: a directory of per-rank shards, runtime/sharded_checkpoint.h).
 // Data parallel: `mpirun -np N minitorch-train --config configs/ddp.json` — every rank trains on its own
 // micro-batches (DDP), rank 0 prints and saves, the others are silent. An error on any rank ends the
 // whole job with that rank's message. Without mpirun it is one rank (MPI singleton).
@@ -26,11 +26,11 @@
 #include "pipeline/engine.h"
 #include "pipeline/schedule.h"
 #include "trace/html_player.h"
-#include "zero/checkpoint.h"
-#include "zero/engine.h"
-#include "zero/report.h"
-#include "zero/sharded_checkpoint.h"
-#include "zero/step_trace.h"
+#include "runtime/checkpoint.h"
+#include "runtime/engine.h"
+#include "runtime/report.h"
+#include "runtime/sharded_checkpoint.h"
+#include "runtime/step_trace.h"
 
 using namespace minitorch;
 
@@ -49,7 +49,7 @@ struct Overrides {
 void train(const std::string& config_path, std::string data_path, const Overrides& flags, const std::string& resume,
            std::optional<std::string> out_flag, const std::string& report_path, const std::string& trace_dir) {
   dist::ProcessGroup& world = dist::world();
-  zero::Config cfg = zero::Config::from_file(config_path, world.size());
+  runtime::Config cfg = runtime::Config::from_file(config_path, world.size());
   if (world.rank() == 0)
     for (const auto& w : cfg.warnings) std::cerr << "warning: " << w << "\n";
   if (flags.steps >= 0) {
@@ -71,7 +71,7 @@ void train(const std::string& config_path, std::string data_path, const Override
   world.set_timeout(cfg.comm.timeout_s);  // the engine sets it too; this covers the traffic before it
   if (data_path.empty()) data_path = cfg.training.data.empty() ? "datasets/kjv.txt" : cfg.training.data;
   const std::string out = out_flag ? *out_flag : cfg.training.checkpoint;  // "" = don't save
-  const std::string run_id = zero::new_run_id(world);  // names every save of this run (checkpoint manifest)
+  const std::string run_id = runtime::new_run_id(world);  // names every save of this run (checkpoint manifest)
   // Stages 1-3 on several ranks shard the optimizer state: the save is a directory of shards.
   const bool sharded_save = cfg.zero.stage >= 1 && world.size() > 1;
   const bool pipelined = cfg.pipeline.stages > 1;
@@ -84,21 +84,21 @@ void train(const std::string& config_path, std::string data_path, const Override
   if (world.rank() == 0) {  // found now, not after an hour of training
     if (!out.empty()) tools::ensure_writable(out, "--out", sharded_save);
     if (sharded_save && !out.empty())
-      if (std::string problem = zero::sharded_save_problem(out); !problem.empty()) throw std::runtime_error(problem);
+      if (std::string problem = runtime::sharded_save_problem(out); !problem.empty()) throw std::runtime_error(problem);
     if (!report_path.empty()) tools::ensure_writable(report_path, "--report");
     if (!trace_dir.empty()) tools::ensure_writable((std::filesystem::path(trace_dir) / "trace.json").string(), "--trace");
   }
 
   // Tokenizer: a resumed run keeps the checkpoint's vocabulary; a new one learns it from the text.
-  zero::CheckpointInfo info;
+  runtime::CheckpointInfo info;
   if (!resume.empty()) {
-    zero::check_complete(resume);  // an incomplete save is named as such, not as a bad file
-    info = zero::read_checkpoint_info(resume);
+    runtime::check_complete(resume);  // an incomplete save is named as such, not as a bad file
+    info = runtime::read_checkpoint_info(resume);
   }
   data::TextDataset ds = resume.empty()
                              ? data::TextDataset::load(data_path, cfg.training.tokenizer, cfg.model.block_size)
                              : data::TextDataset::load(data_path, info.tokenizer, cfg.model.block_size);
-  nn::GPTConfig mcfg = zero::model_config(cfg, ds.tokenizer().vocab_size());
+  nn::GPTConfig mcfg = runtime::model_config(cfg, ds.tokenizer().vocab_size());
 
   Generator init(cfg.training.seed);
   std::shared_ptr<nn::GPT> model;
@@ -108,12 +108,14 @@ void train(const std::string& config_path, std::string data_path, const Override
   }
   // N > 1 ranks: DDP, rank 0's weights everywhere; with pipeline stages, this rank's stage of the grid.
   std::unique_ptr<pipeline::PipelineEngine> pipe;
-  std::unique_ptr<zero::Engine> whole;
+  std::unique_ptr<runtime::Engine> whole;
   if (pipelined) pipe = std::make_unique<pipeline::PipelineEngine>(model, cfg, world);
-  else whole = zero::initialize(model, cfg, &world);
-  zero::Engine* engine = pipe ? &pipe->engine() : whole.get();
+  else whole = runtime::initialize(model, cfg, &world);
+  runtime::Engine* engine = pipe ? &pipe->engine() : whole.get();
+  if (world.rank() == 0)
+    for (const auto& w : engine->warnings()) std::cerr << "warning: " << w << "\n";
   if (!resume.empty()) {
-    zero::ResumeInfo resumed = zero::resume_from(resume, *engine);
+    runtime::ResumeInfo resumed = runtime::resume_from(resume, *engine);
     if (world.rank() == 0)
       for (const auto& w : resumed.warnings) std::cerr << "warning: " << w << "\n";
   }
@@ -154,7 +156,7 @@ void train(const std::string& config_path, std::string data_path, const Override
   std::fflush(stdout);
 
   // One sink per rank: the trace recorder, when tracing, passes every event on to the report.
-  std::optional<zero::RunReport> report;
+  std::optional<runtime::RunReport> report;
   std::optional<trace::TraceRecorder> tracer;
   std::optional<events::Attach> listening;
   if (!report_path.empty()) report.emplace(*engine, &world);
@@ -177,7 +179,7 @@ void train(const std::string& config_path, std::string data_path, const Override
     ++steps_since_log;
     if (s % cfg.training.log_interval == 0 || s == total) {
       double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_log).count();
-      // fp16: the loss scale now and the overflow steps skipped so far (zero/loss_scaler.h).
+      // fp16: the loss scale now and the overflow steps skipped so far (runtime/loss_scaler.h).
       char scaler[96] = "";
       if (engine->loss_scaler())
         std::snprintf(scaler, sizeof scaler, " | loss scale %g | skipped %lld", engine->loss_scale(),
@@ -203,7 +205,7 @@ void train(const std::string& config_path, std::string data_path, const Override
   }
   // Its directory was made by ensure_writable before step 1. A sharded save: every rank writes its shard.
   if (!out.empty() && (sharded_save || world.rank() == 0)) {
-    zero::save_checkpoint(out, *engine, ds.tokenizer(), run_id);
+    runtime::save_checkpoint(out, *engine, ds.tokenizer(), run_id);
     std::printf("saved %s%s\n", out.c_str(), sharded_save ? (" (" + std::to_string(world.size()) +
                                                               " shards and a manifest)").c_str() : "");
   }
@@ -214,7 +216,7 @@ void train(const std::string& config_path, std::string data_path, const Override
                                   {"config", config_path}, {"pipeline_stages", pipe->stages()},
                                   {"schedule", cfg.pipeline.schedule},
                                   {"micro_batches", cfg.gradient_accumulation_steps}};
-    const std::string path = zero::write_chrome_trace(trace_dir, *tracer, &world, about);
+    const std::string path = runtime::write_chrome_trace(trace_dir, *tracer, &world, about);
     if (world.rank() == 0) {
       const pipeline::Timeline predicted = pipeline::simulate(pipeline::make_schedule(
           cfg.pipeline.schedule, pipe->stages(), static_cast<int>(cfg.gradient_accumulation_steps)));
@@ -229,7 +231,7 @@ void train(const std::string& config_path, std::string data_path, const Override
     const nlohmann::json about = {{"strategy", engine->strategy().name()}, {"zero_stage", cfg.zero.stage},
                                   {"world_size", world.size()}, {"steps", engine->global_steps()},
                                   {"config", config_path}};
-    const std::string path = zero::write_step_trace(trace_dir, *tracer, &world, *engine, about);
+    const std::string path = runtime::write_step_trace(trace_dir, *tracer, &world, *engine, about);
     if (world.rank() == 0) {
       const std::filesystem::path d(trace_dir);
       std::printf("wrote %s (open it in https://ui.perfetto.dev or chrome://tracing)\n", path.c_str());

@@ -14,14 +14,18 @@ BucketReducer::BucketReducer(Partition& partition, bool overlap, int max_in_flig
       max_in_flight_(static_cast<std::size_t>(std::max(1, max_in_flight))),
       launch_(std::move(launch)),
       finish_(std::move(finish)),
-      pending_(partition.buckets().size()),
       launched_(partition.buckets().size()) {
-  for (std::size_t b = 0; b < partition_.buckets().size(); ++b)
-    for (std::size_t p : partition_.buckets()[b].members) {
-      Tensor param = partition_.params()[p].second;
-      // Removed with this object (HookHandle), so `this` is never called after it is gone.
-      hooks_.push_back(param.register_grad_hook([this, b](Tensor&) { on_grad_ready(b); }));
-    }
+  std::vector<std::vector<Tensor>> members;
+  for (const ShardedBucket& bucket : partition_.buckets()) {
+    members.emplace_back();
+    for (std::size_t p : bucket.members) members.back().push_back(partition_.params()[p].second);
+  }
+  countdown_ = std::make_unique<dist::BucketCountdown>(
+      members, [this](std::size_t b) { on_grad_ready(b); },
+      [this] {
+        for (auto& [b, work] : in_flight_) work->test();  // let MPI move what is already in flight
+      });
+  countdown_->set_armed(false);  // until a reducing backward begins
 }
 
 BucketReducer::~BucketReducer() {
@@ -32,24 +36,19 @@ void BucketReducer::begin_backward(bool reduce) {
   wait_all();  // the previous micro-step's reductions, if a caller left them running
   reduce_ = reduce;
   if (reduce_) launched_in_backward_ = 0;
-  for (std::size_t b = 0; b < pending_.size(); ++b) {
-    pending_[b] = static_cast<int>(partition_.buckets()[b].members.size());
-    launched_[b] = false;
-  }
+  launched_.assign(launched_.size(), false);
+  countdown_->reset();
+  countdown_->set_armed(reduce_ && overlap_);  // else: accumulating locally, or reducing after backward
 }
 
 void BucketReducer::on_grad_ready(std::size_t bucket) {
-  if (!reduce_ || !overlap_) return;  // accumulating locally, or reducing after backward
-  if (--pending_[bucket] == 0) {
-    start(bucket);
-    ++launched_in_backward_;
-  }
-  for (auto& [b, work] : in_flight_) work->test();  // let MPI move what is already in flight
+  start(bucket);
+  ++launched_in_backward_;
 }
 
 void BucketReducer::end_backward() {
   if (!reduce_) return;
-  for (std::size_t b = 0; b < pending_.size(); ++b)
+  for (std::size_t b = 0; b < launched_.size(); ++b)
     if (!launched_[b]) start(b);
 }
 

@@ -1,8 +1,8 @@
 #pragma once
 /// \file bucket_reducer.h
 /// When the ZeRO stages reduce a bucket: the gradient hooks of a partition's parameters count each
-/// bucket down during a backward, and the moment its last gradient is final the bucket is handed to
-/// the stage's `launch` (which starts its reduce-scatter and returns the Work) — while backward goes
+/// bucket down during a backward (dist/bucket_countdown.h, as DDP's do), and the moment its last gradient
+/// is final the bucket is handed to the stage's `launch` (which starts its reduce-scatter and returns the Work) — while backward goes
 /// on computing the earlier layers (`overlap_comm`). Without overlap the hooks stay quiet and
 /// end_backward() launches every bucket, one after the other.
 ///
@@ -17,8 +17,8 @@
 #include <memory>
 #include <vector>
 
+#include "dist/bucket_countdown.h"
 #include "dist/process_group.h"
-#include "minitorch/hooks.h"
 #include "zero/partition.h"
 
 namespace minitorch::zero {
@@ -28,7 +28,7 @@ class BucketReducer {
   using Launch = std::function<std::unique_ptr<dist::Work>(std::size_t bucket)>;
   using Finish = std::function<void(std::size_t bucket)>;
 
-  /// Registers one gradient hook per parameter of `partition` (which must outlive this object).
+  /// Counts down each bucket's parameters of `partition` (which must outlive this object).
   BucketReducer(Partition& partition, bool overlap, int max_in_flight, Launch launch, Finish finish);
   ~BucketReducer();  // waits for what is in flight: MPI must never write into a freed buffer
   BucketReducer(const BucketReducer&) = delete;
@@ -46,7 +46,7 @@ class BucketReducer {
   int launched_in_backward() const { return launched_in_backward_; }
 
  private:
-  void on_grad_ready(std::size_t bucket);
+  void on_grad_ready(std::size_t bucket);  ///< its last gradient is final, during backward (the countdown's ready)
   void start(std::size_t bucket);
   void finish_oldest();
 
@@ -55,10 +55,9 @@ class BucketReducer {
   std::size_t max_in_flight_;
   Launch launch_;
   Finish finish_;
-  std::vector<int> pending_;        ///< per bucket: gradients not final yet in this backward
   std::vector<bool> launched_;      ///< per bucket: launched in this backward
   std::deque<std::pair<std::size_t, std::unique_ptr<dist::Work>>> in_flight_;
-  std::vector<HookHandle> hooks_;
+  std::unique_ptr<dist::BucketCountdown> countdown_;  ///< armed while reducing with overlap
   bool reduce_ = false;
   int launched_in_backward_ = 0;
 };

@@ -13,15 +13,13 @@
 
 namespace minitorch::zero {
 
-ShardedOptimizer::ShardedOptimizer(Partition& partition, const Config& config, dist::ProcessGroup& group)
+ShardedOptimizer::ShardedOptimizer(Partition& partition, const StrategyConfig& config, dist::ProcessGroup& group)
     : partition_(partition),
       group_(group),
       gather_after_step_(partition.buckets().size(), true),
       // DeepSpeed tiles the step by sub_group_size at stage 3 only; below it the shard is one tile.
       tile_elements_(config.zero.stage == 3 ? config.zero.sub_group_size : std::numeric_limits<std::int64_t>::max()) {
-  const OptimizerConfig& o = config.optimizer;
-  optim::AdamWOptions opts{static_cast<float>(o.lr), static_cast<float>(o.beta1), static_cast<float>(o.beta2),
-                           static_cast<float>(o.eps), static_cast<float>(o.weight_decay)};
+  const optim::AdamWOptions& opts = config.adamw;
   // BEGIN SOLUTION L06.2
   adamw_ = std::make_unique<optim::AdamW>(partition_.optimizer_groups(opts.lr, opts.weight_decay), opts);
   // END SOLUTION
@@ -29,28 +27,13 @@ ShardedOptimizer::ShardedOptimizer(Partition& partition, const Config& config, d
 
 // ---- compute: the update of this rank's pieces ----
 
-namespace {
-/// The frame of the update for the traces (trace/frames.h): the norm's one-element all-reduce.
-void note_step(const GradientStrategy* source, dist::ProcessGroup& group) {
-  if (!source) return;
-  frame(*source, [&] {
-    const std::int64_t sent = dist::all_reduce_volume(1, group.size(), group.rank());
-    return trace::FrameNote{"optimizer_step", "optimizer step of the shards",
-                            "AdamW: each rank updates only its shard of the parameters, with its shard of the "
-                            "reduced gradients and of the optimizer states (clipped by the global norm, one "
-                            "all-reduced number)",
-                            trace::collective_json("all_reduce", -1, 0, 0, sent, sent * 4, group.size())};
-  });
-}
-}  // namespace
-
 StepResult ShardedOptimizer::step(const StepRequest& r) {
   // BEGIN SOLUTION L06.2
   // The global norm from one scalar: Σ g² over every rank's shard (padding is zero and unowned).
   // Every rank gets the same sum, so every rank takes the same overflow decision.
   Tensor sum_sq = Tensor::full({1}, static_cast<float>(tiled_sum_squares(*adamw_, tile_elements_)));
   group_.all_reduce(sum_sq, dist::ReduceOp::sum);
-  const double norm = std::sqrt(sum_over_stages(r, sum_sq.item())) / r.loss_scale;
+  const double norm = std::sqrt(sum_over_pipeline(r, sum_sq.item())) / r.loss_scale;
   adamw_->set_lr(r.lr);  // also on a skipped step: lr() reports the rate this update would have used
   if (!std::isfinite(norm) && r.skip_on_overflow) {  // fp16 overflow: nothing changes but the gradients
     partition_.zero_gradients();
@@ -58,7 +41,7 @@ StepResult ShardedOptimizer::step(const StepRequest& r) {
   }
   const double coef = r.max_norm > 0 ? optim::clip_coefficient(norm, r.max_norm) : 1.0;
   tiled_adamw_step(*adamw_, static_cast<float>(coef / r.loss_scale), tile_elements_);
-  note_step(frame_source_, group_);
+  if (frame_source_) sharded_update_frame(*frame_source_, group_);
   gather_parameters();
   partition_.zero_gradients();
   return {norm, false};
@@ -103,17 +86,9 @@ void ShardedOptimizer::gather_parameters() {
     bytes += n * static_cast<std::int64_t>(dtype_size(full.dtype()));
   }
   for (auto& w : inflight) w->wait();
+  const bool all = std::find(gather_after_step_.begin(), gather_after_step_.end(), false) == gather_after_step_.end();
   if (frame_source_ && !inflight.empty())
-    frame(*frame_source_, [&] {
-      const std::int64_t end = partition_.buckets().back().first + partition_.buckets().back().numel;
-      const bool all = std::find(gather_after_step_.begin(), gather_after_step_.end(), false) == gather_after_step_.end();
-      return trace::FrameNote{"gather", all ? "all-gather the updated parameters" : "all-gather the persistent parameters",
-                              all ? "all-gather: every rank sends its updated shard of each bucket to all others, so "
-                                    "every rank again holds all the parameters, up to date"
-                                  : "all-gather: the small parameters kept whole on every rank are made whole again; "
-                                    "the units stay sharded until their next forward gathers them",
-                              trace::collective_json("all_gather", -1, 0, end, sent, bytes, group_.size())};
-    });
+    gathered_after_step_frame(*frame_source_, partition_, all, sent, bytes, group_.size());
 }
 
 }  // namespace minitorch::zero

@@ -32,7 +32,7 @@ class ShardedOptimizer {
   /// AdamW with the config's `optimizer` settings over `partition`'s pieces; their gradients must be
   /// in place (Partition::adopt_gradients or allocate_gradient_shards). Both must outlive this.
   /// The step's tiles: zero_optimization.sub_group_size at stage 3, the whole shard below.
-  ShardedOptimizer(Partition& partition, const Config& config, dist::ProcessGroup& group);
+  ShardedOptimizer(Partition& partition, const StrategyConfig& config, dist::ProcessGroup& group);
 
   /// One step of this rank's shard, the gather, the gradients zeroed (strategy.h: StepRequest).
   StepResult step(const StepRequest& request);

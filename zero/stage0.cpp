@@ -9,7 +9,7 @@
 
 namespace minitorch::zero {
 
-Stage0::Stage0(std::shared_ptr<nn::GPT> model, const Config& config, dist::ProcessGroup* group,
+Stage0::Stage0(std::shared_ptr<nn::GPT> model, const StrategyConfig& config, dist::ProcessGroup* group,
                const nn::NamedTensors& params)
     : model_(std::move(model)), whole_model_(params.size() == model_->named_parameters().size()) {
   if (group && group->size() > 1) {
@@ -17,7 +17,7 @@ Stage0::Stage0(std::shared_ptr<nn::GPT> model, const Config& config, dist::Proce
     ddp_ = std::make_unique<dist::DistributedDataParallel>(params, *group, config.zero.reduce_bucket_size);
     ddp_->broadcast_parameters(0);
   }
-  optimizer_ = make_adamw(params, config);
+  optimizer_ = make_adamw(params, config.adamw);
   if (ddp_) {
     for (const dist::Bucket& b : ddp_->buckets()) {
       trace::SpaceBucket& sb = space_.add_bucket("bucket " + std::to_string(space_.buckets.size()), b.buffer.numel());
@@ -70,15 +70,7 @@ void Stage0::reduce_gradients() {
   ddp_->set_sync(true);
   ddp_->finish();  // waits for the bucket all-reduces, writes the averages into .grad
   reduced_ = true;
-  frame(*this, [&] {
-    dist::ProcessGroup& g = ddp_->group();
-    std::int64_t sent = 0;
-    for (const dist::Bucket& b : ddp_->buckets()) sent += dist::all_reduce_volume(b.buffer.numel(), g.size(), g.rank());
-    return trace::FrameNote{"reduce", "all-reduce the gradients",
-                            "all-reduce (average): every rank now holds the same gradients, the mean over all "
-                            "ranks' micro-batches; each rank sent 2(N-1)/N of them",
-                            trace::collective_json("all_reduce", -1, 0, space_.numel, sent, sent * 4, g.size())};
-  });
+  all_reduced_frame(*this, *ddp_, space_.numel);
 }
 
 // ---- compute: every rank updates all parameters with the same averaged gradients ----
@@ -86,7 +78,7 @@ void Stage0::reduce_gradients() {
 StepResult Stage0::step(const StepRequest& r) {
   std::vector<Tensor> params = optimizer_->parameters();
   // Every rank holds the same averaged gradients: every rank finds the same norm and takes the same decision.
-  const double norm = std::sqrt(sum_over_stages(r, optim::grad_sum_squares(params))) / r.loss_scale;
+  const double norm = std::sqrt(sum_over_pipeline(r, optim::grad_sum_squares(params))) / r.loss_scale;
   optimizer_->set_lr(r.lr);  // also on a skipped step: lr() reports the rate this update would have used
   if (!std::isfinite(norm) && r.skip_on_overflow) {
     optimizer_->zero_grad();
@@ -103,13 +95,7 @@ StepResult Stage0::step(const StepRequest& r) {
     for (const Tensor& p : params) largest = std::max(largest, p.numel());
     tiled_adamw_step(*optimizer_, static_cast<float>(coef / r.loss_scale), largest);
   }
-  frame(*this, [&] {
-    return trace::FrameNote{"optimizer_step", "optimizer step",
-                            ddp_ ? "AdamW: every rank updates all of its parameters with the same averaged gradients, "
-                                   "so the replicas stay identical"
-                                 : "AdamW: the parameters are updated with the gradients",
-                            nullptr};
-  });
+  update_frame(*this, /*replicated=*/ddp_ != nullptr);
   optimizer_->zero_grad();
   reduced_ = false;
   return {norm, false};

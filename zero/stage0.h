@@ -19,11 +19,11 @@ class Stage0 final : public GradientStrategy {
   /// Broadcasts rank 0's parameters to every rank (N > 1), hooks DDP's buckets of
   /// `zero.reduce_bucket_size` elements, and builds AdamW over `params`: all of the model's, or a
   /// pipeline stage's share (make_strategy).
-  Stage0(std::shared_ptr<nn::GPT> model, const Config& config, dist::ProcessGroup* group,
+  Stage0(std::shared_ptr<nn::GPT> model, const StrategyConfig& config, dist::ProcessGroup* group,
          const nn::NamedTensors& params);
 
   std::string name() const override { return ddp_ ? "DDP" : "single rank"; }
-  int stage() const override { return 0; }
+  int zero_stage() const override { return 0; }
   void begin_backward(bool boundary) override;
   void end_backward() override;
   void reduce_gradients() override;

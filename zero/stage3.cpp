@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <stdexcept>
 #include <string>
+
 #include "minitorch/not_implemented.h"
+#include "nn/parameter_names.h"
 
 namespace minitorch::zero {
 
-UnitPlan plan_units(const nn::NamedTensors& params, std::size_t n_blocks, const Config& config) {
+UnitPlan plan_units(const nn::NamedTensors& params, std::size_t n_blocks, const StrategyConfig& config) {
   std::vector<std::vector<std::size_t>> per_block(n_blocks);
   std::vector<std::size_t> outer, persistent;
   for (std::size_t i = 0; i < params.size(); ++i) {
@@ -16,8 +18,8 @@ UnitPlan plan_units(const nn::NamedTensors& params, std::size_t n_blocks, const 
       persistent.push_back(i);
       continue;
     }
-    const std::string prefix = "transformer.h.";
-    if (name.starts_with(prefix)) per_block.at(std::stoul(name.substr(prefix.size()))).push_back(i);
+    const nn::ParameterPlace place = nn::parameter_place(name);
+    if (place.part == nn::ModelPart::block) per_block.at(static_cast<std::size_t>(place.block)).push_back(i);
     else outer.push_back(i);
   }
   UnitPlan plan;
@@ -51,13 +53,11 @@ UnitPlan plan_units(const nn::NamedTensors& params, std::size_t n_blocks, const 
   return plan;
 }
 
-Stage3::Stage3(std::shared_ptr<nn::GPT> model, const Config& config, dist::ProcessGroup& group)
+Stage3::Stage3(std::shared_ptr<nn::GPT> model, const StrategyConfig& config, dist::ProcessGroup& group)
     : Stage3(model, config, group, plan_units(model->named_parameters(), model->blocks.size(), config)) {}
 
-Stage3::Stage3(std::shared_ptr<nn::GPT> model, const Config& config, dist::ProcessGroup& group, const UnitPlan& plan)
-    : model_(std::move(model)),
-      group_(group),
-      partition_(model_->named_parameters(), plan.buckets, group.rank(), group.size()),
+Stage3::Stage3(std::shared_ptr<nn::GPT> model, const StrategyConfig& config, dist::ProcessGroup& group, const UnitPlan& plan)
+    : ShardedStrategy(model, group, Partition(model->named_parameters(), plan.buckets, group.rank(), group.size())),
       prefetch_elements_(config.zero.stage3_prefetch_bucket_size) {
   units_ = plan.units;
   persistent_ = plan.persistent;
@@ -69,11 +69,11 @@ Stage3::Stage3(std::shared_ptr<nn::GPT> model, const Config& config, dist::Proce
   state_.assign(B, UnitState::gathered);
   gathers_.resize(B);
   reductions_.resize(B);
-  progress_.reduced.assign(B, false);
-  for (std::size_t b = 0, persistent = 0; b < B; ++b) unit_names_.push_back(persistent_[b] ? "persistent " + std::to_string(persistent++) : "");
+  for (std::size_t b = 0, persistent = 0; b < B; ++b)
+    bucket_names_[b] = persistent_[b] ? "persistent " + std::to_string(persistent++) : "";
   for (std::size_t k = 0; k < model_->blocks.size(); ++k)
-    if (plan.block_pos[k] >= 0) unit_names_[units_[static_cast<std::size_t>(plan.block_pos[k])]] = "h." + std::to_string(k);
-  if (has_outer_) unit_names_[units_[0]] = "outer";
+    if (plan.block_pos[k] >= 0) bucket_names_[units_[static_cast<std::size_t>(plan.block_pos[k])]] = "h." + std::to_string(k);
+  if (has_outer_) bucket_names_[units_[0]] = "outer";
 
   // Every rank starts from rank 0's weights, then keeps only its shard of each unit.
   for (auto& [name, p] : model_->named_parameters()) {
@@ -90,42 +90,35 @@ Stage3::Stage3(std::shared_ptr<nn::GPT> model, const Config& config, dist::Proce
   }
   partition_.allocate_gradient_shards(config.zero.contiguous_gradients);
 
-  // The module hooks drive the units: the outer unit around the whole model (its forward, and the
-  // head's backward first), each block around its own.
+  // The module hooks drive the units, in FSDP2's words: pre_forward gathers a unit (and prefetches the next),
+  // post_forward releases it, pre_backward gathers it again for its backward, and post_backward, when its
+  // last gradient is final, reduce-scatters its gradients and releases it. The outer unit is the whole model's
+  // (its forward, and the head's backward first); each block is a unit of its own.
   hooks_.push_back(model_->register_pre_forward_hook([this](nn::Module&, std::span<const Tensor>) {
-    if (has_outer_) before(0, /*forward=*/true);
+    if (has_outer_) pre_forward(0);
     else prefetch(units_, 0, /*including=*/true);
   }));
   if (has_outer_) {
     hooks_.push_back(model_->register_post_forward_hook(
-        [this](nn::Module&, std::span<const Tensor>, const Tensor&) { release(units_[0]); }));
-    hooks_.push_back(model_->register_pre_backward_hook([this](nn::Module&, const Tensor&) { before(0, false); }));
+        [this](nn::Module&, std::span<const Tensor>, const Tensor&) { post_forward(0); }));
+    hooks_.push_back(model_->register_pre_backward_hook([this](nn::Module&, const Tensor&) { pre_backward(0); }));
   }
   for (std::size_t k = 0; k < model_->blocks.size(); ++k) {
     if (plan.block_pos[k] < 0) continue;  // all of the block persistent
     const auto pos = static_cast<std::size_t>(plan.block_pos[k]);
     nn::Block& block = *model_->blocks[k];
-    hooks_.push_back(block.register_pre_forward_hook([this, pos](nn::Module&, std::span<const Tensor>) { before(pos, true); }));
+    hooks_.push_back(block.register_pre_forward_hook([this, pos](nn::Module&, std::span<const Tensor>) { pre_forward(pos); }));
     hooks_.push_back(block.register_post_forward_hook(
-        [this, pos](nn::Module&, std::span<const Tensor>, const Tensor&) { release(units_[pos]); }));
-    hooks_.push_back(block.register_pre_backward_hook([this, pos](nn::Module&, const Tensor&) { before(pos, false); }));
+        [this, pos](nn::Module&, std::span<const Tensor>, const Tensor&) { post_forward(pos); }));
+    hooks_.push_back(block.register_pre_backward_hook([this, pos](nn::Module&, const Tensor&) { pre_backward(pos); }));
   }
-  // Gradients: a unit is reduced and released when its last gradient is final (two in flight at most).
-  reducer_ = std::make_unique<BucketReducer>(
-      partition_, config.zero.overlap_comm, /*max_in_flight=*/2,
-      [this](std::size_t b) {
-        auto work = reductions_[b].start(partition_, b, group_);
-        // No node of this backward reads the unit any more. No frame: inside the gradient hook the
-        // autograd engine still holds the gradient it just made, memory no buffer of ours accounts for.
-        if (!persistent_[b]) release(b, /*framed=*/false);
-        return work;
-      },
+  // post_backward: the gradient hooks count a unit's gradients down (two reductions in flight at most).
+  start_reducer_and_optimizer(
+      config, [this](std::size_t b) { return post_backward(b); },
       [this](std::size_t b) {
         reductions_[b].finish(partition_, b);
-        reduced_frame(*this, partition_, b, unit_names_[b], progress_, true);
+        reduced_frame(*this, partition_, b, bucket_names_[b], progress_, /*local_freed=*/true);
       });
-  optimizer_ = std::make_unique<ShardedOptimizer>(partition_, config, group_);
-  optimizer_->set_frame_source(this);
   for (std::size_t b = 0; b < B; ++b) optimizer_->set_gather_after_step(b, persistent_[b]);
 }
 
@@ -140,7 +133,7 @@ Stage3::~Stage3() {
 void Stage3::gather_async(std::size_t b) {
   if (state_[b] != UnitState::sharded) return;
   if (gathers_[b])  // a second all-gather into a new buffer while the first still writes into the old one
-    throw std::logic_error("gather of " + unit_names_[b] + ": an all-gather of it is already in flight (a unit "
+    throw std::logic_error("gather of " + bucket_names_[b] + ": an all-gather of it is already in flight (a unit "
                            "whose gather has started is gathering, not sharded)");
   // BEGIN SOLUTION L07.1
   ShardedBucket& bucket = partition_.buckets()[b];
@@ -162,13 +155,7 @@ void Stage3::ensure_gathered(std::size_t b) {
   partition_.attach_gathered(b);
   state_[b] = UnitState::gathered;
   // END SOLUTION
-  frame(*this, [&] {
-    const std::string& unit = unit_names_[b];
-    return trace::FrameNote{progress_.in_backward ? "backward" : "forward", "all-gather " + unit,
-                            "all-gather: every rank now holds all of " + unit + "'s parameters, for its " +
-                                (progress_.in_backward ? "backward" : "forward"),
-                            bucket_collective(partition_, b, "all_gather")};
-  });
+  unit_gathered_frame(*this, partition_, b, bucket_names_[b], progress_.in_backward);
 }
 
 void Stage3::release(std::size_t b, bool framed) {
@@ -179,15 +166,9 @@ void Stage3::release(std::size_t b, bool framed) {
   state_[b] = UnitState::sharded;
   // END SOLUTION
   if (gathers_[b])  // the all-gather would go on writing into the freed buffer
-    throw std::logic_error("release of " + unit_names_[b] + ": its all-gather is still in flight (finish an unused "
+    throw std::logic_error("release of " + bucket_names_[b] + ": its all-gather is still in flight (finish an unused "
                            "prefetch before freeing the buffer it writes into)");
-  if (!framed) return;
-  frame(*this, [&] {
-    return trace::FrameNote{progress_.in_backward ? "backward" : "forward", "release " + unit_names_[b],
-                            "release: " + unit_names_[b] + "'s gathered parameters are freed; each rank keeps only "
-                                "its own shard of them",
-                            nullptr};
-  });
+  if (framed) unit_released_frame(*this, bucket_names_[b], progress_.in_backward);
 }
 
 void Stage3::prefetch(const std::vector<std::size_t>& order, std::size_t pos, bool including) {
@@ -202,13 +183,33 @@ void Stage3::prefetch(const std::vector<std::size_t>& order, std::size_t pos, bo
   }
 }
 
-void Stage3::before(std::size_t unit_pos, bool forward) {
-  // The unit's position in the order this pass meets the units in.
-  std::size_t pos = unit_pos;
-  if (!forward) pos = has_outer_ && unit_pos == 0 ? 0 : units_.size() - unit_pos - (has_outer_ ? 0 : 1);
-  const std::vector<std::size_t>& order = forward ? units_ : backward_order_;
-  ensure_gathered(order[pos]);
-  prefetch(order, pos, /*including=*/false);
+// ---- the unit hooks: when each transition runs ----
+
+void Stage3::pre_forward(std::size_t pos) {
+  ensure_gathered(units_[pos]);
+  prefetch(units_, pos, /*including=*/false);
+}
+
+void Stage3::post_forward(std::size_t pos) { release(units_[pos]); }
+
+void Stage3::pre_backward(std::size_t pos) {
+  const std::size_t at = backward_position(pos);
+  ensure_gathered(backward_order_[at]);
+  prefetch(backward_order_, at, /*including=*/false);
+}
+
+std::unique_ptr<dist::Work> Stage3::post_backward(std::size_t b) {
+  auto work = reductions_[b].start(partition_, b, group_);
+  // No node of this backward reads the unit any more. No frame: inside the gradient hook the autograd
+  // engine still holds the gradient it just made, memory no buffer of ours accounts for.
+  if (!persistent_[b]) release(b, /*framed=*/false);
+  return work;
+}
+
+std::size_t Stage3::backward_position(std::size_t pos) const {
+  // Backward meets the blocks in reverse; the outer unit, whose head's backward runs first, stays first.
+  if (has_outer_ && pos == 0) return 0;
+  return units_.size() - pos - (has_outer_ ? 0 : 1);
 }
 
 void Stage3::gather_all() {
@@ -219,55 +220,36 @@ void Stage3::release_all() {
   for (std::size_t b : units_) release(b);
 }
 
-void Stage3::begin_backward(bool) {
-  reducer_->begin_backward(/*reduce=*/true);
-  progress_.in_backward = true;
-}
-
 void Stage3::end_backward() {
   reducer_->end_backward();
   for (std::size_t b : units_) release(b);  // a unit this backward did not reach
   progress_.in_backward = false;
 }
 
-StepResult Stage3::step(const StepRequest& r) {
-  const StepResult result = optimizer_->step(r);
-  progress_.clear();  // the gradient shards are zero again
-  return result;
-}
+// ---- read-outs: what this rank holds, for the frames and the run report (no computation) ----
 
-// ---- compute ----
-
-trace::RankHoldings Stage3::holdings() const {
-  trace::RankHoldings h;
-  for (std::size_t b = 0; b < partition_.buckets().size(); ++b) {
-    const ShardedBucket& bucket = partition_.buckets()[b];
-    if (persistent_[b]) {
-      h.params.paint(bucket.first, bucket.first + bucket.numel, "whole");
-    } else {
-      const auto [begin, end] = own_shard(partition_, b);
-      h.params.paint(begin, end, "shard");
-      // While gathering or gathered, the full buffer lies over the shard, which stays allocated.
-      if (state_[b] != UnitState::sharded)
-        h.params.paint(bucket.first, bucket.first + bucket.numel,
-                       state_[b] == UnitState::gathered ? "gathered" : "gathering", trace::Overlay::separate_buffer);
-    }
-    paint_sharded_gradients(partition_, b, progress_, h.grads);
+void Stage3::paint_bucket(std::size_t b, trace::RankHoldings& h) const {
+  const ShardedBucket& bucket = partition_.buckets()[b];
+  if (persistent_[b]) {
+    h.params.paint(bucket.first, bucket.first + bucket.numel, "whole");
+  } else {
+    const auto [begin, end] = own_shard(partition_, b);
+    h.params.paint(begin, end, "shard");
+    // While gathering or gathered, the full buffer lies over the shard, which stays allocated.
+    if (state_[b] != UnitState::sharded)
+      h.params.paint(bucket.first, bucket.first + bucket.numel, state_[b] == UnitState::gathered ? "gathered" : "gathering",
+                     trace::Overlay::separate_buffer);
   }
-  paint_optimizer_shard(partition_, optimizer(), h.optim);
-  return h;
+  paint_sharded_gradients(partition_, b, progress_, h.grads);
 }
 
-ModelStateBytes Stage3::model_state_bytes() const {
+ModelStateBytes Stage3::bucket_bytes(std::size_t b) const {
+  const ShardedBucket& bucket = partition_.buckets()[b];
+  // Persistent: the whole flat buffer. A unit: its shard, and its full buffer while gathered.
   ModelStateBytes bytes;
-  for (std::size_t b = 0; b < partition_.buckets().size(); ++b) {
-    const ShardedBucket& bucket = partition_.buckets()[b];
-    // Persistent: the whole flat buffer. A unit: its shard, and its full buffer while gathered.
-    bytes.param += static_cast<std::int64_t>(persistent_[b] ? bucket.params.flat().nbytes() : bucket.param_shard.nbytes());
-    if (!persistent_[b] && bucket.params.numel() > 0) bytes.param += static_cast<std::int64_t>(bucket.params.flat().nbytes());
-    bytes.grad += static_cast<std::int64_t>(bucket.grad_shard.nbytes());
-  }
-  bytes.optim = optimizer().state_bytes();
+  bytes.param = static_cast<std::int64_t>(persistent_[b] ? bucket.params.flat().nbytes() : bucket.param_shard.nbytes());
+  if (!persistent_[b] && bucket.params.numel() > 0) bytes.param += static_cast<std::int64_t>(bucket.params.flat().nbytes());
+  bytes.grad = static_cast<std::int64_t>(bucket.grad_shard.nbytes());
   return bytes;
 }
 

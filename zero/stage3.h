@@ -25,11 +25,7 @@
 #include <vector>
 
 #include "nn/gpt.h"
-#include "zero/bucket_reducer.h"
-#include "zero/partition.h"
-#include "zero/sharded_optimizer.h"
-#include "zero/step_frames.h"
-#include "zero/strategy.h"
+#include "zero/sharded_strategy.h"
 
 namespace minitorch::zero {
 
@@ -44,35 +40,24 @@ struct UnitPlan {
   bool has_outer = false;                         ///< units[0] is the outer unit
   std::vector<std::ptrdiff_t> block_pos;          ///< per block: its position in `units` (-1: none)
 };
-UnitPlan plan_units(const nn::NamedTensors& params, std::size_t n_blocks, const Config& config);
+UnitPlan plan_units(const nn::NamedTensors& params, std::size_t n_blocks, const StrategyConfig& config);
 
-class Stage3 final : public GradientStrategy {
+class Stage3 final : public ShardedStrategy {
  public:
   /// Where a unit is in its cycle.
   enum class UnitState { sharded, gathering, gathered };
 
   /// Broadcasts rank 0's parameters, keeps this rank's shard of each unit and releases the rest,
   /// hooks the modules and the gradients, and builds AdamW over this rank's pieces. N >= 2 ranks.
-  Stage3(std::shared_ptr<nn::GPT> model, const Config& config, dist::ProcessGroup& group);
+  Stage3(std::shared_ptr<nn::GPT> model, const StrategyConfig& config, dist::ProcessGroup& group);
   ~Stage3() override;
 
   std::string name() const override { return "ZeRO-3"; }
-  int stage() const override { return 3; }
-  void begin_backward(bool) override;
+  int zero_stage() const override { return 3; }
+  /// Also releases the units this backward did not reach.
   void end_backward() override;
-  void reduce_gradients() override { reducer_->wait_all(); }
-  /// Updates the shards; only the persistent buckets are gathered after it.
-  StepResult step(const StepRequest& r) override;
-  ModelStateBytes model_state_bytes() const override;
-  trace::FlatSpace flat_space() const override { return partition_space(partition_, unit_names_); }
-  trace::RankHoldings holdings() const override;
-  bool shards_optimizer_state() const override { return true; }
-  nn::NamedTensors parameter_pieces() const override { return partition_.piece_params(); }
-  void load_parameters(const nn::NamedTensors& whole) override { optimizer_->load_parameters(whole); }
-  optim::AdamW& optimizer() override { return optimizer_->adamw(); }
-  const optim::AdamW& optimizer() const override { return optimizer_->adamw(); }
+  // step(): the shards are updated; only the persistent buckets are gathered after it (ShardedStrategy).
 
-  const Partition& partition() const { return partition_; }
   /// Bucket index of each unit in forward order: the outer unit, then the blocks.
   const std::vector<std::size_t>& units() const { return units_; }
   UnitState state(std::size_t bucket) const { return state_[bucket]; }
@@ -83,7 +68,9 @@ class Stage3 final : public GradientStrategy {
   std::int64_t prefetched() const { return prefetched_; }
 
  private:
-  Stage3(std::shared_ptr<nn::GPT> model, const Config& config, dist::ProcessGroup& group, const UnitPlan& plan);
+  void paint_bucket(std::size_t b, trace::RankHoldings& h) const override;
+  ModelStateBytes bucket_bytes(std::size_t b) const override;
+  Stage3(std::shared_ptr<nn::GPT> model, const StrategyConfig& config, dist::ProcessGroup& group, const UnitPlan& plan);
 
   // ---- communication: the unit state machine ----
   void gather_async(std::size_t bucket);  ///< sharded → gathering
@@ -92,24 +79,23 @@ class Stage3 final : public GradientStrategy {
   /// Starts the gathers of the units from position `pos` of `order` (after it, unless `including`)
   /// that fit in stage3_prefetch_bucket_size elements.
   void prefetch(const std::vector<std::size_t>& order, std::size_t pos, bool including);
-  /// Before a unit runs (forward or backward): gathered, and what follows it prefetched.
-  void before(std::size_t unit_pos, bool forward);
+  // ---- the unit hooks (FSDP2's names); `pos`: the unit's position in forward order (units_) ----
+  void pre_forward(std::size_t pos);   ///< the unit's module is about to run: gathered, the next prefetched
+  void post_forward(std::size_t pos);  ///< its forward has returned: released
+  void pre_backward(std::size_t pos);  ///< its backward is about to run: gathered again, the next prefetched
+  /// Bucket `b`'s last gradient is final (the reducer's launch): its reduce-scatter starts, the unit is released.
+  std::unique_ptr<dist::Work> post_backward(std::size_t b);
+  /// Where the unit at forward position `pos` comes in backward_order_ (blocks reversed, the outer unit first).
+  std::size_t backward_position(std::size_t pos) const;
 
-  std::shared_ptr<nn::GPT> model_;
-  dist::ProcessGroup& group_;
-  Partition partition_;
   std::vector<std::size_t> units_, backward_order_;  ///< bucket indices
   std::vector<bool> persistent_;                     ///< per bucket
   bool has_outer_ = false;                           ///< units_[0] is the outer unit
   std::vector<UnitState> state_;                     ///< per bucket
   std::vector<std::unique_ptr<dist::Work>> gathers_;  ///< per bucket: the gather in flight
-  std::vector<ShardReduction> reductions_;           ///< per bucket: its buffers while it is reduced
   std::int64_t prefetch_elements_ = 0, prefetched_ = 0;
   std::vector<HookHandle> hooks_;
-  std::unique_ptr<BucketReducer> reducer_;
-  std::unique_ptr<ShardedOptimizer> optimizer_;
-  std::vector<std::string> unit_names_;  ///< per bucket: "outer", "h.0", ..., "persistent 0", ...
-  ReductionProgress progress_;           ///< for the frames (zero/step_frames.h)
+  // bucket_names_ (ShardedStrategy): "outer", "h.0", ..., "persistent 0", ...
 };
 
 }  // namespace minitorch::zero

@@ -66,6 +66,71 @@ void reduced_frame(const GradientStrategy& s, const Partition& partition, std::s
   });
 }
 
+void all_reduced_frame(const GradientStrategy& s, dist::DistributedDataParallel& ddp, std::int64_t space_numel) {
+  frame(s, [&] {
+    dist::ProcessGroup& g = ddp.group();
+    std::int64_t sent = 0;
+    for (const dist::Bucket& b : ddp.buckets()) sent += dist::all_reduce_volume(b.buffer.numel(), g.size(), g.rank());
+    return trace::FrameNote{"reduce", "all-reduce the gradients",
+                            "all-reduce (average): every rank now holds the same gradients, the mean over all "
+                            "ranks' micro-batches; each rank sent 2(N-1)/N of them",
+                            trace::collective_json("all_reduce", -1, 0, space_numel, sent, sent * 4, g.size())};
+  });
+}
+
+void update_frame(const GradientStrategy& s, bool replicated) {
+  frame(s, [&] {
+    return trace::FrameNote{"optimizer_step", "optimizer step",
+                            replicated ? "AdamW: every rank updates all of its parameters with the same averaged "
+                                         "gradients, so the replicas stay identical"
+                                       : "AdamW: the parameters are updated with the gradients",
+                            nullptr};
+  });
+}
+
+void sharded_update_frame(const GradientStrategy& s, dist::ProcessGroup& group) {
+  frame(s, [&] {
+    const std::int64_t sent = dist::all_reduce_volume(1, group.size(), group.rank());
+    return trace::FrameNote{"optimizer_step", "optimizer step of the shards",
+                            "AdamW: each rank updates only its shard of the parameters, with its shard of the "
+                            "reduced gradients and of the optimizer states (clipped by the global norm, one "
+                            "all-reduced number)",
+                            trace::collective_json("all_reduce", -1, 0, 0, sent, sent * 4, group.size())};
+  });
+}
+
+void gathered_after_step_frame(const GradientStrategy& s, const Partition& partition, bool all, std::int64_t sent,
+                               std::int64_t bytes, int world) {
+  frame(s, [&] {
+    const std::int64_t end = partition.buckets().back().first + partition.buckets().back().numel;
+    return trace::FrameNote{"gather", all ? "all-gather the updated parameters" : "all-gather the persistent parameters",
+                            all ? "all-gather: every rank sends its updated shard of each bucket to all others, so "
+                                  "every rank again holds all the parameters, up to date"
+                                : "all-gather: the small parameters kept whole on every rank are made whole again; "
+                                  "the units stay sharded until their next forward gathers them",
+                            trace::collective_json("all_gather", -1, 0, end, sent, bytes, world)};
+  });
+}
+
+void unit_gathered_frame(const GradientStrategy& s, const Partition& partition, std::size_t b, const std::string& unit,
+                         bool in_backward) {
+  frame(s, [&] {
+    const char* pass = in_backward ? "backward" : "forward";
+    return trace::FrameNote{pass, "all-gather " + unit,
+                            "all-gather: every rank now holds all of " + unit + "'s parameters, for its " + pass,
+                            bucket_collective(partition, b, "all_gather")};
+  });
+}
+
+void unit_released_frame(const GradientStrategy& s, const std::string& unit, bool in_backward) {
+  frame(s, [&] {
+    return trace::FrameNote{in_backward ? "backward" : "forward", "release " + unit,
+                            "release: " + unit + "'s gathered parameters are freed; each rank keeps only its own "
+                                "shard of them",
+                            nullptr};
+  });
+}
+
 nlohmann::json bucket_collective(const Partition& partition, std::size_t b, const std::string& op) {
   const ShardedBucket& bucket = partition.buckets()[b];
   const int n = partition.world(), r = partition.rank();

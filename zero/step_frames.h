@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "dist/ddp.h"
 #include "dist/process_group.h"
 #include "optim/adamw.h"
 #include "trace/frames.h"
@@ -53,6 +54,25 @@ void paint_sharded_gradients(const Partition& partition, std::size_t b, const Re
 /// full local gradients were freed when it started (stages 2, 3), else they stay (stage 1).
 void reduced_frame(const GradientStrategy& s, const Partition& partition, std::size_t b, const std::string& name,
                    ReductionProgress& progress, bool local_freed);
+
+// ---- the frames each transition records: the captions live here, so a stage's code shows only its
+// algorithm (a transition is its state change and one line that records it) ----
+
+/// Stage 0 on N ranks: DDP's bucket all-reduces have finished (`space_numel`: the flat space's size).
+void all_reduced_frame(const GradientStrategy& s, dist::DistributedDataParallel& ddp, std::int64_t space_numel);
+/// Stage 0: the update of every parameter (`replicated`: on N ranks, with the same averaged gradients).
+void update_frame(const GradientStrategy& s, bool replicated);
+/// Stages 1–3: the update of this rank's shard; the norm was one all-reduced number over `group`.
+void sharded_update_frame(const GradientStrategy& s, dist::ProcessGroup& group);
+/// Stages 1–3: the updated parameters all-gathered after the step, `sent` elements and `bytes` from this rank
+/// (`all`: every bucket; else only ZeRO-3's persistent ones).
+void gathered_after_step_frame(const GradientStrategy& s, const Partition& partition, bool all, std::int64_t sent,
+                               std::int64_t bytes, int world);
+/// ZeRO-3: unit b (named `unit`) is gathered for its forward or its backward.
+void unit_gathered_frame(const GradientStrategy& s, const Partition& partition, std::size_t b, const std::string& unit,
+                         bool in_backward);
+/// ZeRO-3: unit `unit`'s gathered parameters are freed; the shard stays.
+void unit_released_frame(const GradientStrategy& s, const std::string& unit, bool in_backward);
 
 /// Bucket b's collective `op` ("reduce_scatter", "all_gather") as frames.json describes it: the whole
 /// bucket's range, and the elements and bytes this rank sends in the ring.

@@ -1,5 +1,7 @@
 #include "zero/strategy.h"
 
+#include <stdexcept>
+
 #include "zero/stage0.h"
 #include "zero/stage1.h"
 #include "zero/stage2.h"
@@ -7,29 +9,22 @@
 
 namespace minitorch::zero {
 
-std::unique_ptr<optim::AdamW> make_adamw(const nn::NamedTensors& params, const Config& config) {
-  const OptimizerConfig& o = config.optimizer;
-  optim::AdamWOptions opts;
-  opts.lr = static_cast<float>(o.lr);
-  opts.beta1 = static_cast<float>(o.beta1);
-  opts.beta2 = static_cast<float>(o.beta2);
-  opts.eps = static_cast<float>(o.eps);
-  opts.weight_decay = static_cast<float>(o.weight_decay);
+std::unique_ptr<optim::AdamW> make_adamw(const nn::NamedTensors& params, const optim::AdamWOptions& opts) {
   return std::make_unique<optim::AdamW>(optim::decay_groups(params, opts.lr, opts.weight_decay), opts);
 }
 
-double sum_over_stages(const StepRequest& request, double sum_squares) {
-  if (!request.stages || request.stages->size() == 1) return sum_squares;
+double sum_over_pipeline(const StepRequest& request, double sum_squares) {
+  if (!request.pipeline || request.pipeline->size() == 1) return sum_squares;
   Tensor t = Tensor::full({1}, static_cast<float>(sum_squares));
-  request.stages->all_reduce(t, dist::ReduceOp::sum);
+  request.pipeline->all_reduce(t, dist::ReduceOp::sum);
   return static_cast<double>(t.item());
 }
 
-std::unique_ptr<GradientStrategy> make_strategy(std::shared_ptr<nn::GPT> model, const Config& config,
+std::unique_ptr<GradientStrategy> make_strategy(std::shared_ptr<nn::GPT> model, const StrategyConfig& config,
                                                 dist::ProcessGroup* group, const nn::NamedTensors* params) {
   const nn::NamedTensors trained = params ? *params : model->named_parameters();
   if (params && config.zero.stage >= 2)
-    throw ConfigError(config.source + ": ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism");
+    throw std::invalid_argument("make_strategy: ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism");
   switch (config.zero.stage) {
     case 0: return std::make_unique<Stage0>(std::move(model), config, group, trained);
     case 1:  // on one rank the shard is everything: ZeRO-1 with N = 1 is single-rank training
@@ -42,8 +37,8 @@ std::unique_ptr<GradientStrategy> make_strategy(std::shared_ptr<nn::GPT> model, 
       if (!group || group->size() == 1) return std::make_unique<Stage0>(std::move(model), config, group, trained);
       return std::make_unique<Stage3>(std::move(model), config, *group);
     default:
-      throw ConfigError(config.source + ": zero_optimization.stage " + std::to_string(config.zero.stage) +
-                        " is not implemented yet; stages 0 (DDP), 1 and 2 are what run today");
+      throw std::invalid_argument("make_strategy: zero_optimization.stage " + std::to_string(config.zero.stage) +
+                                  " does not exist; the stages are 0 (DDP), 1, 2 and 3");
   }
 }
 

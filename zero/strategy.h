@@ -12,7 +12,7 @@
 ///                      step({lr, max_norm, ...}) (norm, clip, update this rank's part, zero grads)
 ///
 /// \code
-///   auto s = zero::make_strategy(model, config, &world);   // the only place the stage is chosen
+///   auto s = zero::make_strategy(model, config.strategy(), &world);  // the only place the stage is chosen
 ///   s->begin_backward(/*boundary=*/true);
 ///   autograd::backward(loss);
 ///   s->end_backward();
@@ -41,12 +41,12 @@ struct ModelStateBytes {
 struct StepRequest {
   float lr = 0;
   double max_norm = 0;          ///< global-norm clipping; 0 = off
-  double loss_scale = 1;        ///< fp16: the gradients are loss_scale × the true ones (zero/loss_scaler.h)
+  double loss_scale = 1;        ///< fp16: the gradients are loss_scale × the true ones (runtime/loss_scaler.h)
   bool skip_on_overflow = false;  ///< a non-finite norm skips the update (gradients zeroed) instead of applying it
-  /// Pipelines: the other stages' ranks (one per stage, this rank's pipeline). The squared norm of this
-  /// stage's gradients is summed over them too (one scalar all-reduce), so every stage clips by the
-  /// global norm of the whole model. nullptr: this rank's data-parallel group holds the whole model.
-  dist::ProcessGroup* stages = nullptr;
+  /// Pipelines: this rank's pipeline (one rank per pipeline stage). The squared norm of the gradients this
+  /// rank holds is summed over it too (one scalar all-reduce), so every pipeline stage clips by the global
+  /// norm of the whole model. nullptr: this rank's data-parallel group holds the whole model.
+  dist::ProcessGroup* pipeline = nullptr;
 };
 /// What one optimizer step did.
 struct StepResult {
@@ -60,7 +60,7 @@ class GradientStrategy {
   /// "DDP", "ZeRO-1", ... for logs and the run report.
   virtual std::string name() const = 0;
   /// zero_optimization.stage this strategy implements.
-  virtual int stage() const = 0;
+  virtual int zero_stage() const = 0;
 
   /// A micro-step's backward is about to run; `boundary`: it is the last of the accumulation (the
   /// one whose gradients are reduced).
@@ -89,7 +89,7 @@ class GradientStrategy {
   virtual const optim::AdamW& optimizer() const = 0;
 
   /// True when each rank holds only its shard of the optimizer state (stages 1–3 on N > 1 ranks):
-  /// a checkpoint is then a directory of per-rank shards (zero/sharded_checkpoint.h).
+  /// a checkpoint is then a directory of per-rank shards (runtime/sharded_checkpoint.h).
   virtual bool shards_optimizer_state() const { return false; }
   /// What a sharded checkpoint saves of the parameters from this rank: its pieces "<param>[a:b]"
   /// (1-D views, dtype P; zero/partition.h). Empty at stage 0 (the model file holds them).
@@ -98,7 +98,7 @@ class GradientStrategy {
   /// named_parameters()): the model's tensors at stages 0–2, this rank's shards at stage 3, then the
   /// parameters that stay whole are gathered (a collective at stages 1–3: every rank calls it).
   virtual void load_parameters(const nn::NamedTensors& whole) = 0;
-  /// The optimizer state a checkpoint saves (exp_avg.<name>, exp_avg_sq.<name>, master.<name>): the
+  /// The optimizer state a checkpoint saves (`exp_avg.<name>`, `exp_avg_sq.<name>`, `master.<name>`): the
   /// whole model's at stage 0, this rank's shard at stages 1–3; and its step count.
   virtual nn::NamedTensors optimizer_state() const { return optimizer().state_tensors(); }
   virtual std::int64_t optimizer_steps() const { return optimizer().step_count(); }
@@ -111,16 +111,16 @@ class GradientStrategy {
 /// The strategy for `config.zero.stage` on `group` (nullptr: one rank). Stage 0 = DDP.
 /// `params`: the parameters this rank trains, a pipeline stage's share of the model (pipeline/); nullptr
 /// = all of model->named_parameters(). Stages 0 and 1 take a share; 2 and 3 do not (the config refuses
-/// them with pipelines: zero/config_keys.cpp).
-std::unique_ptr<GradientStrategy> make_strategy(std::shared_ptr<nn::GPT> model, const Config& config,
+/// them with pipelines: runtime/config_keys.cpp).
+std::unique_ptr<GradientStrategy> make_strategy(std::shared_ptr<nn::GPT> model, const StrategyConfig& config,
                                                 dist::ProcessGroup* group, const nn::NamedTensors* params = nullptr);
 
-/// Σ g² of this stage's gradients plus the other stages' when `request.stages` is set (pipelines: one
-/// scalar all-reduce over the pipeline, every stage gets the same sum); else `sum_squares` unchanged.
-double sum_over_stages(const StepRequest& request, double sum_squares);
+/// Σ g² of this rank's gradients plus the other pipeline stages' when `request.pipeline` is set (one scalar
+/// all-reduce over the pipeline, every pipeline stage gets the same sum); else `sum_squares` unchanged.
+double sum_over_pipeline(const StepRequest& request, double sum_squares);
 
-/// AdamW over `params` with the config's `optimizer` settings and nanoGPT's decay groups (2-D
+/// AdamW over `params` with the optimizer's `options` and nanoGPT's decay groups (2-D
 /// weights decay, biases and LayerNorm gains do not). Shared by every stage.
-std::unique_ptr<optim::AdamW> make_adamw(const nn::NamedTensors& params, const Config& config);
+std::unique_ptr<optim::AdamW> make_adamw(const nn::NamedTensors& params, const optim::AdamWOptions& options);
 
 }  // namespace minitorch::zero

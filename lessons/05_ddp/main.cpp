@@ -29,8 +29,8 @@
 #include "minitorch/allocator.h"
 #include "minitorch/events.h"
 #include "minitorch/parallel.h"
-#include "zero/config.h"
-#include "zero/engine.h"
+#include "runtime/config.h"
+#include "runtime/engine.h"
 #include "zero/stage0.h"
 #include "watched_ring.h"
 
@@ -56,10 +56,10 @@ std::string ddp_config(long long steps, long long micro, long long accum, long l
   })";
 }
 
-std::shared_ptr<nn::GPT> make_model(const zero::Config& cfg, std::int64_t V, std::uint64_t seed) {
+std::shared_ptr<nn::GPT> make_model(const runtime::Config& cfg, std::int64_t V, std::uint64_t seed) {
   Generator init(seed);
   TagScope scope(MemTag::param);
-  return std::make_shared<nn::GPT>(zero::model_config(cfg, V), init);
+  return std::make_shared<nn::GPT>(runtime::model_config(cfg, V), init);
 }
 
 /// Waits for `req` sleeping, not spinning, and with no deadline: the ranks that wait leave the cores to
@@ -105,7 +105,7 @@ int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
                              "' not found. Make it with `make data`, or pass --data FILE (any UTF-8 text)");
   // --quick: 2 evaluation batches instead of 20 (a noisier loss, the same comparison)
   const std::int64_t eval_iters = beats.quick() ? 2 : 20;
-  zero::Config cfg = zero::Config::from_json(ddp_config(steps, 8, 1, bucket), N, "lesson-05 (configs/ddp.json)");
+  runtime::Config cfg = runtime::Config::from_json(ddp_config(steps, 8, 1, bucket), N, "lesson-05 (configs/ddp.json)");
   auto ds = data::TextDataset::load(data_path, cfg.training.tokenizer, cfg.model.block_size);
   const std::int64_t V = ds.tokenizer().vocab_size(), T = cfg.model.block_size, B = cfg.train_micro_batch_size_per_gpu;
   data::BatchSampler train_sampler(ds.tokens_ptr(data::Split::train), B, T, cfg.training.seed);
@@ -118,7 +118,7 @@ int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
   // Different seeds per rank: only the broadcast makes them equal.
   auto model = make_model(cfg, V, cfg.training.seed + 1000 * static_cast<std::uint64_t>(rank));
   const double before = model->named_parameters().front().second.to_vector()[0];
-  auto engine = zero::initialize(model, cfg, &world);
+  auto engine = runtime::initialize(model, cfg, &world);
   auto firsts = gather(world, {static_cast<float>(before), model->named_parameters().front().second.to_vector()[0]});
   std::printf("%d ranks x %d thread(s); batch %lld = micro %lld x accumulation %lld x %d ranks\n", N, num_threads(),
               static_cast<long long>(cfg.train_batch_size), static_cast<long long>(B),
@@ -245,7 +245,7 @@ int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
              "Lesson 03's run (AdamW, warmup-decay LR, clip 1.0, seed 1337), batch 8 per rank.\n"
              "The loss printed is the mean over ranks (a scalar all-reduce, not gradient traffic).");
   model = make_model(cfg, V, cfg.training.seed);
-  engine = zero::initialize(model, cfg, &world);
+  engine = runtime::initialize(model, cfg, &world);
   std::vector<float> ddp_losses;
   t0 = std::chrono::steady_clock::now();
   while (engine->global_steps() < steps) {
@@ -269,10 +269,10 @@ int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
              "exactly the micro-batches the N ranks drew. DDP must give its losses, up to float\n"
              "summation order. (Lesson 03 draws its 32 as one micro-batch: other windows, same curve.)");
   if (rank == 0) {
-    zero::Config one = zero::Config::from_json(ddp_config(steps, 8, N, bucket), 1, "lesson-05 (1 rank)");
+    runtime::Config one = runtime::Config::from_json(ddp_config(steps, 8, N, bucket), 1, "lesson-05 (1 rank)");
     if (!std::getenv("MINITORCH_NUM_THREADS"))  // the others sleep meanwhile: take every core
       set_num_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
-    auto ref = zero::initialize(make_model(one, V, one.training.seed), one);
+    auto ref = runtime::initialize(make_model(one, V, one.training.seed), one);
     double worst = 0;
     std::printf("step    %d ranks    1 rank   rel. diff\n", N);
     for (long long s = 1; s <= steps; ++s) {

@@ -25,9 +25,9 @@
 #include "minitorch/events.h"
 #include "nn/phase_events.h"
 #include "shards.h"
-#include "zero/config.h"
-#include "zero/engine.h"
-#include "zero/estimate.h"
+#include "runtime/config.h"
+#include "runtime/engine.h"
+#include "runtime/estimate.h"
 #include "zero/stage1.h"
 #include "zero/stage2.h"
 
@@ -51,26 +51,26 @@ std::string zero_config(int stage, long long steps, long long bucket) {
   })";
 }
 
-std::unique_ptr<zero::Engine> make_engine(const zero::Config& cfg, std::int64_t V, dist::ProcessGroup& world) {
+std::unique_ptr<runtime::Engine> make_engine(const runtime::Config& cfg, std::int64_t V, dist::ProcessGroup& world) {
   Generator init(cfg.training.seed);  // the same seed on every rank, as lesson 05's training run
   std::shared_ptr<nn::GPT> model;
   {
     TagScope scope(MemTag::param);
-    model = std::make_shared<nn::GPT>(zero::model_config(cfg, V), init);
+    model = std::make_shared<nn::GPT>(runtime::model_config(cfg, V), init);
   }
-  return zero::initialize(model, cfg, &world);
+  return runtime::initialize(model, cfg, &world);
 }
 
 /// What the estimator predicts this rank holds at `stage`: the stages' own Partition, planned on the
 /// model's parameter shapes alone (no storage), as `minitorch-estimate --config` does.
-zero::ModelStateBytes planned(int stage, const zero::Config& cfg, std::int64_t V, const dist::ProcessGroup& world) {
-  const auto shapes = nn::GPT::parameter_shapes(zero::model_shape(cfg, V));
-  zero::Partition plan(zero::meta_parameters(shapes), cfg.zero.reduce_bucket_size, world.rank(), world.size());
-  return zero::exact_model_states(stage, plan, zero::bytes_per_parameter(false));
+zero::ModelStateBytes planned(int stage, const runtime::Config& cfg, std::int64_t V, const dist::ProcessGroup& world) {
+  const auto shapes = nn::GPT::parameter_shapes(runtime::model_shape(cfg, V));
+  zero::Partition plan(runtime::meta_parameters(shapes), cfg.zero.reduce_bucket_size, world.rank(), world.size());
+  return runtime::exact_model_states(stage, plan, runtime::bytes_per_parameter(false));
 }
 
 /// One optimizer step with an event recorder attached (and a backward span per module): what it saw.
-std::vector<events::Event> recorded_step(zero::Engine& engine, const data::BatchSampler& sampler) {
+std::vector<events::Event> recorded_step(runtime::Engine& engine, const data::BatchSampler& sampler) {
   events::Recorder rec;
   {
     events::Attach listen(rec);
@@ -101,15 +101,15 @@ int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
     throw lesson::UsageError("data file '" + opt.data +
                              "' not found. Make it with `make data`, or pass --data FILE (any UTF-8 text)");
   const std::int64_t eval_iters = beats.quick() ? 2 : 20;  // lesson 05's: a noisier loss, the same comparison
-  std::vector<zero::Config> cfg;                            // stages 0 (DDP), 1, 2
+  std::vector<runtime::Config> cfg;                            // stages 0 (DDP), 1, 2
   for (int s = 0; s <= 2; ++s)
-    cfg.push_back(zero::Config::from_json(zero_config(s, opt.steps, opt.bucket), N,
+    cfg.push_back(runtime::Config::from_json(zero_config(s, opt.steps, opt.bucket), N,
                                           "lesson-06 (stage " + std::to_string(s) + ")"));
   auto ds = data::TextDataset::load(opt.data, cfg[0].training.tokenizer, cfg[0].model.block_size);
   const std::int64_t V = ds.tokenizer().vocab_size(), T = cfg[0].model.block_size;
   const std::int64_t B = cfg[0].train_micro_batch_size_per_gpu;
   data::BatchSampler train_sampler(ds.tokens_ptr(data::Split::train), B, T, cfg[0].training.seed);
-  const zero::BytesPerParameter fp32 = zero::bytes_per_parameter(/*bf16=*/false);  // P=4 G=4 K=8
+  const runtime::BytesPerParameter fp32 = runtime::bytes_per_parameter(/*bf16=*/false);  // P=4 G=4 K=8
 
   // ------------------------------------------------------------------------------------------
   beats.beat("DDP's model states: 16 psi bytes on every rank",
@@ -131,9 +131,9 @@ int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
   engine = make_engine(cfg[1], V, world);  // ZeRO-1: the parameters now live in the buckets' buffers
   const auto* s1 = engine->strategy_as<zero::Stage1>();
   lesson06::print_partition(world, s1->partition());
-  const auto shapes = nn::GPT::parameter_shapes(zero::model_shape(cfg[1], V));
+  const auto shapes = nn::GPT::parameter_shapes(runtime::model_shape(cfg[1], V));
   const int other = N == 3 ? 4 : 3;
-  const zero::Partition plan(zero::meta_parameters(shapes), opt.bucket, 0, other);  // planned only: no storage
+  const zero::Partition plan(runtime::meta_parameters(shapes), opt.bucket, 0, other);  // planned only: no storage
   std::printf("(on %d ranks the same buckets would need %lld elements of padding: LESSON_NP=%d shows it)\n", other,
               static_cast<long long>(plan.padding()), other);
 
@@ -150,7 +150,7 @@ int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
               s1->reducer().launched_in_backward(), s1->partition().buckets().size());
   const std::int64_t flat = psi + s1->partition().padding();
   const auto flat_elements = static_cast<double>(flat);
-  lesson06::print_step_traffic(world, s1->partition(), seen, zero::comm_elements_per_step(1, flat_elements, N, 1));
+  lesson06::print_step_traffic(world, s1->partition(), seen, runtime::comm_elements_per_step(1, flat_elements, N, 1));
   std::printf("\n");
   lesson06::print_model_states(world, 1, engine->measured_model_states(), planned(1, cfg[1], V, world), psi, fp32);
   // The same recorded step as frames (docs/frames.md): what every rank holds after a reduce-scatter, and at the end.
@@ -179,7 +179,7 @@ int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
   for (const auto& [name, p] : engine->model().named_parameters()) full += p.grad().defined();
   std::printf("parameters holding a full .grad after the step: %d of %zu\n\n", full,
               engine->model().named_parameters().size());
-  lesson06::print_step_traffic(world, s2->partition(), seen, zero::comm_elements_per_step(2, flat_elements, N, 1));
+  lesson06::print_step_traffic(world, s2->partition(), seen, runtime::comm_elements_per_step(2, flat_elements, N, 1));
   std::printf("\n");
   lesson06::print_model_states(world, 2, engine->measured_model_states(), planned(2, cfg[2], V, world), psi, fp32);
   std::printf("\nthe same step as frames: after bucket 1's reduce-scatter, inside backward, and at the end\n");
@@ -194,7 +194,7 @@ int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
 
   // ------------------------------------------------------------------------------------------
   beats.beat("7.5B parameters on 1 to 1024 ranks: the paper's Table 1",
-             "The same formulas (zero/formulas.h) for the paper's 7.5B model in mixed precision: DDP's 16 psi\n"
+             "The same formulas (runtime/formulas.h) for the paper's 7.5B model in mixed precision: DDP's 16 psi\n"
              "never shrinks; ZeRO-1 tends to 4 psi (P+G), ZeRO-2 to 2 psi (P), ZeRO-3 to nothing.\n"
              "build/bin/minitorch-estimate --table1 prints all three models; the lesson prints the 7.5B rows.");
   lesson06::print_table1_7_5b();

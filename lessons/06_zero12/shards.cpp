@@ -6,8 +6,8 @@
 #include <cstdio>
 
 #include "minitorch/tensor.h"
-#include "zero/estimate.h"
-#include "zero/report.h"
+#include "runtime/estimate.h"
+#include "runtime/report.h"
 
 using namespace minitorch;
 
@@ -101,7 +101,7 @@ void print_partition(dist::ProcessGroup& world, const zero::Partition& part) {
 
 std::vector<events::Event> collectives(const std::vector<events::Event>& recorded) {
   std::vector<events::Event> out;
-  const auto& ops = zero::RunReport::kOps;  // the engine's "reduce_gradients" span is comm too, but no collective
+  const auto& ops = runtime::RunReport::kOps;  // the engine's "reduce_gradients" span is comm too, but no collective
   for (const events::Event& e : recorded)
     if (e.category == events::Category::comm && e.kind == events::Kind::begin &&
         std::find(ops.begin(), ops.end(), e.name) != ops.end())
@@ -183,9 +183,9 @@ void print_backward_timeline(const std::vector<events::Event>& recorded) {
 // ---- bytes of model states ----
 
 void print_model_states(dist::ProcessGroup& world, int stage, const zero::ModelStateBytes& measured,
-                        const zero::ModelStateBytes& planned, std::int64_t psi, zero::BytesPerParameter b) {
+                        const zero::ModelStateBytes& planned, std::int64_t psi, runtime::BytesPerParameter b) {
   const int N = world.size();
-  const zero::ModelStateEstimate f = zero::model_state_bytes(stage, static_cast<double>(psi), N, b);
+  const runtime::ModelStateEstimate f = runtime::model_state_bytes(stage, static_cast<double>(psi), N, b);
   const std::vector<std::int64_t> all =
       gather(world, {measured.param, measured.grad, measured.optim, planned.param, planned.grad, planned.optim});
   std::printf("%s: bytes of model states per rank at the step (allocator tags param / grad / optim):\n",
@@ -201,7 +201,7 @@ void print_model_states(dist::ProcessGroup& world, int stage, const zero::ModelS
                   static_cast<double>(m[2]) == f.optim;
   }
   std::printf("formula %s with P=%d G=%d K=%d, psi=%lld, N=%d: %.0f + %.0f + %.0f = %.0f bytes = %.2f psi\n",
-              zero::model_states_text(stage).c_str(), b.P, b.G, b.K, ll(psi), N, f.param, f.grad, f.optim, f.total(),
+              runtime::model_states_text(stage).c_str(), b.P, b.G, b.K, ll(psi), N, f.param, f.grad, f.optim, f.total(),
               f.total() / static_cast<double>(psi));
   std::printf("measured = the estimator's plan on %d of %d ranks, = the formula on %d of %d ranks  %s\n", as_planned, N,
               as_formula, N,
@@ -211,18 +211,18 @@ void print_model_states(dist::ProcessGroup& world, int stage, const zero::ModelS
 }
 
 void print_table1_7_5b() {
-  const zero::BytesPerParameter b = zero::bytes_per_parameter(/*bf16=*/true);
+  const runtime::BytesPerParameter b = runtime::bytes_per_parameter(/*bf16=*/true);
   std::printf("psi = 7.5B, bf16 mixed precision (P=%d G=%d K=%d), GB (1e9 bytes) per rank; [the paper's Table 1]\n",
               b.P, b.G, b.K);
   std::printf("%6s  %7s  %16s  %16s  %16s\n", "N", "DDP", "ZeRO-1", "ZeRO-2", "ZeRO-3");
   int agree = 0, cells = 0;
-  for (const zero::PaperTable1Row& row : zero::paper_table1()) {
+  for (const runtime::PaperTable1Row& row : runtime::paper_table1()) {
     if (row.psi != 7.5e9) continue;
-    std::printf("%6d  %7.1f", row.world, zero::model_state_bytes(0, row.psi, row.world, b).total() / 1e9);
+    std::printf("%6d  %7.1f", row.world, runtime::model_state_bytes(0, row.psi, row.world, b).total() / 1e9);
     for (int stage = 1; stage <= 3; ++stage) {
-      const double gb = zero::model_state_bytes(stage, row.psi, row.world, b).total() / 1e9;
+      const double gb = runtime::model_state_bytes(stage, row.psi, row.world, b).total() / 1e9;
       const char* printed = row.gb[static_cast<std::size_t>(stage - 1)];
-      agree += zero::agrees_with_printed(gb, printed), ++cells;
+      agree += runtime::agrees_with_printed(gb, printed), ++cells;
       char cell[40];
       std::snprintf(cell, sizeof cell, "%.2f [%s]", gb, printed);
       std::printf("  %16s", cell);

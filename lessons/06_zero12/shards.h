@@ -9,7 +9,7 @@
 
 #include "dist/process_group.h"
 #include "minitorch/events.h"
-#include "zero/formulas.h"
+#include "runtime/formulas.h"
 #include "zero/partition.h"
 #include "zero/strategy.h"
 
@@ -40,10 +40,10 @@ void print_backward_timeline(const std::vector<minitorch::events::Event>& record
 void print_model_states(minitorch::dist::ProcessGroup& world, int stage,
                         const minitorch::zero::ModelStateBytes& measured,
                         const minitorch::zero::ModelStateBytes& planned, std::int64_t psi,
-                        minitorch::zero::BytesPerParameter b);
+                        minitorch::runtime::BytesPerParameter b);
 
 /// The ZeRO paper's Table 1 row for Ψ = 7.5B (bf16 mixed precision, K = 12) on 1 to 1024 ranks, from
-/// zero/formulas.h, each cell beside the paper's printed value.
+/// runtime/formulas.h, each cell beside the paper's printed value.
 void print_table1_7_5b();
 
 }  // namespace lesson06

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "data/batch_sampler.h"
-#include "zero/estimate.h"
-#include "zero/formulas.h"
+#include "runtime/estimate.h"
+#include "runtime/formulas.h"
 
 using namespace minitorch;
 
@@ -19,33 +19,33 @@ void table_beats(lesson::Beats& beats, double flat, int N) {
   // ------------------------------------------------------------------------------------------
   beats.beat("the 7.5B model on 1 to 1024 GPUs (the ZeRO paper's Table 1)",
              "The same formulas for the paper's model: Ψ = 7.5B in mixed precision, P = 2, G = 2 (bf16) and\n"
-             "K = 12 (fp32 master weights, Adam m, v). zero/formulas.h, as `minitorch-estimate --table1`\n"
+             "K = 12 (fp32 master weights, Adam m, v). runtime/formulas.h, as `minitorch-estimate --table1`\n"
              "prints it; the paper's printed cell in brackets.");
-  const zero::BytesPerParameter mixed = zero::bytes_per_parameter(/*bf16=*/true);
+  const runtime::BytesPerParameter mixed = runtime::bytes_per_parameter(/*bf16=*/true);
   std::printf("GB per rank, psi = 7.5B\n%6s %9s %16s %16s %16s\n", "N", "stage 0", "ZeRO-1", "ZeRO-2", "ZeRO-3");
   bool agree = true;
-  for (const zero::PaperTable1Row& row : zero::paper_table1()) {
+  for (const runtime::PaperTable1Row& row : runtime::paper_table1()) {
     if (row.psi != 7.5e9) continue;
-    std::printf("%6d %9.2f", row.world, zero::model_state_bytes(0, row.psi, row.world, mixed).total() / 1e9);
+    std::printf("%6d %9.2f", row.world, runtime::model_state_bytes(0, row.psi, row.world, mixed).total() / 1e9);
     for (int stage = 1; stage <= 3; ++stage) {
-      const double gb = zero::model_state_bytes(stage, row.psi, row.world, mixed).total() / 1e9;
+      const double gb = runtime::model_state_bytes(stage, row.psi, row.world, mixed).total() / 1e9;
       const char* printed = row.gb[static_cast<std::size_t>(stage - 1)];
-      agree = agree && zero::agrees_with_printed(gb, printed);
+      agree = agree && runtime::agrees_with_printed(gb, printed);
       std::printf(" %8.2f %-7s", gb, ("[" + std::string(printed) + "]").c_str());
     }
     std::printf("\n");
   }
   std::printf("every cell within the last printed digit of the paper's: %s\n", agree ? "yes" : "NO");
   std::printf("the baby GPT here (fp32, N = %d): 16 * %.0f / %d = %.0f B per rank, as measured in beat 1\n", N, flat, N,
-              zero::model_state_bytes(3, flat, N, zero::bytes_per_parameter(false)).total());
+              runtime::model_state_bytes(3, flat, N, runtime::bytes_per_parameter(false)).total());
 
   // ------------------------------------------------------------------------------------------
   beats.beat("PyTorch FSDP's sharding strategies",
              "FSDP names what it shards by a strategy (FSDP1's ShardingStrategy) or by when it reshards\n"
              "(FSDP2's fully_shard(reshard_after_forward=...)). Three strategies are ZeRO stages; the\n"
              "per-rank bytes below are the baby GPT's on these ranks, from the same formulas.");
-  const zero::BytesPerParameter fp32 = zero::bytes_per_parameter(false);
-  auto bytes = [&](int stage, int ranks) { return zero::model_state_bytes(stage, flat, ranks, fp32).total(); };
+  const runtime::BytesPerParameter fp32 = runtime::bytes_per_parameter(false);
+  auto bytes = [&](int stage, int ranks) { return runtime::model_state_bytes(stage, flat, ranks, fp32).total(); };
   // Ψ is two bytes in UTF-8: printf's widths count bytes, so the formulas are padded by hand.
   auto cell = [](std::string s) {
     for (std::size_t shown = s.size() - static_cast<std::size_t>(std::count(s.begin(), s.end(), '\xce')); shown < 16;
@@ -76,11 +76,11 @@ void table_beats(lesson::Beats& beats, double flat, int N) {
 }
 
 int train_beat(dist::ProcessGroup& world, std::int64_t steps, std::int64_t eval_iters, const data::TextDataset& ds,
-               const std::function<std::unique_ptr<zero::Engine>(int stage)>& make_engine) {
+               const std::function<std::unique_ptr<runtime::Engine>(int stage)>& make_engine) {
   const int N = world.size();
   // Both engines at once, one step each in turn: the curves come out side by side as they train.
-  std::unique_ptr<zero::Engine> engines[2] = {make_engine(3), make_engine(0)};  // ZeRO-3, lesson 05's DDP
-  const zero::Config& cfg = engines[0]->config();
+  std::unique_ptr<runtime::Engine> engines[2] = {make_engine(3), make_engine(0)};  // ZeRO-3, lesson 05's DDP
+  const runtime::Config& cfg = engines[0]->config();
   const std::int64_t T = cfg.model.block_size;
   data::BatchSampler sampler(ds.tokens_ptr(data::Split::train), cfg.train_micro_batch_size_per_gpu, T, cfg.training.seed);
   double worst = 0, ms[2] = {0, 0};

@@ -9,11 +9,11 @@
 #include "common/beat.h"
 #include "data/text_dataset.h"
 #include "dist/process_group.h"
-#include "zero/engine.h"
+#include "runtime/engine.h"
 
 namespace lesson07 {
 
-/// Beats 5 and 6: model states per rank of the 7.5B model on 1 to 1024 ranks (zero/formulas.h beside
+/// Beats 5 and 6: model states per rank of the 7.5B model on 1 to 1024 ranks (runtime/formulas.h beside
 /// the paper's Table 1 as printed), then FSDP's NO_SHARD / SHARD_GRAD_OP / FULL_SHARD / HYBRID_SHARD
 /// next to the stages, with the baby GPT's bytes per rank (`flat` = Ψ + padding) on `N` ranks.
 void table_beats(lesson::Beats& beats, double flat, int N);
@@ -22,6 +22,6 @@ void table_beats(lesson::Beats& beats, double flat, int N);
 /// micro-batches, prints both curves and the final train / val losses (`eval_iters` batches of 32).
 int train_beat(minitorch::dist::ProcessGroup& world, std::int64_t steps, std::int64_t eval_iters,
                const minitorch::data::TextDataset& ds,
-               const std::function<std::unique_ptr<minitorch::zero::Engine>(int stage)>& make_engine);
+               const std::function<std::unique_ptr<minitorch::runtime::Engine>(int stage)>& make_engine);
 
 }  // namespace lesson07

@@ -26,10 +26,10 @@
 #include "nn/phase_events.h"
 #include "later_beats.h"
 #include "unit_trace.h"
-#include "zero/config.h"
-#include "zero/engine.h"
-#include "zero/estimate.h"
-#include "zero/formulas.h"
+#include "runtime/config.h"
+#include "runtime/engine.h"
+#include "runtime/estimate.h"
+#include "runtime/formulas.h"
 #include "zero/stage3.h"
 
 using namespace minitorch;
@@ -43,7 +43,7 @@ struct Options {
 
 // configs/zero3.json's ZeRO settings on lesson 05's run (batch 32 = micro 8 × 4 ranks, AdamW,
 // warmup-decay, clip 1.0, seed 1337): `stage` 3 here, 0 for lesson 05's DDP run beside it.
-zero::Config lesson_config(int stage, const Options& opt, int N) {
+runtime::Config lesson_config(int stage, const Options& opt, int N) {
   const long long warmup = std::max(1LL, opt.steps / 12);
   const std::string json = R"({
     "train_micro_batch_size_per_gpu": 8, "gradient_accumulation_steps": 1, "gradient_clipping": 1.0,
@@ -56,18 +56,18 @@ zero::Config lesson_config(int stage, const Options& opt, int N) {
     "model": {"name": "baby"},
     "training": {"steps": )" + std::to_string(opt.steps) + R"(, "eval_iters": 20, "seed": 1337, "tokenizer": "char"}
   })";
-  return zero::Config::from_json(json, N, "lesson-07 (configs/zero3.json)");
+  return runtime::Config::from_json(json, N, "lesson-07 (configs/zero3.json)");
 }
 
-std::unique_ptr<zero::Engine> make_engine(int stage, const Options& opt, dist::ProcessGroup& world, std::int64_t V) {
-  const zero::Config cfg = lesson_config(stage, opt, world.size());
+std::unique_ptr<runtime::Engine> make_engine(int stage, const Options& opt, dist::ProcessGroup& world, std::int64_t V) {
+  const runtime::Config cfg = lesson_config(stage, opt, world.size());
   Generator init(cfg.training.seed);
   std::shared_ptr<nn::GPT> model;
   {
     TagScope scope(MemTag::param);
-    model = std::make_shared<nn::GPT>(zero::model_config(cfg, V), init);
+    model = std::make_shared<nn::GPT>(runtime::model_config(cfg, V), init);
   }
-  return zero::initialize(model, cfg, &world);
+  return runtime::initialize(model, cfg, &world);
 }
 
 long long ll(double x) { return std::llround(x); }
@@ -85,7 +85,7 @@ int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
   if (!std::filesystem::exists(opt.data))
     throw lesson::UsageError("data file '" + opt.data + "' not found. Make it with `make data`, or pass --data FILE");
   const std::int64_t eval_iters = beats.quick() ? 2 : 20;  // --quick: a noisier loss, the same comparison
-  const zero::Config cfg = lesson_config(3, opt, N);
+  const runtime::Config cfg = lesson_config(3, opt, N);
   auto ds = data::TextDataset::load(opt.data, cfg.training.tokenizer, cfg.model.block_size);
   const std::int64_t V = ds.tokenizer().vocab_size(), T = cfg.model.block_size;
   data::BatchSampler train_sampler(ds.tokens_ptr(data::Split::train), cfg.train_micro_batch_size_per_gpu, T, cfg.training.seed);
@@ -109,8 +109,8 @@ int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
   const std::vector<double> planned = lesson07::planned_totals(engine->model(), cfg, N);
   std::printf("rank   param B    grad B   optim B   total B   planned B (exact_model_states)\n");
   bool as_planned = true, as_formula = true;
-  const zero::BytesPerParameter fp32 = zero::bytes_per_parameter(false);
-  const double formula = zero::model_state_bytes(3, double(psi), N, fp32).total();  // 16Ψ/N
+  const runtime::BytesPerParameter fp32 = runtime::bytes_per_parameter(false);
+  const double formula = runtime::model_state_bytes(3, double(psi), N, fp32).total();  // 16Ψ/N
   for (int r = 0; r < N; ++r) {
     const double total = all[3 * r] + all[3 * r + 1] + all[3 * r + 2];
     std::printf("%4d %9lld %9lld %9lld %9lld %11lld\n", r, ll(all[3 * r]), ll(all[3 * r + 1]), ll(all[3 * r + 2]),
@@ -119,8 +119,8 @@ int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
     as_formula = as_formula && std::abs(total - formula) < 0.5;
   }
   for (int stage = 0; stage <= 3; ++stage)
-    std::printf("stage %d: %-14s = %9.0f B per rank\n", stage, zero::model_states_text(stage).c_str(),
-                zero::model_state_bytes(stage, double(psi), N, fp32).total());
+    std::printf("stage %d: %-14s = %9.0f B per rank\n", stage, runtime::model_states_text(stage).c_str(),
+                runtime::model_state_bytes(stage, double(psi), N, fp32).total());
   if (as_formula)
     std::printf("measured %lld B on every rank = formula 16*%lld/%d = %.0f B (equal)\n", ll(all[0] + all[1] + all[2]),
                 ll(psi), N, formula);
@@ -140,10 +140,10 @@ int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
                 u.members.size(), ll(u.numel), ll(u.numel / N), part.params()[u.members.front()].first.c_str(),
                 part.params()[u.members.back()].first.c_str());
   }
-  zero::Config deepspeed = cfg;
+  runtime::Config deepspeed = cfg;
   deepspeed.zero.stage3_param_persistence_threshold = 100000;  // DeepSpeed's default
   const zero::UnitPlan ds_plan = zero::plan_units(
-      zero::meta_parameters(nn::GPT::parameter_shapes(engine->model().config())), engine->model().blocks.size(), deepspeed);
+      runtime::meta_parameters(nn::GPT::parameter_shapes(engine->model().config())), engine->model().blocks.size(), deepspeed.strategy());
   std::printf("persistent buckets (tensors <= stage3_param_persistence_threshold = %lld elements, kept whole): %zu\n"
               "with DeepSpeed's default threshold 100000: %zu units, %zu persistent buckets (nothing sharded)\n\n",
               ll(double(cfg.zero.stage3_param_persistence_threshold)), part.buckets().size() - s3->units().size(),
@@ -230,7 +230,7 @@ int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
     std::printf("%-15s %3lld calls %8lld elements %9lld B\n", op.c_str(), ll(c[0]), ll(c[1]), ll(c[2]));
     if (op != "all_reduce") moved += c[1];
   }
-  const double f3 = zero::comm_elements_per_step(3, double(flat), N, 1), f2 = zero::comm_elements_per_step(2, double(flat), N, 1);
+  const double f3 = runtime::comm_elements_per_step(3, double(flat), N, 1), f2 = runtime::comm_elements_per_step(2, double(flat), N, 1);
   std::printf("gathers + reduce-scatters: measured %lld elements; formula 3*(%d-1)/%d * %lld = %lld elements %s\n",
               ll(moved), N, N, ll(flat), ll(f3), ll(moved) == ll(f3) ? "(equal)" : "(DIFFERENT)");
   std::printf("ZeRO-1/2: 2*(%d-1)/%d * %lld = %lld elements = %lld B; ZeRO-3: %lld B (x%.2f)\n", N, N, ll(flat), ll(f2),

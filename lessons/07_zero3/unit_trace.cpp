@@ -3,7 +3,7 @@
 #include <cstdio>
 
 #include "minitorch/allocator.h"
-#include "zero/estimate.h"
+#include "runtime/estimate.h"
 
 using namespace minitorch;
 
@@ -24,9 +24,9 @@ std::vector<double> gather(dist::ProcessGroup& g, const std::vector<double>& min
   return all;
 }
 
-void print_owners(const zero::Stage3& s3, const nn::GPT& model, const zero::Config& cfg) {
-  const nn::NamedTensors meta = zero::meta_parameters(nn::GPT::parameter_shapes(model.config()));
-  const zero::UnitPlan plan = zero::plan_units(meta, model.blocks.size(), cfg);
+void print_owners(const zero::Stage3& s3, const nn::GPT& model, const runtime::Config& cfg) {
+  const nn::NamedTensors meta = runtime::meta_parameters(nn::GPT::parameter_shapes(model.config()));
+  const zero::UnitPlan plan = zero::plan_units(meta, model.blocks.size(), cfg.strategy());
   const int N = s3.partition().world();
   std::printf("who holds what: rank r keeps shard r of every unit, the same slice of p, g, m and v\n");
   for (std::size_t b : s3.units()) {
@@ -49,13 +49,13 @@ void print_owners(const zero::Stage3& s3, const nn::GPT& model, const zero::Conf
   }
 }
 
-std::vector<double> planned_totals(const nn::GPT& model, const zero::Config& cfg, int N) {
-  const nn::NamedTensors meta = zero::meta_parameters(nn::GPT::parameter_shapes(model.config()));
-  const zero::UnitPlan plan = zero::plan_units(meta, model.blocks.size(), cfg);
+std::vector<double> planned_totals(const nn::GPT& model, const runtime::Config& cfg, int N) {
+  const nn::NamedTensors meta = runtime::meta_parameters(nn::GPT::parameter_shapes(model.config()));
+  const zero::UnitPlan plan = zero::plan_units(meta, model.blocks.size(), cfg.strategy());
   std::vector<double> totals;
   for (int r = 0; r < N; ++r) {
     const zero::Partition mine(meta, plan.buckets, r, N);
-    totals.push_back(double(zero::exact_model_states(3, mine, zero::bytes_per_parameter(false), plan.persistent).total()));
+    totals.push_back(double(runtime::exact_model_states(3, mine, runtime::bytes_per_parameter(false), plan.persistent).total()));
   }
   return totals;
 }

@@ -13,7 +13,7 @@
 #include "dist/process_group.h"
 #include "minitorch/events.h"
 #include "nn/gpt.h"
-#include "zero/config.h"
+#include "runtime/config.h"
 #include "zero/stage3.h"
 
 namespace lesson07 {
@@ -24,11 +24,11 @@ std::vector<double> gather(minitorch::dist::ProcessGroup& g, const std::vector<d
 
 /// Who holds what: for each unit, rank r's shard [a, b) and the parameter pieces it cuts (planned
 /// for every rank here, as zero::Partition plans them on each).
-void print_owners(const minitorch::zero::Stage3& s3, const minitorch::nn::GPT& model, const minitorch::zero::Config& cfg);
+void print_owners(const minitorch::zero::Stage3& s3, const minitorch::nn::GPT& model, const minitorch::runtime::Config& cfg);
 
-/// The model-state bytes rank 0..N-1 holds at a step by zero::exact_model_states (zero/estimate.h):
+/// The model-state bytes rank 0..N-1 holds at a step by runtime::exact_model_states (runtime/estimate.h):
 /// the partition each rank builds, planned from names and shapes alone.
-std::vector<double> planned_totals(const minitorch::nn::GPT& model, const minitorch::zero::Config& cfg, int N);
+std::vector<double> planned_totals(const minitorch::nn::GPT& model, const minitorch::runtime::Config& cfg, int N);
 
 /// "outer" for the unit of the embeddings and ln_f, "h.K" for block K (short, for the state columns).
 std::string unit_name(const minitorch::zero::Stage3& s3, std::size_t bucket);

@@ -23,8 +23,8 @@
 #include "minitorch/parallel.h"
 #include "nn/block.h"
 #include "nn/gpt.h"
-#include "zero/config.h"
-#include "zero/engine.h"
+#include "runtime/config.h"
+#include "runtime/engine.h"
 
 using namespace minitorch;
 
@@ -136,7 +136,7 @@ int run(lesson::Beats& beats, Options& opt) {
              "Segments of k blocks: the L/k segment inputs x stay all step; in backward one segment at a time\n"
              "is recomputed, holding k blocks' activations a. Memory ≈ ⌈L/k⌉·x + k·a, minimal near\n"
              "k* = sqrt(L·x/a) (Chen et al.'s sqrt(L) rule when a ≈ x). Cost: one more forward.");
-  const nn::GPTConfig g = zero::model_config(zero::Config::from_json(bench_config(opt.model, 0), 1, "lesson-08"), 64);
+  const nn::GPTConfig g = runtime::model_config(runtime::Config::from_json(bench_config(opt.model, 0), 1, "lesson-08"), 64);
   const std::int64_t L = g.n_layer, gbtc = 8 * g.block_size * g.n_embd;  // micro-batch 8
   const std::int64_t xa = 4 * gbtc, a = 4 * (16 * gbtc + 8 * g.n_head * g.block_size * g.block_size + 4 * 8 * g.block_size);
   std::printf("GPT %s (L = %lld), 8 x %lld tokens, one thread: x = %.2f MiB, a = %.2f MiB (beat 1's formula)\n"
@@ -148,11 +148,11 @@ int run(lesson::Beats& beats, Options& opt) {
   double ms_off = 0;
   std::vector<float> losses_off;
   for (long long k = 0; k <= L; ++k) {
-    zero::Config cfg = zero::Config::from_json(bench_config(opt.model, k), 1, "lesson-08");
+    runtime::Config cfg = runtime::Config::from_json(bench_config(opt.model, k), 1, "lesson-08");
     Generator init(cfg.training.seed), tok(7);
     auto tokens = std::make_shared<std::vector<std::int32_t>>(100000);
     for (auto& t : *tokens) t = static_cast<std::int32_t>(tok.next_u64() % 64);
-    auto engine = zero::initialize(std::make_shared<nn::GPT>(zero::model_config(cfg, 64), init), cfg, nullptr);
+    auto engine = runtime::initialize(std::make_shared<nn::GPT>(runtime::model_config(cfg, 64), init), cfg, nullptr);
     data::BatchSampler sampler(tokens, 8, cfg.model.block_size, 1337);
     std::vector<float> losses;
     std::int64_t peak = 0;
@@ -181,20 +181,20 @@ int run(lesson::Beats& beats, Options& opt) {
 
   // ------------------------------------------------------------------------------------------
   beats.beat("training the baby GPT with activation checkpointing on",
-             "Lesson 03's run through zero::Engine, twice: `activation_checkpointing` {enabled: true,\n"
+             "Lesson 03's run through runtime::Engine, twice: `activation_checkpointing` {enabled: true,\n"
              "segment_size: 1} and off. The recompute repeats the same ops: the same losses, bit for bit.");
   auto ds = data::TextDataset::load(opt.data, "char", baby.block_size);
   const std::int64_t V = ds.tokenizer().vocab_size();
   struct Run {
-    std::unique_ptr<zero::Engine> engine;
+    std::unique_ptr<runtime::Engine> engine;
     std::unique_ptr<data::BatchSampler> train, val;
     std::vector<float> losses;
   };
   auto make = [&](long long segment) {
-    zero::Config cfg = zero::Config::from_json(baby_config(steps, eval_iters, segment), 1, "lesson-08 (baby)");
+    runtime::Config cfg = runtime::Config::from_json(baby_config(steps, eval_iters, segment), 1, "lesson-08 (baby)");
     Generator init(cfg.training.seed);
     Run r;
-    r.engine = zero::initialize(std::make_shared<nn::GPT>(zero::model_config(cfg, V), init), cfg);
+    r.engine = runtime::initialize(std::make_shared<nn::GPT>(runtime::model_config(cfg, V), init), cfg);
     r.train = std::make_unique<data::BatchSampler>(ds.tokens_ptr(data::Split::train), 32, baby.block_size, cfg.training.seed);
     r.val = std::make_unique<data::BatchSampler>(ds.tokens_ptr(data::Split::val), 32, baby.block_size, cfg.training.seed + 1);
     return r;

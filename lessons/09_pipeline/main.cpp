@@ -22,8 +22,8 @@
 #include "minitorch/allocator.h"
 #include "pipeline/engine.h"
 #include "pipeline/schedule.h"
-#include "zero/config.h"
-#include "zero/engine.h"
+#include "runtime/config.h"
+#include "runtime/engine.h"
 
 using namespace minitorch;
 
@@ -48,10 +48,10 @@ std::string pipe_config(int stages, long long micro, long long micro_batches, co
   })";
 }
 
-std::shared_ptr<nn::GPT> baby_gpt(const zero::Config& cfg, std::int64_t V) {
+std::shared_ptr<nn::GPT> baby_gpt(const runtime::Config& cfg, std::int64_t V) {
   Generator init(cfg.training.seed);  // the same seed on every rank: every stage's layers are the whole model's
   TagScope scope(MemTag::param);
-  return std::make_shared<nn::GPT>(zero::model_config(cfg, V), init);
+  return std::make_shared<nn::GPT>(runtime::model_config(cfg, V), init);
 }
 
 /// Every rank's `mine`, in rank order (bookkeeping: not in the traffic counts).
@@ -127,7 +127,7 @@ int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
               "for %d ranks):\n%4s %10s %10s\n",
               beats.quick() ? 2LL : 4LL, cores, N, "M", "formula", "measured");
   for (long long M : beats.quick() ? std::vector<long long>{1, 4} : std::vector<long long>{1, 2, 4, 8, 16}) {
-    const zero::Config cfg = zero::Config::from_json(pipe_config(P, 4, M, "1f1b", 100), N, "lesson-09");
+    const runtime::Config cfg = runtime::Config::from_json(pipe_config(P, 4, M, "1f1b", 100), N, "lesson-09");
     pipeline::PipelineEngine pipe(baby_gpt(cfg, V), cfg, world);
     data::BatchSampler sampler(tokens, 4, 64, 1337);
     for (long long s = 0; s <= (beats.quick() ? 2 : 4); ++s) pipe.train_batch(sampler);
@@ -147,8 +147,8 @@ int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
   std::vector<std::vector<float>> peaks;
   nn::GPTConfig baby;
   for (const char* schedule : {"gpipe", "1f1b"}) {
-    const zero::Config cfg = zero::Config::from_json(pipe_config(P, 4, M8, schedule, 100), N, "lesson-09");
-    baby = zero::model_config(cfg, V);
+    const runtime::Config cfg = runtime::Config::from_json(pipe_config(P, 4, M8, schedule, 100), N, "lesson-09");
+    baby = runtime::model_config(cfg, V);
     pipeline::PipelineEngine pipe(baby_gpt(cfg, V), cfg, world);
     data::BatchSampler sampler(tokens, 4, 64, 1337);
     pipe.train_batch(sampler);  // AdamW's states appear in the first step
@@ -188,7 +188,7 @@ int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
              "forward, its gradient backward. The token embedding is also the LM head: stage 0 owns it, the\n"
              "last stage sends its gradient there after the last backward and gets the updated weight back.");
   {
-    const zero::Config cfg = zero::Config::from_json(pipe_config(P, 4, M8, "1f1b", 100), N, "lesson-09");
+    const runtime::Config cfg = runtime::Config::from_json(pipe_config(P, 4, M8, "1f1b", 100), N, "lesson-09");
     auto model = baby_gpt(cfg, V);
     pipeline::PipelineEngine pipe(model, cfg, world);
     data::BatchSampler sampler(tokens, 4, 64, 1337);
@@ -225,7 +225,7 @@ int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
              "own micro-batches; the step equals one rank accumulating all of them.");
   {
     const long long steps = beats.quick() ? 5 : 20;
-    const zero::Config cfg = zero::Config::from_json(pipe_config(2, 4, 4, "1f1b", steps), N, "lesson-09 (grid)");
+    const runtime::Config cfg = runtime::Config::from_json(pipe_config(2, 4, 4, "1f1b", steps), N, "lesson-09 (grid)");
     pipeline::PipelineEngine pipe(baby_gpt(cfg, V), cfg, world);
     const std::vector<float> where =
         gather(world, {static_cast<float>(pipe.stage()), static_cast<float>(pipe.grid().dp_rank)});
@@ -235,8 +235,8 @@ int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
     std::vector<float> losses;
     for (long long s = 0; s < steps; ++s) losses.push_back(pipe.train_batch(sampler));
     if (world.rank() == 0) {  // the reference: one rank, 8 micro-batches per step (the others wait asleep)
-      const zero::Config one = zero::Config::from_json(pipe_config(1, 4, 8, "1f1b", steps), 1, "lesson-09 (1 rank)");
-      auto engine = zero::initialize(baby_gpt(one, V), one);
+      const runtime::Config one = runtime::Config::from_json(pipe_config(1, 4, 8, "1f1b", steps), 1, "lesson-09 (1 rank)");
+      auto engine = runtime::initialize(baby_gpt(one, V), one);
       data::BatchSampler ref_sampler(tokens, 4, 64, 1337);
       double worst = 0;
       std::printf("%6s %14s %14s\n", "step", "2 x 2 grid", "1 rank");
@@ -260,11 +260,11 @@ int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
              "lesson 05's evaluation batches. (configs/pipeline.json runs M = 4 micro-batches of 4 instead: a\n"
              "smaller bubble, other windows; mpirun -np 4 build/bin/minitorch-train --config configs/pipeline.json)");
   {
-    const zero::Config cfg = zero::Config::from_json(pipe_config(2, 8, 2, "1f1b", opt.steps), N, "lesson-09 (KJV)");
+    const runtime::Config cfg = runtime::Config::from_json(pipe_config(2, 8, 2, "1f1b", opt.steps), N, "lesson-09 (KJV)");
     pipeline::PipelineEngine pipe(baby_gpt(cfg, V), cfg, world);
     // lesson 05: DDP on the 4 ranks, micro-batches of 8, no accumulation
-    const zero::Config ddp = zero::Config::from_json(pipe_config(1, 8, 1, "1f1b", opt.steps), N, "lesson-09 (DDP)");
-    auto engine = zero::initialize(baby_gpt(ddp, V), ddp, &world);
+    const runtime::Config ddp = runtime::Config::from_json(pipe_config(1, 8, 1, "1f1b", opt.steps), N, "lesson-09 (DDP)");
+    auto engine = runtime::initialize(baby_gpt(ddp, V), ddp, &world);
     data::BatchSampler train(tokens, 8, 64, cfg.training.seed), ddp_train(tokens, 8, 64, ddp.training.seed);
     double worst = 0;
     std::printf("%6s %12s %12s\n", "step", "pipeline", "DDP");

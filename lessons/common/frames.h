@@ -29,8 +29,8 @@
 #include "minitorch/events.h"
 #include "trace/frames_reader.h"
 #include "trace/terminal_player.h"
-#include "zero/engine.h"
-#include "zero/step_trace.h"
+#include "runtime/engine.h"
+#include "runtime/step_trace.h"
 
 namespace lesson {
 
@@ -56,15 +56,15 @@ class Tee : public minitorch::events::Sink {
   minitorch::events::Sink& b_;
 };
 
-/// The frames of one recorded step on every rank, gathered to rank 0 (zero::gather_frames).
+/// The frames of one recorded step on every rank, gathered to rank 0 (runtime::gather_frames).
 class StepFrames {
  public:
   /// Collective: every rank calls it with the events it recorded (the step's step_begin among them).
   StepFrames(const std::vector<minitorch::events::Event>& recorded, minitorch::dist::ProcessGroup& world,
-             const minitorch::zero::Engine& engine, bool colour)
+             const minitorch::runtime::Engine& engine, bool colour)
       : rank0_(world.rank() == 0) {
     opt_.colour = colour;
-    const nlohmann::json doc = minitorch::zero::gather_frames(recorded, &world, engine);
+    const nlohmann::json doc = minitorch::runtime::gather_frames(recorded, &world, engine);
     if (rank0_) doc_ = minitorch::trace::parse_frames(doc, "the lesson's recorded step");
   }
 

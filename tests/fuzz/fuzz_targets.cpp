@@ -21,10 +21,10 @@
 #include "minitorch/safetensors.h"
 #include "trace/frames.h"
 #include "trace/frames_reader.h"
-#include "zero/checkpoint.h"
-#include "zero/checkpoint_manifest.h"
-#include "zero/config.h"
-#include "zero/engine.h"
+#include "runtime/checkpoint.h"
+#include "runtime/checkpoint_manifest.h"
+#include "runtime/config.h"
+#include "runtime/engine.h"
 
 namespace mt_fuzz {
 
@@ -81,14 +81,14 @@ std::string tiny_config(bool bf16) {
 
 /// An engine over the tiny model, f32 or bf16 (the optimizer states differ: bf16 adds master weights).
 struct TinyRun {
-  zero::Config cfg;
+  runtime::Config cfg;
   data::TextDataset ds;
-  std::unique_ptr<zero::Engine> engine;
+  std::unique_ptr<runtime::Engine> engine;
   explicit TinyRun(bool bf16)
-      : cfg(zero::Config::from_json(tiny_config(bf16))), ds(data::TextDataset::from_text(kSeedText, "char", 4)) {
+      : cfg(runtime::Config::from_json(tiny_config(bf16))), ds(data::TextDataset::from_text(kSeedText, "char", 4)) {
     Generator gen(cfg.training.seed);
-    auto model = std::make_shared<nn::GPT>(zero::model_config(cfg, ds.tokenizer().vocab_size()), gen);
-    engine = zero::initialize(model, cfg);
+    auto model = std::make_shared<nn::GPT>(runtime::model_config(cfg, ds.tokenizer().vocab_size()), gen);
+    engine = runtime::initialize(model, cfg);
   }
 };
 
@@ -125,8 +125,8 @@ const SavedFiles& saved(bool bf16) {
       for (const auto& [name, p] : run.engine->model().named_parameters()) set_exact(p);
       for (const auto& [name, t] : run.engine->strategy().optimizer_state()) set_exact(t);
       const std::string path = (dir / (b ? "bf16.safetensors" : "f32.safetensors")).string();
-      zero::save_checkpoint(path, *run.engine, run.ds.tokenizer(), "1718000000-4242-9f3a61c2");
-      out[b ? 1 : 0] = {read_file(path), read_file(path + ".optim"), read_file(zero::manifest_path(path))};
+      runtime::save_checkpoint(path, *run.engine, run.ds.tokenizer(), "1718000000-4242-9f3a61c2");
+      out[b ? 1 : 0] = {read_file(path), read_file(path + ".optim"), read_file(runtime::manifest_path(path))};
     }
     fs::remove_all(dir);
     return out;
@@ -151,10 +151,10 @@ const char* const kConfigSource = "fuzz.json";
 
 Outcome run_config_on(const std::string& text, int world) {
   try {
-    zero::Config c = zero::Config::from_json(text, world, kConfigSource);
-    zero::model_config(c, 65);  // what a tool does next: the model shape and the memory check
+    runtime::Config c = runtime::Config::from_json(text, world, kConfigSource);
+    runtime::model_config(c, 65);  // what a tool does next: the model shape and the memory check
     return {true, ""};
-  } catch (const zero::ConfigError& e) {
+  } catch (const runtime::ConfigError& e) {
     return rejected(e);
   }
 }
@@ -234,8 +234,8 @@ const char* const kCheckpointSource = "fuzz-model.safetensors";
 Outcome run_checkpoint(std::string_view input) {
   try {
     std::istringstream in{std::string(input)};
-    zero::CheckpointInfo info;
-    auto model = zero::load_model(load_safetensors(in, kCheckpointSource), &info);
+    runtime::CheckpointInfo info;
+    auto model = runtime::load_model(load_safetensors(in, kCheckpointSource), &info);
     // What sampling does with the tokenizer next: its vocabulary must round-trip.
     const std::string vocab = info.tokenizer->to_string();
     if (info.tokenizer->decode(info.tokenizer->encode(vocab)) != vocab)
@@ -257,7 +257,7 @@ Outcome run_optim_state(std::string_view input) {
   try {
     std::istringstream in{std::string(input)};
     const SafetensorsFile f = load_safetensors(in, kOptimSource);
-    const std::int64_t steps = zero::optimizer_steps_of(f);
+    const std::int64_t steps = runtime::optimizer_steps_of(f);
     // resume_from()'s last step, into an f32 and a bf16 engine (the latter needs master weights).
     for (bool bf16 : {false, true}) {
       try {
@@ -281,7 +281,7 @@ const char* const kManifestCheckpoint = "fuzz-model.safetensors";
 
 Outcome run_manifest(std::string_view input) {
   try {
-    zero::parse_manifest(std::string(input), kManifestCheckpoint);
+    runtime::parse_manifest(std::string(input), kManifestCheckpoint);
     return {true, ""};
   } catch (const std::runtime_error& e) {
     return rejected(e, kManifestCheckpoint);
@@ -296,7 +296,7 @@ const char* const kShardedDir = "fuzz-ckpt";
 
 Outcome run_sharded_manifest(std::string_view input) {
   try {
-    zero::parse_sharded_manifest(std::string(input), kShardedDir);
+    runtime::parse_sharded_manifest(std::string(input), kShardedDir);
     return {true, ""};
   } catch (const std::runtime_error& e) {
     return rejected(e, kShardedDir);
@@ -305,7 +305,7 @@ Outcome run_sharded_manifest(std::string_view input) {
 
 /// What write_sharded_manifest writes for a 2-rank stage-3 bf16 save of a two-tensor model.
 std::vector<std::string> sharded_manifest_seeds() {
-  zero::ShardedManifest m;
+  runtime::ShardedManifest m;
   m.run_id = "1718000000-4242-9f3a61c2";
   m.step = 600;
   m.stage = 3;
@@ -316,11 +316,11 @@ std::vector<std::string> sharded_manifest_seeds() {
   m.dtype = "bf16";
   m.params = {{"transformer.wte.weight", {63, 24}}, {"transformer.ln_f.bias", {24}}};
   m.numel = 63 * 24 + 24;
-  for (int r = 0; r < 2; ++r) m.shards.push_back({zero::shard_file_name(r, 2), 4242u + static_cast<unsigned>(r), 0x0123456789abcdefull, 0});
+  for (int r = 0; r < 2; ++r) m.shards.push_back({runtime::shard_file_name(r, 2), 4242u + static_cast<unsigned>(r), 0x0123456789abcdefull, 0});
   const auto dir = std::filesystem::temp_directory_path() / ("minitorch_fuzz_seed_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
-  zero::write_sharded_manifest(dir.string(), m);
-  std::string text = read_file(zero::sharded_manifest_path(dir.string()));
+  runtime::write_sharded_manifest(dir.string(), m);
+  std::string text = read_file(runtime::sharded_manifest_path(dir.string()));
   std::filesystem::remove_all(dir);
   return {text};
 }
@@ -415,16 +415,16 @@ std::string type_name(const std::exception& e) {
 
 const std::vector<Target>& targets() {
   static const std::vector<Target> all = {
-      {"config", "zero::Config::from_json + zero::model_config: ConfigError", InputKind::json, run_config, config_seeds},
+      {"config", "runtime::Config::from_json + runtime::model_config: ConfigError", InputKind::json, run_config, config_seeds},
       {"safetensors", "load_safetensors: std::runtime_error naming the file", InputKind::safetensors, run_safetensors,
        safetensors_seeds},
-      {"checkpoint", "zero::load_model (eval, sampling): std::runtime_error naming the file", InputKind::safetensors,
+      {"checkpoint", "runtime::load_model (eval, sampling): std::runtime_error naming the file", InputKind::safetensors,
        run_checkpoint, checkpoint_seeds},
       {"optim_state", "load_safetensors + optimizer_steps_of + GradientStrategy::load_optimizer_state: std::runtime_error",
        InputKind::safetensors, run_optim_state, optim_state_seeds},
-      {"manifest", "zero::parse_manifest (--resume): std::runtime_error naming the checkpoint", InputKind::json,
+      {"manifest", "runtime::parse_manifest (--resume): std::runtime_error naming the checkpoint", InputKind::json,
        run_manifest, manifest_seeds},
-      {"sharded_manifest", "zero::parse_sharded_manifest (--resume DIR): std::runtime_error naming the directory",
+      {"sharded_manifest", "runtime::parse_sharded_manifest (--resume DIR): std::runtime_error naming the directory",
        InputKind::json, run_sharded_manifest, sharded_manifest_seeds},
       {"frames", "trace::parse_frames_text (minitorch-trace DIR): trace::FramesError naming the file", InputKind::json,
        run_frames, frames_seeds},

@@ -30,19 +30,19 @@ std::string pipeline_json(int stages, const std::string& schedule, const std::st
 
 /// The pipeline run of `json` on the world: the same corpus and sampler as mt_test::TrainRun.
 struct PipeRun {
-  zero::Config cfg;
+  runtime::Config cfg;
   data::TextDataset ds;
   std::unique_ptr<pipeline::PipelineEngine> pipe;
   std::unique_ptr<data::BatchSampler> sampler;
   explicit PipeRun(const std::string& json, dist::ProcessGroup& world)
-      : cfg(zero::Config::from_json(json, world.size())),
+      : cfg(runtime::Config::from_json(json, world.size())),
         ds(data::TextDataset::from_text(mt_test::verse_corpus(), data::make_tokenizer("char", mt_test::verse_corpus()),
                                         cfg.model.block_size)) {
     Generator gen(cfg.training.seed);
     std::shared_ptr<nn::GPT> model;
     {
       TagScope scope(MemTag::param);
-      model = std::make_shared<nn::GPT>(zero::model_config(cfg, ds.tokenizer().vocab_size()), gen);
+      model = std::make_shared<nn::GPT>(runtime::model_config(cfg, ds.tokenizer().vocab_size()), gen);
     }
     pipe = std::make_unique<pipeline::PipelineEngine>(model, cfg, world);
     sampler = std::make_unique<data::BatchSampler>(ds.tokens_ptr(data::Split::train), cfg.train_micro_batch_size_per_gpu,
@@ -51,7 +51,7 @@ struct PipeRun {
 };
 
 /// One rank accumulating over M × dp micro-batches: the same global batch, whole model.
-std::string reference_json(const zero::Config& c) {
+std::string reference_json(const runtime::Config& c) {
   const int dp = c.data_parallel_size;
   return pipeline_json(1, "1f1b", "uniform", static_cast<int>(c.gradient_accumulation_steps) * dp, 0,
                        c.gradient_clipping > 0);

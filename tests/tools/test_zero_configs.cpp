@@ -26,9 +26,27 @@ TEST(L06_ZeroConfigs, EachStageConfigTrainsOnTwoRanksAsItsStage) {
     EXPECT_THAT(r.output, HasSubstr("batch 32 = micro 8 x accumulation 2 x ranks 2"));
     const nlohmann::json j = nlohmann::json::parse(std::ifstream(report));
     EXPECT_EQ(j["zero_stage"], stage);
+    EXPECT_EQ(j["config_zero_stage"], stage);
     EXPECT_EQ(j["strategy"], "ZeRO-" + std::to_string(stage));
     EXPECT_EQ(j["steps"].size(), 2u);
+    EXPECT_THAT(r.output, testing::Not(HasSubstr("single-rank training")));
   }
+}
+
+// On one rank a ZeRO stage's shard is the whole model: the run is single-rank training, and it says so.
+TEST(L06_ZeroConfigs, AStageOnOneRankRunsAsSingleRankTrainingAndSaysSo) {
+  mt_test::TempDir dir;
+  const std::string report = dir.path("report.json");
+  auto r = run_command(mt_test::mpirun_command(
+      "minitorch-train", 1,
+      "--config " + mt_test::source("configs/zero2.json") + " --data " + mt_test::write_corpus(dir) + " --steps 1 --report " + report));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("warning: zero_optimization.stage 2 on one data-parallel rank runs as single-rank "
+                                  "training (stage 0)"));
+  const nlohmann::json j = nlohmann::json::parse(std::ifstream(report));
+  EXPECT_EQ(j["zero_stage"], 0);
+  EXPECT_EQ(j["config_zero_stage"], 2);
+  EXPECT_EQ(j["strategy"], "single rank");
 }
 
 TEST(L06_ZeroConfigs, TheSeedsExampleConfigRunsUnchangedOnFourRanks) {

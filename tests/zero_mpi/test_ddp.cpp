@@ -13,7 +13,7 @@
 #include "minitorch/allocator.h"
 #include "optim/sgd.h"
 #include "test_util.h"
-#include "zero/engine.h"
+#include "runtime/engine.h"
 #include "zero/stage0.h"
 #include "train_util.h"
 
@@ -213,10 +213,10 @@ TEST(L05_DDP, RanksHoldIdenticalParametersAfterTraining) {
 
 TEST(L05_DDP, ConfigReadForAnotherWorldSizeFails) {
   auto& world = dist::world();
-  zero::Config cfg = zero::Config::from_json(config_json(2, 1), 1);
+  runtime::Config cfg = runtime::Config::from_json(config_json(2, 1), 1);
   Generator gen(1);
   auto ds = data::TextDataset::from_text(mt_test::verse_corpus(), data::make_tokenizer("char", mt_test::verse_corpus()), cfg.model.block_size);
-  auto model = std::make_shared<nn::GPT>(zero::model_config(cfg, ds.tokenizer().vocab_size()), gen);
-  std::string err = mt_test::error_of([&] { zero::initialize(model, cfg, &world); });
+  auto model = std::make_shared<nn::GPT>(runtime::model_config(cfg, ds.tokenizer().vocab_size()), gen);
+  std::string err = mt_test::error_of([&] { runtime::initialize(model, cfg, &world); });
   EXPECT_TRUE(mt_test::contains(err, "process group has " + std::to_string(world.size()) + " ranks")) << err;
 }

@@ -14,7 +14,7 @@
 #include "trace/chrome_trace.h"
 #include "trace/frames.h"
 #include "trace/frames_reader.h"
-#include "zero/step_trace.h"
+#include "runtime/step_trace.h"
 #include "zero_test_util.h"
 
 using namespace minitorch;
@@ -40,7 +40,7 @@ Recorded record(const std::string& config, int steps) {
   Recorded r;
   r.events = recorder.events();
   r.frames = trace::frames_of(r.events);
-  r.doc = zero::gather_frames(r.events, &world, *run.engine);
+  r.doc = runtime::gather_frames(r.events, &world, *run.engine);
   // (rank 0's frames_document throws if the ranks' frames do not pair up one to one)
   return r;
 }

@@ -8,7 +8,7 @@
 
 #include "dist/process_group.h"
 #include "minitorch/allocator.h"
-#include "zero/engine.h"
+#include "runtime/engine.h"
 #include "zero/stage3.h"
 #include "zero_test_util.h"
 

@@ -12,7 +12,7 @@
 #include "minitorch/allocator.h"
 #include "test_util.h"
 #include "zero_test_util.h"
-#include "zero/engine.h"
+#include "runtime/engine.h"
 #include "zero/stage1.h"
 
 using namespace minitorch;

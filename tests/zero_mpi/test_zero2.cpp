@@ -9,7 +9,7 @@
 #include "dist/process_group.h"
 #include "minitorch/allocator.h"
 #include "test_util.h"
-#include "zero/engine.h"
+#include "runtime/engine.h"
 #include "zero/stage2.h"
 #include "zero_test_util.h"
 

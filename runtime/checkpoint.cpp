@@ -1,0 +1,270 @@
+#include "runtime/checkpoint.h"
+
+#include <climits>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <stdexcept>
+
+#include "minitorch/json_limits.h"
+#include "minitorch/safetensors.h"
+#include "runtime/model_budget.h"
+#include "runtime/sharded_checkpoint.h"
+
+namespace minitorch::runtime {
+
+namespace {
+constexpr const char* kFormat = "minitorch-checkpoint-1";
+
+/// A count written by std::to_string (a step): decimal digits only, at most INT64_MAX. std::stoll
+/// would take "12abc" as 12 and " -3" as -3.
+std::int64_t parse_count(const std::string& s, const std::string& what) {
+  std::int64_t v = 0;
+  bool ok = !s.empty();
+  for (char c : s)
+    ok = ok && c >= '0' && c <= '9' && !__builtin_mul_overflow(v, 10, &v) && !__builtin_add_overflow(v, c - '0', &v);
+  if (!ok)
+    throw std::runtime_error(what + " '" + truncate_for_message(s) + "' is not a count (decimal digits, at most " +
+                             std::to_string(INT64_MAX) + ")");
+  return v;
+}
+
+}  // namespace
+
+std::map<std::string, std::string> checkpoint_metadata(const nn::GPT& model, const data::Tokenizer& tok,
+                                                       std::int64_t step) {
+  return {{"format", kFormat},
+          {"model_args", model.config().to_json().dump()},
+          {"tokenizer", tok.kind()},
+          {"vocab", tok.to_string()},
+          {"step", std::to_string(step)}};
+}
+
+CheckpointInfo checkpoint_info_of(const SafetensorsFile& f) {
+  auto need = [&](const char* key) -> const std::string& {
+    auto it = f.metadata.find(key);
+    if (it == f.metadata.end())
+      throw std::runtime_error("checkpoint '" + f.path + "' has no '" + key +
+                               "' metadata: not a minitorch checkpoint (save one with minitorch-train)");
+    return it->second;
+  };
+  if (need("format") != kFormat)
+    throw std::runtime_error("checkpoint '" + f.path + "' has format '" + truncate_for_message(need("format")) + "', expected '" + kFormat + "'");
+  CheckpointInfo info;
+  info.path = f.path;
+  try {
+    info.model = nn::GPTConfig::from_json(parse_json_bounded(need("model_args"), "model_args"));
+    info.model.validate();
+    info.tokenizer = data::tokenizer_from_string(need("tokenizer"), need("vocab"));
+    info.step = parse_count(need("step"), "step");
+  } catch (const std::exception& e) {
+    throw std::runtime_error("checkpoint '" + f.path + "' has bad metadata: " + e.what());
+  }
+  if (info.tokenizer->vocab_size() > info.model.vocab_size)
+    throw std::runtime_error("checkpoint '" + f.path + "': tokenizer has more tokens than the model's vocab_size");
+  return info;
+}
+
+namespace {
+std::shared_ptr<nn::GPT> model_from(const SafetensorsFile& f, const CheckpointInfo& info) {
+  // model_args are checked against the tensors before the GPT is allocated: a header claiming
+  // n_layer 1000000 must not allocate terabytes first.
+  try {
+    check_model_fits(info.model, 0, 4, "checkpoint '" + f.path + "'");
+  } catch (const ConfigError& e) {
+    throw std::runtime_error(e.what());  // a bad file, not a bad config: exit status 1
+  }
+  double in_file = 0;
+  for (const auto& [name, t] : f.tensors)
+    if (name != "lm_head.weight") in_file += static_cast<double>(t.numel());  // tied to transformer.wte.weight
+  if (in_file != parameter_count(info.model))
+    throw std::runtime_error("checkpoint '" + f.path + "' holds " + std::to_string(static_cast<std::int64_t>(in_file)) +
+                             " parameters but its model_args describe " + info.model.describe() + " with " +
+                             std::to_string(static_cast<std::int64_t>(parameter_count(info.model))));
+  Generator gen(0);  // weights are overwritten below
+  auto model = std::make_shared<nn::GPT>(info.model, gen);
+  try {
+    model->load_state_dict(f.tensors, /*strict=*/true);
+  } catch (const std::exception& e) {
+    throw std::runtime_error("checkpoint '" + f.path + "' does not fit its model_args: " + e.what());
+  }
+  return model;
+}
+[[noreturn]] void resume_fail(const std::string& path, const std::string& what) {
+  throw std::runtime_error("cannot resume from '" + path + "': " + what);
+}
+
+void check_size(const std::string& path, const std::string& file, const ManifestFile& want, const std::string& role) {
+  std::error_code ec;
+  const auto bytes = std::filesystem::file_size(file, ec);
+  if (ec) resume_fail(path, "its " + role + " '" + file + "' is missing; the save is incomplete");
+  if (bytes != want.bytes)
+    resume_fail(path, "its " + role + " '" + file + "' is " + std::to_string(bytes) + " bytes but the save wrote " +
+                          std::to_string(want.bytes) + ": it is truncated or was replaced; copy the whole save again");
+}
+}  // namespace
+
+void save_model(const std::string& path, const nn::GPT& model, const data::Tokenizer& tokenizer, std::int64_t step) {
+  save_safetensors(path, model.state_dict(), checkpoint_metadata(model, tokenizer, step));
+}
+
+void save_checkpoint(const std::string& path, const Engine& engine, const data::Tokenizer& tokenizer,
+                     const std::string& run_id) {
+  if (engine.strategy().shards_optimizer_state()) return save_sharded_checkpoint(path, engine, tokenizer, run_id);
+  remove_stale_temp_files(path);
+  // From here until the new manifest lands, the files at `path` are not one complete save; with the
+  // old manifest gone, a kill in between is seen as "no manifest", never as a mixed pair.
+  std::filesystem::remove(manifest_path(path));
+  CheckpointManifest m;
+  m.run_id = run_id;
+  m.step = engine.global_steps();
+  m.data_parallel_size = engine.dp_size();
+  m.train_micro_batch_size_per_gpu = engine.config().train_micro_batch_size_per_gpu;
+  m.gradient_accumulation_steps = engine.config().gradient_accumulation_steps;
+  const zero::GradientStrategy& s = engine.strategy();
+  const std::string opt_path = path + ".optim";
+  if (s.optimizer_steps() > 0) {
+    save_safetensors(opt_path, s.optimizer_state(),
+                     {{"format", kFormat}, {"optimizer_steps", std::to_string(s.optimizer_steps())}, {"run_id", run_id}});
+  } else {
+    std::filesystem::remove(opt_path);  // an older run's state must not sit beside this save
+  }
+  auto meta = checkpoint_metadata(engine.model(), tokenizer, m.step);
+  meta["run_id"] = run_id;
+  meta["engine_state"] = engine_state_json(engine);
+  save_safetensors(path, engine.model().state_dict(), meta);
+  m.model = describe_file(path);
+  if (s.optimizer_steps() > 0) {
+    m.optim = describe_file(opt_path);
+    m.optim->optimizer_steps = s.optimizer_steps();
+  }
+  write_manifest(path, m);
+}
+
+CheckpointInfo read_checkpoint_info(const std::string& path) {
+  if (is_sharded_checkpoint(path)) {
+    const ShardedManifest m = check_complete_sharded(path);
+    CheckpointInfo info = checkpoint_info_of(load_safetensors(path + "/" + m.shards.front().name));
+    info.path = path;
+    return info;
+  }
+  return checkpoint_info_of(load_safetensors(path));
+}
+
+std::shared_ptr<nn::GPT> load_model(const std::string& path, CheckpointInfo* info_out) {
+  if (is_sharded_checkpoint(path))
+    throw std::runtime_error("'" + path + "' is a sharded checkpoint (a directory of per-rank shards); put it "
+                             "together first: minitorch-consolidate " + path + " model.safetensors");
+  return load_model(load_safetensors(path), info_out);
+}
+
+std::shared_ptr<nn::GPT> load_model(const SafetensorsFile& f, CheckpointInfo* info_out) {
+  CheckpointInfo info = checkpoint_info_of(f);
+  auto model = model_from(f, info);
+  if (info_out) *info_out = info;
+  return model;
+}
+
+std::int64_t optimizer_steps_of(const SafetensorsFile& o) {
+  auto it = o.metadata.find("optimizer_steps");
+  if (it == o.metadata.end())
+    throw std::runtime_error("optimizer state '" + o.path + "' has no valid optimizer_steps metadata (the key is missing)");
+  try {
+    return parse_count(it->second, "optimizer_steps");
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error("optimizer state '" + o.path + "' has no valid optimizer_steps metadata (" + e.what() + ")");
+  }
+}
+
+CheckpointManifest check_complete_save(const std::string& path) {
+  CheckpointManifest m = read_manifest(path);
+  check_size(path, path, m.model, "model file");
+  if (m.optim) check_size(path, path + ".optim", *m.optim, "optimizer state");
+  return m;
+}
+
+void check_complete(const std::string& path) {
+  if (is_sharded_checkpoint(path)) check_complete_sharded(path);
+  else check_complete_save(path);
+}
+
+FullState read_single_file_checkpoint(const std::string& path) {
+  // Cheap checks first, so each problem gets its own message: presence and size (a truncated copy),
+  // then the metadata (another run, another step), then the checksum (changed bytes).
+  const CheckpointManifest m = check_complete_save(path);
+  const std::string opt_path = path + ".optim";
+  auto fail = [&](const std::string& what) { resume_fail(path, what); };
+  auto check_run = [&](const SafetensorsFile& f, const char* role) {
+    auto it = f.metadata.find("run_id");
+    if (it != f.metadata.end() && it->second != m.run_id)
+      fail("its " + std::string(role) + " '" + f.path + "' is from another run (" + truncate_for_message(it->second) +
+           ", the manifest says " + truncate_for_message(m.run_id) + "); use the files of one save together");
+  };
+  auto check_sum = [&](const std::string& file, const ManifestFile& want, const char* role) {
+    if (fnv1a64_file(file) != want.fnv1a64)
+      fail("its " + std::string(role) + " '" + file + "' does not match the manifest's checksum: it was changed or "
+           "corrupted after the save");
+  };
+
+  SafetensorsFile f = load_safetensors(path);
+  FullState st;
+  st.info = checkpoint_info_of(f);
+  check_run(f, "model file");
+  if (st.info.step != m.step)
+    fail("its model file is from step " + std::to_string(st.info.step) + " but the manifest is from step " +
+         std::to_string(m.step) + "; use the files of one save together");
+  check_sum(path, m.model, "model file");
+  if (auto it = f.metadata.find("engine_state"); it != f.metadata.end()) st.engine_state = it->second;
+  // Every parameter once, in the model's order (the head's weight is the embedding's: not a parameter);
+  // f32 (a bf16 save widens exactly).
+  st.params = model_from(f, st.info)->named_parameters();
+  if (m.optim) {
+    SafetensorsFile o = load_safetensors(opt_path);
+    check_run(o, "optimizer state");
+    try {
+      st.optimizer_steps = optimizer_steps_of(o);
+    } catch (const std::runtime_error& e) {
+      fail(std::string("its ") + e.what());
+    }
+    if (st.optimizer_steps != m.optim->optimizer_steps)
+      fail("its optimizer state '" + opt_path + "' is stale: it holds " + std::to_string(st.optimizer_steps) +
+           " optimizer steps but the save had " + std::to_string(m.optim->optimizer_steps) +
+           "; use the files of one save together");
+    check_sum(opt_path, *m.optim, "optimizer state");
+    st.optim = std::move(o.tensors);
+  }
+  st.run_id = m.run_id;
+  st.data_parallel_size = m.data_parallel_size;
+  st.train_micro_batch_size_per_gpu = m.train_micro_batch_size_per_gpu;
+  st.gradient_accumulation_steps = m.gradient_accumulation_steps;
+  return st;
+}
+
+ResumeInfo resume_from(const std::string& path, Engine& engine) {
+  const FullState st = is_sharded_checkpoint(path) ? read_sharded_checkpoint(path) : read_single_file_checkpoint(path);
+  if (!(st.info.model == engine.model().config()))
+    resume_fail(path, "it holds " + st.info.model.describe() + " but the config builds " +
+                          engine.model().config().describe());
+  load_full_state(engine, st);
+  ResumeInfo r{st.run_id, st.info.step, st.data_parallel_size, {}};
+  const Config& c = engine.config();
+  const bool same_data = st.train_micro_batch_size_per_gpu == c.train_micro_batch_size_per_gpu &&
+                         st.gradient_accumulation_steps * st.data_parallel_size ==
+                             c.gradient_accumulation_steps * engine.dp_size();
+  if (st.data_parallel_size != engine.dp_size() || !same_data) {
+    std::string w = "checkpoint '" + path + "' was saved on " + std::to_string(st.data_parallel_size) +
+                    " data-parallel rank(s) with micro-batch " + std::to_string(st.train_micro_batch_size_per_gpu) +
+                    " x accumulation " + std::to_string(st.gradient_accumulation_steps) + " and resumes on " +
+                    std::to_string(engine.dp_size()) + " with " + std::to_string(c.train_micro_batch_size_per_gpu) +
+                    " x " + std::to_string(c.gradient_accumulation_steps) + ": ";
+    // Micro-batches are numbered (step * G + micro) * W + rank, so only B and G*W decide the data.
+    w += same_data ? "the data order changes among the ranks (each step sees the same micro-batches, summed in "
+                     "another order), so the losses match an uninterrupted run only up to rounding"
+                   : "the data order changes from here on (other micro-batches per step), so the losses will "
+                     "not match an uninterrupted run";
+    r.warnings.push_back(w);
+  }
+  return r;
+}
+
+}  // namespace minitorch::runtime

@@ -1,0 +1,304 @@
+#include "runtime/checkpoint_manifest.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <climits>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <vector>
+
+#include "minitorch/atomic_file.h"
+#include "minitorch/json_limits.h"
+
+namespace minitorch::runtime {
+
+namespace {
+constexpr const char* kManifestFormat = "minitorch-manifest-1";
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::string hex64(std::uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+nlohmann::json file_json(const ManifestFile& f, bool with_steps) {
+  nlohmann::json j = {{"name", f.name}, {"bytes", f.bytes}, {"fnv1a64", hex64(f.fnv1a64)}};
+  if (with_steps) j["optimizer_steps"] = f.optimizer_steps;
+  return j;
+}
+
+// The readers below name the field ("step", "files.model.bytes") and quote the value on a wrong type
+// or range: nlohmann's get<> would truncate 2.5 to 2, wrap -1 into 2^64 - 1 and cut 2^40 to an int,
+// and its type errors name no key.
+std::string field_path(const std::string& object, const char* key) {
+  return object.empty() ? key : object + "." + key;
+}
+
+const nlohmann::json& field(const nlohmann::json& j, const std::string& object, const char* key) {
+  if (!j.is_object())
+    throw std::invalid_argument((object.empty() ? "the manifest" : object) + " must be an object, got " + json_excerpt(j));
+  auto it = j.find(key);
+  if (it == j.end()) throw std::invalid_argument(field_path(object, key) + " is missing");
+  return *it;
+}
+
+std::string string_at(const nlohmann::json& j, const std::string& object, const char* key) {
+  const nlohmann::json& v = field(j, object, key);
+  if (!v.is_string()) throw std::invalid_argument(field_path(object, key) + " must be a string, got " + json_excerpt(v));
+  return v.get<std::string>();
+}
+
+std::int64_t int_at(const nlohmann::json& j, const std::string& object, const char* key, std::int64_t min,
+                    std::int64_t max = INT64_MAX) {
+  const nlohmann::json& v = field(j, object, key);
+  // nlohmann stores a non-negative integer as unsigned: compared as one, never through a cast that wraps.
+  bool in_range = false;
+  if (v.is_number_unsigned()) {
+    const std::uint64_t u = v.get<std::uint64_t>();
+    in_range = u <= static_cast<std::uint64_t>(max) && (min <= 0 || u >= static_cast<std::uint64_t>(min));
+  } else if (v.is_number_integer()) {
+    in_range = v.get<std::int64_t>() >= min && v.get<std::int64_t>() <= max;
+  }
+  if (!in_range)
+    throw std::invalid_argument(field_path(object, key) + " must be an integer from " + std::to_string(min) + " to " +
+                                std::to_string(max) + ", got " + json_excerpt(v));
+  return v.get<std::int64_t>();
+}
+
+ManifestFile file_from(const nlohmann::json& j, const std::string& object, bool with_steps) {
+  ManifestFile f;
+  f.name = string_at(j, object, "name");
+  const nlohmann::json& bytes = field(j, object, "bytes");
+  if (!bytes.is_number_unsigned())  // nlohmann keeps every non-negative integer as unsigned
+    throw std::invalid_argument(object + ".bytes must be a non-negative integer, got " + json_excerpt(bytes));
+  f.bytes = bytes.get<std::uint64_t>();
+  const std::string sum = string_at(j, object, "fnv1a64");
+  // std::stoull alone would also take "0x...", a sign or leading spaces.
+  if (sum.size() != 16 || !std::all_of(sum.begin(), sum.end(), [](unsigned char c) { return std::isxdigit(c); }))
+    throw std::invalid_argument(object + ".fnv1a64 '" + truncate_for_message(sum) + "' is not 16 hex digits");
+  f.fnv1a64 = std::stoull(sum, nullptr, 16);
+  if (with_steps) f.optimizer_steps = int_at(j, object, "optimizer_steps", 0);
+  return f;
+}
+
+/// True if `name` is `prefix` followed by one or more digits and nothing else.
+bool is_prefix_then_digits(const std::string& name, const std::string& prefix) {
+  if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) return false;
+  for (std::size_t i = prefix.size(); i < name.size(); ++i)
+    if (name[i] < '0' || name[i] > '9') return false;
+  return true;
+}
+}  // namespace
+
+std::string manifest_path(const std::string& checkpoint_path) { return checkpoint_path + ".manifest.json"; }
+
+std::string new_run_id() {
+  const auto secs = std::chrono::duration_cast<std::chrono::seconds>(
+                        std::chrono::system_clock::now().time_since_epoch()).count();
+  std::random_device rd;  // two runs started in the same second by the same pid number still differ
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%08x", static_cast<unsigned>(rd()));
+  return std::to_string(secs) + "-" + std::to_string(::getpid()) + "-" + buf;
+}
+
+std::string new_run_id(dist::ProcessGroup& group) {
+  std::string id = group.rank() == 0 ? new_run_id() : std::string();
+  Tensor chars = Tensor::zeros({64}, DType::i32);  // an id is < 64 characters: digits, '-', hex
+  auto* c = chars.data<std::int32_t>();
+  for (std::size_t i = 0; i < id.size() && i < 63; ++i) c[i] = static_cast<unsigned char>(id[i]);
+  group.broadcast(chars, 0);
+  id.clear();
+  for (std::int64_t i = 0; i < 64 && c[i] != 0; ++i) id.push_back(static_cast<char>(c[i]));
+  return id;
+}
+
+std::uint64_t fnv1a64_file(const std::string& path) {
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
+  if (!f) throw std::runtime_error("cannot read '" + path + "' to check it");
+  std::uint64_t h = 14695981039346656037ull;  // FNV-1a 64 offset basis
+  std::vector<unsigned char> buf(1 << 20);
+  std::size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), f.get())) > 0)
+    for (std::size_t i = 0; i < n; ++i) h = (h ^ buf[i]) * 1099511628211ull;  // FNV 64 prime
+  if (std::ferror(f.get())) throw std::runtime_error("read error in '" + path + "' while checking it");
+  return h;
+}
+
+ManifestFile describe_file(const std::string& path) {
+  ManifestFile f;
+  f.name = std::filesystem::path(path).filename().string();
+  f.bytes = std::filesystem::file_size(path);
+  f.fnv1a64 = fnv1a64_file(path);
+  return f;
+}
+
+void write_manifest(const std::string& checkpoint_path, const CheckpointManifest& m) {
+  nlohmann::json files = {{"model", file_json(m.model, false)}};
+  if (m.optim) files["optim"] = file_json(*m.optim, true);
+  const nlohmann::json j = {{"format", kManifestFormat}, {"run_id", m.run_id}, {"step", m.step},
+                            {"data_parallel_size", m.data_parallel_size},
+                            {"train_micro_batch_size_per_gpu", m.train_micro_batch_size_per_gpu},
+                            {"gradient_accumulation_steps", m.gradient_accumulation_steps}, {"files", files}};
+  const std::string text = j.dump(2) + "\n";
+  write_file_atomic(manifest_path(checkpoint_path), {{text.data(), text.size()}}, "checkpoint manifest");
+}
+
+CheckpointManifest read_manifest(const std::string& checkpoint_path) {
+  const std::string mpath = manifest_path(checkpoint_path);
+  if (!std::filesystem::exists(mpath))
+    throw std::runtime_error("cannot resume from '" + checkpoint_path + "': its manifest '" + mpath +
+                             "' is missing, so it is not one complete save (the save was interrupted, or the "
+                             "files were copied without it); resume from a complete save, or start a new run "
+                             "without --resume");
+  return parse_manifest(read_text(mpath), checkpoint_path);
+}
+
+CheckpointManifest parse_manifest(const std::string& text, const std::string& checkpoint_path) {
+  CheckpointManifest m;
+  try {
+    const nlohmann::json j = parse_json_bounded(text, "the manifest");
+    const std::string format = string_at(j, "", "format");
+    if (format != kManifestFormat)
+      throw std::invalid_argument("format is '" + truncate_for_message(format) + "', expected '" + kManifestFormat + "'");
+    m.run_id = string_at(j, "", "run_id");
+    m.step = int_at(j, "", "step", 0);
+    m.data_parallel_size = static_cast<int>(int_at(j, "", "data_parallel_size", 1, INT32_MAX));
+    m.train_micro_batch_size_per_gpu = int_at(j, "", "train_micro_batch_size_per_gpu", 1);
+    m.gradient_accumulation_steps = int_at(j, "", "gradient_accumulation_steps", 1);
+    const nlohmann::json& files = field(j, "", "files");
+    m.model = file_from(field(files, "files", "model"), "files.model", false);
+    if (files.contains("optim")) m.optim = file_from(files.at("optim"), "files.optim", true);
+  } catch (const std::exception& e) {  // nlohmann's parse errors, JsonLimitError and the checks above
+    throw std::runtime_error("cannot resume from '" + checkpoint_path + "': its manifest '" +
+                             manifest_path(checkpoint_path) + "' is unreadable (" + truncate_for_message(e.what(), 300) +
+                             "); resume from a complete save");
+  }
+  return m;
+}
+
+// ---- sharded checkpoints ----
+
+namespace {
+constexpr const char* kShardedFormat = "minitorch-sharded-1";
+}  // namespace
+
+std::string sharded_manifest_path(const std::string& dir) { return dir + "/manifest.json"; }
+
+std::string shard_file_name(int rank, int world) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "shard-%05d-of-%05d.safetensors", rank, world);
+  return buf;
+}
+
+void write_sharded_manifest(const std::string& dir, const ShardedManifest& m) {
+  nlohmann::json params = nlohmann::json::array(), shards = nlohmann::json::array();
+  for (const auto& [name, shape] : m.params) params.push_back({{"name", name}, {"shape", shape}});
+  for (const ManifestFile& f : m.shards) shards.push_back(file_json(f, false));
+  const nlohmann::json j = {{"format", kShardedFormat}, {"run_id", m.run_id}, {"step", m.step}, {"stage", m.stage},
+                            {"data_parallel_size", m.data_parallel_size},
+                            {"train_micro_batch_size_per_gpu", m.train_micro_batch_size_per_gpu},
+                            {"gradient_accumulation_steps", m.gradient_accumulation_steps},
+                            {"optimizer_steps", m.optimizer_steps}, {"dtype", m.dtype}, {"numel", m.numel},
+                            {"params", params}, {"shards", shards}};
+  const std::string text = j.dump(2) + "\n";
+  write_file_atomic(sharded_manifest_path(dir), {{text.data(), text.size()}}, "checkpoint manifest");
+}
+
+ShardedManifest read_sharded_manifest(const std::string& dir) {
+  const std::string mpath = sharded_manifest_path(dir);
+  if (!std::filesystem::exists(mpath))
+    throw std::runtime_error("cannot resume from '" + dir + "': its manifest '" + mpath +
+                             "' is missing, so it is not one complete sharded save (the save was interrupted, or "
+                             "the directory was copied without it); resume from a complete save");
+  return parse_sharded_manifest(read_text(mpath), dir);
+}
+
+ShardedManifest parse_sharded_manifest(const std::string& text, const std::string& dir) {
+  ShardedManifest m;
+  try {
+    const nlohmann::json j = parse_json_bounded(text, "the manifest");
+    const std::string format = string_at(j, "", "format");
+    if (format != kShardedFormat)
+      throw std::invalid_argument("format is '" + truncate_for_message(format) + "', expected '" + kShardedFormat + "'");
+    m.run_id = string_at(j, "", "run_id");
+    m.step = int_at(j, "", "step", 0);
+    m.stage = static_cast<int>(int_at(j, "", "stage", 1, 3));
+    m.data_parallel_size = static_cast<int>(int_at(j, "", "data_parallel_size", 1, 99999));
+    m.train_micro_batch_size_per_gpu = int_at(j, "", "train_micro_batch_size_per_gpu", 1);
+    m.gradient_accumulation_steps = int_at(j, "", "gradient_accumulation_steps", 1);
+    m.optimizer_steps = int_at(j, "", "optimizer_steps", 0);
+    m.dtype = string_at(j, "", "dtype");
+    if (m.dtype != "f32" && m.dtype != "bf16" && m.dtype != "f16")
+      throw std::invalid_argument("dtype must be \"f32\", \"bf16\" or \"f16\"");
+    m.numel = int_at(j, "", "numel", 1);
+    const nlohmann::json& params = field(j, "", "params");
+    if (!params.is_array() || params.empty()) throw std::invalid_argument("params must be a non-empty array");
+    std::int64_t total = 0;
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      const std::string at = "params[" + std::to_string(i) + "]";
+      const nlohmann::json& shape = field(params[i], at, "shape");
+      if (!shape.is_array() || shape.size() > 8) throw std::invalid_argument(at + ".shape must be an array of sizes");
+      std::vector<std::int64_t> dims;
+      std::int64_t n = 1;
+      for (const auto& d : shape) {
+        if (!d.is_number_unsigned() || d.get<std::uint64_t>() > (1ull << 40)) throw std::invalid_argument(at + ".shape has a bad size");
+        dims.push_back(d.get<std::int64_t>());
+        n *= dims.back();
+      }
+      total += n;
+      m.params.emplace_back(string_at(params[i], at, "name"), dims);
+    }
+    if (total != m.numel)
+      throw std::invalid_argument("the params' shapes hold " + std::to_string(total) + " elements but numel is " +
+                                  std::to_string(m.numel));
+    const nlohmann::json& shards = field(j, "", "shards");
+    if (!shards.is_array() || shards.size() != static_cast<std::size_t>(m.data_parallel_size))
+      throw std::invalid_argument("shards must list one file per rank (" + std::to_string(m.data_parallel_size) + ")");
+    for (std::size_t r = 0; r < shards.size(); ++r) {
+      m.shards.push_back(file_from(shards[r], "shards[" + std::to_string(r) + "]", false));
+      if (m.shards.back().name != shard_file_name(static_cast<int>(r), m.data_parallel_size))
+        throw std::invalid_argument("shards[" + std::to_string(r) + "] is '" + truncate_for_message(m.shards.back().name) +
+                                    "', expected '" + shard_file_name(static_cast<int>(r), m.data_parallel_size) + "'");
+    }
+  } catch (const std::exception& e) {
+    throw std::runtime_error("cannot resume from '" + dir + "': its manifest '" + sharded_manifest_path(dir) +
+                             "' is unreadable (" + truncate_for_message(e.what(), 300) + "); resume from a complete save");
+  }
+  return m;
+}
+
+int remove_stale_temp_files(const std::string& checkpoint_path) {
+  namespace fs = std::filesystem;
+  const fs::path p(checkpoint_path);
+  const fs::path dir = p.parent_path().empty() ? fs::path(".") : p.parent_path();
+  const std::string base = p.filename().string();
+  std::vector<fs::path> stale;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (!it->is_regular_file(ec)) continue;
+    const std::string name = it->path().filename().string();
+    for (const char* suffix : {"", ".optim", ".manifest.json"})
+      if (is_prefix_then_digits(name, base + suffix + ".tmp.")) stale.push_back(it->path());
+  }
+  int removed = 0;
+  for (const auto& f : stale) removed += fs::remove(f, ec) ? 1 : 0;
+  return removed;
+}
+
+}  // namespace minitorch::runtime

@@ -1,0 +1,171 @@
+#pragma once
+/// \file config.h
+/// The DeepSpeed-style JSON configuration (docs/design.md §7). Key names, defaults and batch arithmetic follow
+/// DeepSpeed's *code* (deepspeed/runtime/config.py, zero/config.py, lr_schedules.py), so a DeepSpeed
+/// config file runs here unchanged as far as minitorch implements it, and a wrong one fails the same way.
+///
+/// Nothing is accepted silently: every key is in the table of runtime/config_keys.h (documented in
+/// docs/config.md) with its status. Stricter than DeepSpeed, on purpose:
+/// - an unknown key inside a section is an error naming the nearest valid key
+///   ("unknown key 'reduce_bucket_sz' in zero_optimization; did you mean 'reduce_bucket_size'?");
+/// - an unknown top-level key is a warning in `Config::warnings` (DeepSpeed silently ignores it),
+///   with "did you mean" when it is close to a real one;
+/// - a DeepSpeed key that only tunes performance, or only another ZeRO stage (e.g. sub_group_size
+///   below stage 3), is a warning saying it has no effect here;
+/// - a feature not implemented yet is an error "... is not implemented yet" saying what to do
+///   instead: ZeRO stages 1-3 (stage 0, DDP, runs on any number of ranks), offload_optimizer /
+///   offload_param to "cpu", pipeline.stages > 1, amp,
+///   model.dropout > 0. Their off values ("none", false, 1, 0) are silent;
+/// - wrong JSON types, malformed JSON and duplicate keys are errors naming the file and the key.
+///
+/// minitorch's additions (not DeepSpeed keys) live in their own sections:
+/// - `model`: {"name": "baby"|"small"|"gpt2", overrides n_layer, n_head, n_embd, block_size,
+///   vocab_size (0 = from the tokenizer), dropout (only 0), bias};
+/// - `training`: {steps, eval_interval, eval_iters, log_interval, checkpoint, seed, tokenizer, data};
+/// - `pipeline`: {stages, schedule "gpipe"|"1f1b"} (stages 1 only, for now);
+/// - `activation_checkpointing`: {"enabled": bool, "segment_size": blocks per segment (default 1)};
+/// - `comm`: {"timeout_s": seconds > 0} — how long a rank waits in one collective or receive before
+///   it ends the job (dist::ProcessGroup::set_timeout).
+///
+/// \code
+///   auto cfg = minitorch::runtime::Config::from_file("configs/ddp.json", /*world_size=*/4);
+///   for (const auto& w : cfg.warnings) std::cerr << "warning: " << w << "\n";
+///   int stage = cfg.zero.stage;
+///   auto sched = minitorch::optim::make_lr_schedule(cfg.scheduler, cfg.optimizer.lr);
+/// \endcode
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "optim/lr_schedule.h"
+#include "zero/config.h"
+
+namespace minitorch::runtime {
+
+// The zero_optimization section's values are the strategies' own (zero/config.h); this file reads them.
+using zero::OffloadConfig;
+using zero::ZeroConfig;
+
+/// Every configuration error: one clear message (file, key, what was expected).
+class ConfigError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// `fp16`: f16 parameters and gradients, f32 master weights, and DeepSpeed's loss scaler
+/// (runtime/loss_scaler.h has the rule). Defaults are DeepSpeed's.
+struct Fp16Config {
+  bool enabled = false;
+  double loss_scale = 0;          ///< 0 = dynamic loss scaling; > 0 = this static scale
+  int initial_scale_power = 16;   ///< dynamic scale starts at 2^initial_scale_power
+  int loss_scale_window = 1000;   ///< overflow-free steps before the scale doubles
+  int hysteresis = 2;             ///< the scale halves on the hysteresis-th overflow (1: on every one)
+  bool consecutive_hysteresis = false;  ///< refill the hysteresis after every overflow-free step
+  double min_loss_scale = 1;      ///< the dynamic scale never goes below it
+  bool dynamic() const { return loss_scale == 0; }
+};
+
+enum class OptimizerType { adamw, sgd };
+
+/// `optimizer`. "AdamW" and "Adam" (any case, as DeepSpeed lowercases) both give AdamW: DeepSpeed's
+/// Adam defaults to adam_w_mode = true, i.e. decoupled weight decay. "SGD" is torch.optim.SGD.
+/// Defaults are DeepSpeed's FusedAdam defaults (weight_decay 0, unlike torch.optim.AdamW's 0.01).
+struct OptimizerConfig {
+  bool specified = false;          ///< false: no `optimizer` section, these are defaults
+  OptimizerType type = OptimizerType::adamw;
+  std::string type_name = "AdamW"; ///< as written in the file
+  double lr = 1e-3;
+  double beta1 = 0.9, beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 0.0;
+  bool adam_w_mode = true;
+  double momentum = 0.0;           ///< SGD only
+};
+
+/// `model` (ours). Presets: baby (L4 H4 C128 T64), small (L6 H6 C384 T256, nanoGPT shakespeare-char),
+/// gpt2 (L12 H12 C768 T1024, vocabulary 50257). bias defaults to true (nanoGPT's default).
+struct ModelConfig {
+  std::string name = "baby";
+  std::int64_t n_layer = 4, n_head = 4, n_embd = 128, block_size = 64;
+  std::int64_t vocab_size = 0;  ///< 0 = take it from the tokenizer
+  double dropout = 0.0;         ///< only 0 is supported
+  bool bias = true;
+};
+
+/// `training` (ours): what `minitorch-train` does.
+struct TrainingConfig {
+  std::int64_t steps = 1000;        ///< optimizer steps
+  std::int64_t eval_interval = 100; ///< 0 = never evaluate during training
+  std::int64_t eval_iters = 20;     ///< batches per evaluation
+  std::int64_t log_interval = 10;
+  std::string checkpoint;           ///< safetensors path to save at the end ("" = none)
+  std::uint64_t seed = 1337;
+  std::string tokenizer = "char";   ///< "char" | "byte"
+  std::string data;                 ///< text file ("" = the tool's default corpus)
+};
+
+/// `pipeline` (ours). Micro-batches per step = gradient_accumulation_steps, as in DeepSpeed's
+/// PipelineEngine.
+struct PipelineConfig {
+  std::int64_t stages = 1;
+  std::string schedule = "1f1b";    ///< "gpipe" | "1f1b"
+  std::string partition_method = "parameters";  ///< "parameters" | "uniform" (pipeline/partition.h)
+};
+
+/// `activation_checkpointing` (our keys; DeepSpeed's are judged by runtime/config_keys.cpp): `enabled` runs
+/// the GPT's blocks in autograd::checkpoint segments of `segment_size` blocks (nn::GPT::set_checkpoint_segments).
+struct ActivationCheckpointingConfig {
+  bool enabled = false;
+  std::int64_t segment_size = 1;  ///< blocks per checkpointed segment, 1 to n_layer
+};
+
+/// `comm` (ours): communication between ranks.
+struct CommConfig {
+  double timeout_s = 300;  ///< dist::kDefaultTimeoutSeconds; the engine sets it on its group
+};
+
+struct Config {
+  // ---- batch (DeepSpeed): train_batch_size = micro × accumulation × data-parallel size ----
+  std::int64_t train_batch_size = 0;
+  std::int64_t train_micro_batch_size_per_gpu = 0;
+  std::int64_t gradient_accumulation_steps = 0;
+  int world_size = 1;               ///< all ranks
+  int data_parallel_size = 1;       ///< world_size / pipeline.stages: the batch arithmetic's world_size
+
+  double gradient_clipping = 0.0;   ///< global-norm clip; 0 = off
+  std::int64_t steps_per_print = 10;  ///< DeepSpeed's long-standing default (its newest code: None)
+  bool wall_clock_breakdown = false;
+  bool bf16 = false;                ///< `bf16.enabled`
+  /// bf16 or fp16: 16-bit parameters and gradients with f32 master weights (P = G = 2, K = 12).
+  bool mixed_precision() const { return bf16 || fp16.enabled; }
+  Fp16Config fp16;
+  OptimizerConfig optimizer;
+  optim::LRScheduleConfig scheduler;  ///< type constant when there is no `scheduler` section
+  ZeroConfig zero;
+  ModelConfig model;
+  TrainingConfig training;
+  PipelineConfig pipeline;
+  ActivationCheckpointingConfig activation_checkpointing;
+  CommConfig comm;
+
+  std::vector<std::string> warnings;  ///< unknown top-level keys, keys accepted without effect
+  std::string source = "<string>";    ///< file name, for messages
+
+  /// Parses a config file for `world_size` ranks. Throws ConfigError (file not found, malformed JSON
+  /// with nlohmann's position, unknown section key, wrong type, inconsistent batch sizes, a feature
+  /// not implemented yet, ...).
+  static Config from_file(const std::string& path, int world_size = 1);
+  /// Same from JSON text; `source` names it in messages.
+  static Config from_json(const std::string& text, int world_size = 1, const std::string& source = "<string>");
+  /// What the gradient strategy is built from (zero/strategy.h): `zero` and the optimizer's AdamW settings.
+  zero::StrategyConfig strategy() const;
+  /// A readable multi-line summary of the effective settings (defaults included).
+  std::string summary() const;
+};
+
+/// Model preset by name (baby, small, gpt2); throws ConfigError listing the names.
+ModelConfig model_preset(const std::string& name);
+
+}  // namespace minitorch::runtime

@@ -1,0 +1,246 @@
+/// \file config_reader.cpp
+#include "runtime/config_reader.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <set>
+
+#include "minitorch/json_limits.h"
+#include "runtime/config.h"
+#include "runtime/config_keys.h"
+
+namespace minitorch::runtime {
+
+using nlohmann::json;
+
+namespace {
+/// Unknown keys longer than this get no "did you mean" (see finish()).
+constexpr std::size_t kMaxSuggestedKey = 80;
+}  // namespace
+
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+std::string nearest_key(const std::string& key, const std::vector<std::string>& valid) {
+  std::string best;
+  std::size_t best_d = SIZE_MAX;
+  for (const auto& v : valid) {
+    std::size_t d = edit_distance(key, v);
+    if (d < best_d) best_d = d, best = v;
+  }
+  return best;
+}
+
+std::string nearest_implemented_top_level_key(const std::string& key) {
+  std::vector<std::string> ours;
+  for (const ConfigKey& k : config_keys())
+    if (k.status == KeyStatus::implemented && k.path.find('.') == std::string_view::npos) ours.emplace_back(k.path);
+  return nearest_key(key, ours);
+}
+
+bool is_near_miss(const std::string& key, const std::string& valid) {
+  auto lower = [](std::string s) {
+    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+  };
+  // Case and one or two letters: "Gradient_Clipping", "gradient_cliping", "optimiser", "fp61" is not (4 letters).
+  const std::size_t allowed = std::min<std::size_t>(2, key.size() / 4);
+  return edit_distance(lower(key), lower(valid)) <= allowed;
+}
+
+json parse_config_json(const std::string& text, const std::string& source) {
+  // DeepSpeed loads with dict_raise_error_on_duplicate_keys; nlohmann would keep the last silently.
+  std::vector<std::set<std::string>> open_objects;
+  std::string duplicate;
+  auto track = [&](int, json::parse_event_t ev, json& parsed) {
+    if (ev == json::parse_event_t::object_start) open_objects.emplace_back();
+    if (ev == json::parse_event_t::object_end && !open_objects.empty()) open_objects.pop_back();
+    if (ev == json::parse_event_t::key && !open_objects.empty() &&
+        !open_objects.back().insert(parsed.get<std::string>()).second && duplicate.empty())
+      duplicate = parsed.get<std::string>();
+    return true;
+  };
+  json j;
+  try {
+    j = parse_json_bounded(text, source, track);  // a deep value would crash the messages quoting it
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number like 1e999
+    throw ConfigError(source + ": malformed JSON: " + truncate_for_message(e.what(), 300));
+  } catch (const JsonLimitError& e) {
+    throw ConfigError(e.what());
+  }
+  if (!duplicate.empty())
+    throw ConfigError(source + ": duplicate key '" + truncate_for_message(duplicate) + "' (DeepSpeed rejects it too)");
+  if (!j.is_object()) throw ConfigError(source + ": the config must be a JSON object, got " + j.type_name());
+  return j;
+}
+
+SectionReader::SectionReader(const json& obj, std::string name, std::string source)
+    : obj_(obj), name_(std::move(name)), source_(std::move(source)) {}
+
+void SectionReader::fail(const std::string& message) const { throw ConfigError(source_ + ": " + message); }
+
+void SectionReader::type_error(const char* key, const char* expected, const json& v) const {
+  fail(path(key) + " must be " + expected + ", got " + json_excerpt(v) + " (" + v.type_name() + ")");
+}
+
+bool SectionReader::has(const char* key) const { return obj_.contains(key); }
+
+void SectionReader::known(const char* key) { find(key); }
+
+const json* SectionReader::find(const char* key) {
+  if (!find_config_key(path(key)))
+    throw std::logic_error("config key '" + path(key) + "' is read but missing from the table in runtime/config_keys.cpp");
+  known_.emplace_back(key);
+  auto it = obj_.find(key);
+  return it == obj_.end() ? nullptr : &*it;
+}
+
+void SectionReader::get(const char* key, bool& out) {
+  if (const json* v = find(key)) {
+    if (!v->is_boolean()) type_error(key, "a boolean (true/false)", *v);
+    out = v->get<bool>();
+  }
+}
+
+void SectionReader::get(const char* key, std::optional<bool>& out) {
+  bool b = false;
+  if (has(key)) get(key, b), out = b;
+  else known_.emplace_back(key);
+}
+
+void SectionReader::get(const char* key, std::int64_t& out, std::int64_t min, std::int64_t max) {
+  const json* v = find(key);
+  if (!v) return;
+  std::int64_t value;
+  if (v->is_number_unsigned()) {
+    if (v->get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)) type_error(key, "a 64-bit integer", *v);
+    value = static_cast<std::int64_t>(v->get<std::uint64_t>());
+  } else if (v->is_number_integer()) {
+    value = v->get<std::int64_t>();
+  } else if (v->is_number_float() && std::trunc(v->get<double>()) == v->get<double>() &&
+             std::fabs(v->get<double>()) < 9.2e18) {
+    value = static_cast<std::int64_t>(v->get<double>());  // 5e8
+  } else {
+    type_error(key, "an integer", *v);
+  }
+  if (value < min || value > max)
+    fail(path(key) + " must be " +
+         (max == INT64_MAX ? "at least " + std::to_string(min)
+                           : "between " + std::to_string(min) + " and " + std::to_string(max)) +
+         ", got " + std::to_string(value));
+  out = value;
+}
+
+void SectionReader::get(const char* key, int& out, int min, int max) {
+  std::int64_t v = out;
+  get(key, v, min, max);
+  out = static_cast<int>(v);
+}
+
+void SectionReader::get(const char* key, std::uint64_t& out) {
+  std::int64_t v = static_cast<std::int64_t>(out);
+  get(key, v, 0);
+  out = static_cast<std::uint64_t>(v);
+}
+
+void SectionReader::get(const char* key, double& out, double min, double max) {
+  if (const json* v = find(key)) {
+    if (!v->is_number()) type_error(key, "a number", *v);
+    const double d = v->get<double>();
+    if (!std::isfinite(d)) fail(path(key) + " must be a finite number, got " + json_excerpt(*v));
+    if (d < min || d > max)
+      fail(path(key) + " must be " +
+           (max >= 1e300 ? "at least " + json(min).dump() : "between " + json(min).dump() + " and " + json(max).dump()) +
+           ", got " + json_excerpt(*v));
+    out = d;
+  }
+}
+
+void SectionReader::get(const char* key, std::optional<double>& out, double min) {
+  double d = 0;
+  if (has(key)) get(key, d, min), out = d;
+  else known_.emplace_back(key);
+}
+
+void SectionReader::get(const char* key, std::string& out, std::initializer_list<const char*> allowed) {
+  const json* v = find(key);
+  if (!v) return;
+  if (!v->is_string()) type_error(key, "a string", *v);
+  std::string s = v->get<std::string>();
+  if (allowed.size() > 0 && std::none_of(allowed.begin(), allowed.end(), [&](const char* a) { return s == a; })) {
+    std::string list;
+    for (const char* a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+    fail(path(key) + " must be one of " + list + ", got '" + truncate_for_message(s) + "'");
+  }
+  out = s;
+}
+
+const json* SectionReader::object(const char* key) {
+  const json* v = find(key);
+  if (v && !v->is_object()) type_error(key, "an object", *v);
+  return v;
+}
+
+void SectionReader::finish(std::vector<std::string>& warnings, int zero_stage) const {
+  // Keys the table lists but the parser does not read (no effect, or not implemented) are valid too.
+  auto accepted = [&](const std::string& key) {
+    if (std::find(known_.begin(), known_.end(), key) != known_.end()) return true;
+    const ConfigKey* k = find_config_key(path(key));
+    return k && k->status != KeyStatus::implemented;
+  };
+  // Suggestions: what was read, plus the table's keys of this section that need no reading (at the
+  // top level, every top-level key).
+  auto nearest = [&](const std::string& key) {
+    std::vector<std::string> valid = known_;
+    const std::string prefix = name_.empty() ? "" : name_ + ".";
+    for (const ConfigKey& k : config_keys()) {
+      if (!k.path.starts_with(prefix)) continue;
+      const std::string_view leaf = k.path.substr(prefix.size());
+      if (leaf.find('.') == std::string_view::npos && (name_.empty() || k.status != KeyStatus::implemented))
+        valid.emplace_back(leaf);
+    }
+    return nearest_key(key, valid);
+  };
+  std::vector<std::pair<const ConfigKey*, const json*>> present;
+  for (auto it = obj_.begin(); it != obj_.end(); ++it) {
+    const std::string& key = it.key();
+    if (!accepted(key)) {
+      // A key far longer than any real one (the longest has 41 characters) is no typo of one; its edit
+      // distance to every key would cost length x 1000 steps (a 10 MB key: seconds) for nothing.
+      const bool suggest = key.size() <= kMaxSuggestedKey;
+      const std::string near = suggest ? nearest(key) : "";
+      if (!name_.empty())
+        fail("unknown key '" + truncate_for_message(key) + "' in " + name_ +
+             (suggest ? "; did you mean '" + near + "'?" : std::string()));
+      // A near-miss of a key we implement ("gradient_cliping") would train without its effect: that is
+      // an error. Anything else, a DeepSpeed key we do not know or the user's own note, only warns,
+      // with a suggestion when it is close to a name in the table.
+      const std::string ours = suggest ? nearest_implemented_top_level_key(key) : "";
+      if (!ours.empty() && is_near_miss(key, ours))
+        fail("unknown top-level key '" + truncate_for_message(key) + "'; did you mean '" + ours +
+             "'? (as written it would have no effect; rename it, or remove it)");
+      const bool close = suggest && edit_distance(key, near) <= std::max<std::size_t>(2, key.size() / 3);
+      warnings.push_back("unknown top-level key '" + truncate_for_message(key) + "' ignored: minitorch does not know it (DeepSpeed would "
+                         "silently ignore it)" + (close ? "; did you mean '" + near + "'?" : std::string()));
+      continue;
+    }
+    present.emplace_back(find_config_key(path(key)), &it.value());
+  }
+  for (const auto& [k, value] : present) {
+    KeyVerdict v = judge_config_key(*k, *value, zero_stage);
+    if (v.status == KeyStatus::error) fail(v.message);
+    if (!v.message.empty()) warnings.push_back(std::move(v.message));
+  }
+}
+
+}  // namespace minitorch::runtime

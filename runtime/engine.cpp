@@ -1,0 +1,275 @@
+#include "runtime/engine.h"
+
+#include <cmath>
+#include <sstream>
+#include <stdexcept>
+
+#include "autograd/engine.h"
+#include "minitorch/events.h"
+#include "runtime/model_budget.h"
+#include "zero/step_frames.h"
+
+namespace minitorch::runtime {
+
+namespace {
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
+
+nn::GPTConfig model_config(const Config& config, std::int64_t tokenizer_vocab) {
+  nn::GPTConfig g = model_shape(config, tokenizer_vocab);
+  check_model_fits(g, config.train_micro_batch_size_per_gpu, kTrainBytesPerParam, config.source);  // before allocating
+  return g;
+}
+
+nn::GPTConfig model_shape(const Config& config, std::int64_t tokenizer_vocab) {
+  const ModelConfig& m = config.model;
+  nn::GPTConfig g;
+  g.n_layer = m.n_layer;
+  g.n_head = m.n_head;
+  g.n_embd = m.n_embd;
+  g.block_size = m.block_size;
+  g.bias = m.bias;
+  if (m.vocab_size == 0) {
+    g.vocab_size = tokenizer_vocab;
+  } else {
+    if (m.vocab_size < tokenizer_vocab)
+      throw ConfigError("model.vocab_size " + std::to_string(m.vocab_size) + " is smaller than the tokenizer's " +
+                        std::to_string(tokenizer_vocab) + " tokens; set it to 0 to take the tokenizer's");
+    g.vocab_size = m.vocab_size;
+  }
+  g.validate();
+  return g;
+}
+
+Engine::Engine(std::shared_ptr<nn::GPT> model, Config config, dist::ProcessGroup* group, PipelineStagePart part)
+    : model_(std::move(model)), config_(std::move(config)), part_(std::move(part)), group_(group) {
+  const int world = dp_size();
+  if (config_.data_parallel_size != world)
+    throw ConfigError(config_.source + ": the config was read for a data-parallel size of " +
+                      std::to_string(config_.data_parallel_size) + " but the process group has " +
+                      std::to_string(world) + " ranks; read it with Config::from_file(path, " +
+                      std::to_string(world) + ")");
+  if (config_.optimizer.type != OptimizerType::adamw)
+    throw ConfigError(config_.source + ": optimizer '" + config_.optimizer.type_name +
+                      "' is not available in the engine yet; use AdamW");
+  // Mixed precision: params 2Ψ, grads 2Ψ; AdamW adds f32 master + m + v = 12Ψ.
+  if (config_.bf16) model_->to(DType::bf16);
+  model_->set_checkpoint_segments(config_.activation_checkpointing.enabled ? config_.activation_checkpointing.segment_size : 0);
+  if (config_.fp16.enabled) {
+    model_->to(DType::f16);
+    scaler_ = std::make_unique<LossScaler>(config_.fp16);
+  }
+  if (group_) group_->set_timeout(config_.comm.timeout_s);  // before the strategy's first broadcast
+  strategy_ = zero::make_strategy(model_, config_.strategy(), group_, part_.params.empty() ? nullptr : &part_.params);
+  // ZeRO partitions the model states over the data-parallel ranks; on one rank the shard is the whole model,
+  // and make_strategy runs single-rank training instead of a stage with N = 1 (the same arithmetic, none of
+  // the collectives). Said, not silent: the report's zero_stage is 0 beside config_zero_stage.
+  if (strategy_->zero_stage() != config_.zero.stage)
+    warnings_.push_back("zero_optimization.stage " + std::to_string(config_.zero.stage) + " on " +
+                        "one data-parallel rank runs as single-rank training (stage 0): ZeRO shards the model "
+                        "states over the data-parallel ranks, and on one rank the shard is the whole model; "
+                        "run on 2 or more data-parallel ranks (mpirun -np N) to shard them");
+  schedule_ = optim::make_lr_schedule(config_.scheduler, config_.optimizer.lr);
+}
+
+Tensor Engine::forward(const Tensor& idx, const Tensor& targets) {
+  return run_forward(micro_in_step(), [&] { return model_->loss(idx, targets); });
+}
+
+Tensor Engine::run_forward(std::int64_t micro, const std::function<Tensor()>& compute) {
+  auto t0 = Clock::now();
+  const bool first = !step_open_;
+  step_open_ = true;
+  if (first && group_) group_->set_current_step(global_steps_ + 1);  // named by timeouts
+  if (first && events::enabled()) {  // a phase marker: the report counts traffic per step from here
+    events::Event e;
+    e.category = events::Category::phase;
+    e.name = "step_begin";
+    e.step = global_steps_;
+    events::emit(std::move(e));
+    if (!framed_start_) {  // the first traced step: the state the run starts from
+      framed_start_ = true;
+      frame(*strategy_, [&] {
+        return trace::FrameNote{"init", "before the first step",
+                                "the start: each rank holds what its strategy keeps between steps (" +
+                                    strategy_->name() + ")",
+                                nullptr};
+      });
+    }
+  }
+  Tensor out;
+  {
+    events::Span span(events::Category::compute, "forward", "", micro);
+    TagScope scope(MemTag::activation);
+    out = compute();
+  }
+  frame(*strategy_, [&] {
+    return trace::FrameNote{"forward", "forward",
+                            "forward of micro-batch " + std::to_string(micro + 1) + " of " +
+                                std::to_string(config_.gradient_accumulation_steps) +
+                                ": the loss is computed; its activations stay allocated for the backward",
+                            nullptr};
+  });
+  times_.forward += ms_since(t0);
+  return out;
+}
+
+float Engine::loss_gradient() const {
+  // fp16: the gradients come out × the loss scale, inside f16's range (runtime/loss_scaler.h).
+  return static_cast<float>(loss_scale() / static_cast<double>(config_.gradient_accumulation_steps));
+}
+
+void Engine::backward(const Tensor& loss) {
+  run_backward(micro_in_step(), loss, Tensor::full(loss.shape(), loss_gradient()));
+}
+
+void Engine::run_backward(std::int64_t micro, const Tensor& output, const Tensor& grad_output) {
+  auto t0 = Clock::now();
+  {
+    events::Span span(events::Category::compute, "backward", "", micro);
+    // defer_reduction: the boundary backward only accumulates, step() reduces.
+    strategy_->begin_backward(is_gradient_accumulation_boundary() && !part_.defer_reduction);
+    {
+      TagScope scope(MemTag::activation);
+      autograd::backward(output, grad_output);
+    }
+    strategy_->end_backward();
+  }
+  frame(*strategy_, [&] {
+    return trace::FrameNote{"backward", "backward",
+                            "backward of micro-batch " + std::to_string(micro + 1) +
+                                " done: the gradients hold what this rank has computed and reduced so far",
+                            nullptr};
+  });
+  times_.backward += ms_since(t0);
+}
+
+bool Engine::is_gradient_accumulation_boundary() const {
+  return (micro_steps_ + 1) % config_.gradient_accumulation_steps == 0;
+}
+
+void Engine::count_micro_step() {
+  if (is_gradient_accumulation_boundary())
+    throw std::logic_error("Engine::count_micro_step: micro-step " + std::to_string(micro_in_step() + 1) + " of " +
+                           std::to_string(config_.gradient_accumulation_steps) +
+                           " is the accumulation's last; step() must run there");
+  ++micro_steps_;
+}
+
+bool Engine::step() {
+  auto t0 = Clock::now();
+  const bool boundary = is_gradient_accumulation_boundary();
+  if (!boundary) {
+    count_micro_step();
+    times_.step += ms_since(t0);
+    return false;
+  }
+  ++micro_steps_;
+  {  // the boundary: its spans end here, before the timers are read
+    {  // backward_allreduce: the gradient reduction backward did not hide
+      events::Span span(events::Category::comm, "reduce_gradients");
+      if (part_.defer_reduction) {  // the whole reduction now: a boundary with no backward in it
+        strategy_->begin_backward(true);
+        strategy_->end_backward();
+      }
+      strategy_->reduce_gradients();
+    }
+    times_.backward_allreduce += ms_since(t0);
+    t0 = Clock::now();
+    const MemoryStats m = memory_stats();  // reduced gradients, not yet updated (docs/design.md §9)
+    measured_states_ = {m.current(MemTag::param), m.current(MemTag::grad), m.current(MemTag::optim)};
+    events::Span span(events::Category::compute, "optimizer_step");
+    // DeepSpeed: scheduler.step() follows optimizer.step(), so update k uses lr(k - 1); a skipped
+    // (fp16 overflow) step does not step the scheduler.
+    const float lr = schedule_.lr_for_update(global_steps_ - skipped_steps_);
+    const zero::StepResult r =
+        strategy_->step({lr, config_.gradient_clipping, loss_scale(), /*skip_on_overflow=*/scaler_ != nullptr, part_.pipeline});
+    last_grad_norm_ = r.norm;
+    last_step_skipped_ = r.skipped;
+    // Every rank sees the same global norm, so every rank skips, or stops here, together.
+    if (scaler_) scaler_->update(/*overflow=*/r.skipped);  // throws at the minimum scale
+    if (r.skipped) ++skipped_steps_;
+    else if (!std::isfinite(last_grad_norm_) || !std::isfinite(bad_loss_)) throw std::runtime_error(diverged_message());
+    bad_loss_ = 0;
+    step_open_ = false;
+    ++global_steps_;
+    if (events::enabled()) {  // the step's traffic ends here: an evaluation after it is not part of it
+      events::Event e;
+      e.category = events::Category::phase;
+      e.name = "step_end";
+      e.step = global_steps_ - 1;  // the same 0-based index as its step_begin
+      events::emit(std::move(e));
+    }
+  }
+  times_.step += ms_since(t0);
+  last_times_ = times_;
+  times_ = StepTimes{};
+  return true;
+}
+
+float Engine::train_batch(const data::BatchSampler& sampler) {
+  const std::int64_t G = config_.gradient_accumulation_steps;
+  double total = 0;
+  for (std::int64_t m = 0; m < G; ++m) {
+    data::Batch b = sampler.sample(dp_rank(), global_steps_, dp_size(), m, G);
+    Tensor loss = forward(b.x, b.y);
+    const float l = loss.item();
+    if (!std::isfinite(l) && std::isfinite(bad_loss_)) bad_loss_ = l;  // step() stops the run, on every rank
+    total += l;
+    backward(loss);
+    step();
+  }
+  float mean = static_cast<float>(total / static_cast<double>(G));
+  if (group_) {  // the mean over ranks, for the log: not part of the step's gradient traffic
+    dist::NoRecordScope not_counted(*group_);
+    Tensor l = Tensor::full({1}, mean);
+    group_->all_reduce(l, dist::ReduceOp::avg);
+    mean = l.item();
+  }
+  return mean;
+}
+
+float Engine::evaluate(const data::BatchSampler& val_sampler, std::int64_t iters) {
+  autograd::NoGradGuard no_grad;
+  TagScope scope(MemTag::activation);
+  double total = 0;
+  for (std::int64_t i = 0; i < iters; ++i) {
+    data::Batch b = val_sampler.batch(static_cast<std::uint64_t>(i));
+    total += model_->loss(b.x, b.y).item();
+  }
+  return static_cast<float>(total / static_cast<double>(iters));
+}
+
+std::string Engine::diverged_message() const {
+  std::ostringstream os;
+  os << "step " << global_steps_ + 1 << ": ";
+  if (!std::isfinite(bad_loss_)) os << "the loss is " << bad_loss_;
+  else os << "the gradient norm is " << last_grad_norm_;
+  os << " (training diverged at lr " << optimizer().lr() << "); lower optimizer.params.lr"
+     << (config_.gradient_clipping > 0 ? "" : " or set gradient_clipping (e.g. 1.0)");
+  return os.str();
+}
+
+std::string Engine::wall_clock_report(bool with_legend) const {
+  std::ostringstream os;
+  os.setf(std::ios::fixed);
+  os.precision(2);
+  if (with_legend)
+    os << "wall_clock_breakdown legend: forward = loss of every micro-batch of the step (graph recorded); "
+          "backward = autograd backward of every micro-batch; backward_allreduce = data-parallel gradient "
+          "reduction not hidden under backward: the wait at the boundary for DDP's bucket all-reduces or ZeRO's "
+          "reduce-scatters (0 on one rank); step = clipping, lr schedule, optimizer update (ZeRO: of this rank's "
+          "shard, then the all-gather of the parameters) and zeroing the gradients\n";
+  os << "time (ms) | forward: " << last_times_.forward << " | backward: " << last_times_.backward
+     << " | backward_allreduce: " << last_times_.backward_allreduce << " | step: " << last_times_.step;
+  return os.str();
+}
+
+std::unique_ptr<Engine> initialize(std::shared_ptr<nn::GPT> model, const Config& config,
+                                   dist::ProcessGroup* group) {
+  return std::make_unique<Engine>(std::move(model), config, group);
+}
+
+}  // namespace minitorch::runtime

@@ -1,0 +1,34 @@
+#include "runtime/formulas.h"
+
+#include <stdexcept>
+#include <string>
+
+namespace minitorch::runtime {
+
+BytesPerParameter bytes_per_parameter(bool bf16) { return bf16 ? BytesPerParameter{2, 2, 12} : BytesPerParameter{4, 4, 8}; }
+
+ModelStateEstimate model_state_bytes(int stage, double psi, int world, BytesPerParameter b) {
+  if (world < 1) throw std::invalid_argument("model_state_bytes: world must be at least 1");
+  const double n = world;
+  switch (stage) {
+    case 0: return {b.P * psi, b.G * psi, b.K * psi};
+    case 1: return {b.P * psi, b.G * psi, b.K * psi / n};      // optimizer states sharded
+    case 2: return {b.P * psi, b.G * psi / n, b.K * psi / n};  // + gradients
+    case 3: return {b.P * psi / n, b.G * psi / n, b.K * psi / n};  // + parameters
+  }
+  throw std::invalid_argument("model_state_bytes: ZeRO stage must be 0..3, got " + std::to_string(stage));
+}
+
+double comm_elements_per_step(int stage, double psi, int world, int micro_steps) {
+  if (world < 1 || micro_steps < 1) throw std::invalid_argument("comm_elements_per_step: world and micro_steps must be >= 1");
+  const double ring = (world - 1.0) / world * psi;  // one reduce-scatter or one all-gather of Ψ
+  switch (stage) {
+    case 0:
+    case 1: return 2 * ring;                  // one all-reduce (= reduce-scatter + all-gather) at the boundary
+    case 2: return (micro_steps + 1) * ring;  // a reduce-scatter per micro-step + the parameter all-gather
+    case 3: return 3.0 * micro_steps * ring;  // gather for forward and backward, reduce-scatter, per micro-step
+  }
+  throw std::invalid_argument("comm_elements_per_step: ZeRO stage must be 0..3, got " + std::to_string(stage));
+}
+
+}  // namespace minitorch::runtime

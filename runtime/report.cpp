@@ -1,0 +1,126 @@
+#include "runtime/report.h"
+
+#include <cstring>
+#include <filesystem>
+
+#include "minitorch/allocator.h"
+#include "minitorch/atomic_file.h"
+#include "runtime/formulas.h"
+
+namespace minitorch::runtime {
+
+using ordered_json = nlohmann::ordered_json;
+
+RunReport::RunReport(const Engine& engine, dist::ProcessGroup* group) : engine_(engine), group_(group) {}
+
+void RunReport::on_event(const events::Event& e) {
+  if (e.category == events::Category::phase && (e.name == "step_begin" || e.name == "step_end")) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (e.name == "step_begin") this_step_ = {};
+    else last_step_ = this_step_;  // what runs between steps (evaluation) is not step traffic
+    return;
+  }
+  if (e.category != events::Category::comm || e.kind != events::Kind::begin) return;
+  for (std::size_t i = 0; i < kOps.size(); ++i)
+    if (e.name == kOps[i]) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      this_step_[i].calls += 1;
+      this_step_[i].elements += e.elements;
+      this_step_[i].bytes += e.bytes;
+    }
+}
+
+void RunReport::add_step(std::int64_t step, float loss, float lr, double grad_norm, double ms) {
+  steps_.push_back({{"step", step}, {"loss", loss}, {"lr", lr}, {"grad_norm", grad_norm}, {"ms", ms},
+                    {"loss_scale", engine_.loss_scale()}, {"skipped", engine_.last_step_skipped()}});
+}
+
+void RunReport::add_val(std::int64_t step, float loss) { val_.push_back({{"step", step}, {"loss", loss}}); }
+
+namespace {
+ordered_json memory_json(const MemoryStats& m) {
+  ordered_json j;
+  for (int t = 0; t < kNumMemTags; ++t)
+    j[tag_name(static_cast<MemTag>(t))] = {{"current", m.current_bytes[static_cast<std::size_t>(t)]},
+                                           {"peak", m.peak_bytes[static_cast<std::size_t>(t)]}};
+  j["total"] = {{"current", m.current_total}, {"peak", m.peak_total}};
+  return j;
+}
+}  // namespace
+
+ordered_json RunReport::rank_json() const {
+  ordered_json r;
+  r["rank"] = group_ ? group_->rank() : 0;
+  for (const auto& [name, value] : rank_fields_.items()) r[name] = value;
+  r["device"] = "cpu";
+  const zero::ModelStateBytes& ms = engine_.measured_model_states();
+  r["model_states"] = {{"param", ms.param}, {"grad", ms.grad}, {"optim", ms.optim}};
+  r["memory"] = memory_json(memory_stats(Device::cpu()));
+  ordered_json comm;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (std::size_t i = 0; i < kOps.size(); ++i)
+      comm[kOps[i]] = {{"calls", last_step_[i].calls}, {"elements", last_step_[i].elements}, {"bytes", last_step_[i].bytes}};
+  }
+  r["comm_last_step"] = comm;
+  // Nothing moves between host and device or to disk on a CPU rank without offload: zeros, measured
+  // by the same fields that offload will fill.
+  r["transfers_last_step"] = {{"h2d", 0}, {"d2h", 0}, {"disk_read", 0}, {"disk_write", 0}};
+  return r;
+}
+
+ordered_json RunReport::to_json(const std::vector<ordered_json>& ranks) const {
+  const Config& c = engine_.config();
+  const std::int64_t psi = engine_.model().num_parameters();
+  const int n = engine_.dp_size();
+  const int stage = engine_.strategy().zero_stage();
+  const int G = static_cast<int>(c.gradient_accumulation_steps);
+  ordered_json j;
+  j["format"] = "minitorch-report-1";
+  j["world_size"] = c.world_size;
+  j["data_parallel_size"] = n;
+  j["pipeline_stages"] = c.pipeline.stages;
+  j["zero_stage"] = stage;
+  j["config_zero_stage"] = c.zero.stage;
+  j["strategy"] = engine_.strategy().name();
+  j["dtype"] = c.bf16 ? "bf16" : c.fp16.enabled ? "f16" : "f32";
+  j["num_parameters"] = psi;
+  j["gradient_accumulation_steps"] = G;
+  j["train_batch_size"] = c.train_batch_size;
+  j["activation_checkpointing"] = c.activation_checkpointing.enabled;
+  j["offload"] = {{"optimizer", c.zero.offload_optimizer.device}, {"param", c.zero.offload_param.device}};
+  // fp16 (runtime/loss_scaler.h): the scale now and the steps skipped for an overflow (1 and 0 otherwise).
+  j["loss_scale"] = {{"dynamic", c.fp16.enabled && c.fp16.dynamic()},
+                     {"current", engine_.loss_scale()},
+                     {"skipped_steps", engine_.skipped_steps()}};
+  for (const auto& [name, value] : sections_.items()) j[name] = value;
+  j["steps"] = steps_;
+  j["val"] = val_;
+  j["ranks"] = ranks;
+  const BytesPerParameter b = bytes_per_parameter(c.mixed_precision());
+  const ModelStateEstimate est = model_state_bytes(stage, static_cast<double>(psi), n, b);
+  const double elements = n > 1 ? comm_elements_per_step(stage, static_cast<double>(psi), n, G) : 0.0;
+  // DDP reduces in f32 buckets (dist/ddp.h); ZeRO moves gradients and parameters in their own dtype.
+  const int comm_bytes = stage == 0 ? 4 : b.P;
+  j["formulas"] = {
+      {"bytes_per_parameter", {{"P", b.P}, {"G", b.G}, {"K", b.K}}},
+      {"model_states", {{"param", est.param}, {"grad", est.grad}, {"optim", est.optim}, {"total", est.total()}}},
+      {"model_states_text", stage == 0 ? "(P+G+K)Ψ" : stage == 1 ? "(P+G)Ψ + KΨ/N" : stage == 2 ? "PΨ + (G+K)Ψ/N" : "(P+G+K)Ψ/N"},
+      {"comm_elements_per_step", elements},
+      {"comm_bytes_per_step", elements * comm_bytes},
+      {"comm_dtype", comm_bytes == 4 ? "f32" : c.fp16.enabled ? "f16" : "bf16"},
+      {"comm_text", stage <= 1 ? "2(N−1)/N·Ψ" : stage == 2 ? "(G+1)(N−1)/N·Ψ" : "3G(N−1)/N·Ψ"}};
+  return j;
+}
+
+void RunReport::write(const std::string& path) const {
+  const std::string mine = rank_json().dump();
+  std::vector<ordered_json> ranks;
+  for (const std::string& text : group_ ? dist::all_gather_strings(*group_, mine) : std::vector<std::string>{mine})
+    ranks.push_back(ordered_json::parse(text));
+  if (group_ && group_->rank() != 0) return;
+  const std::string text = to_json(ranks).dump(2) + "\n";
+  write_file_atomic(path, {{text.data(), text.size()}}, "run report");
+}
+
+}  // namespace minitorch::runtime

@@ -1,0 +1,349 @@
+#include "runtime/sharded_checkpoint.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <stdexcept>
+
+#include "minitorch/json_limits.h"
+#include "minitorch/safetensors.h"
+
+namespace minitorch::runtime {
+
+namespace fs = std::filesystem;
+
+namespace {
+[[noreturn]] void fail(const std::string& dir, const std::string& what) {
+  throw std::runtime_error("cannot resume from '" + dir + "': " + what);
+}
+
+/// "<param>[a:b]" -> (param, a, b); a name without a range is the whole parameter (b = -1).
+struct PieceName {
+  std::string param;
+  std::int64_t begin = 0, end = -1;
+};
+std::optional<PieceName> parse_piece(const std::string& name) {
+  if (name.empty() || name.back() != ']') return PieceName{name, 0, -1};
+  const auto open = name.rfind('['), colon = name.rfind(':');
+  if (open == std::string::npos || colon == std::string::npos || colon < open) return std::nullopt;
+  try {
+    std::size_t used_a = 0, used_b = 0;
+    const std::string a = name.substr(open + 1, colon - open - 1), b = name.substr(colon + 1, name.size() - colon - 2);
+    PieceName p{name.substr(0, open), std::stoll(a, &used_a), std::stoll(b, &used_b)};
+    if (used_a != a.size() || used_b != b.size() || a.empty() || b.empty() || a[0] == '-' || b[0] == '-' || p.end <= p.begin)
+      return std::nullopt;
+    return p;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+/// Pieces of one tensor kind ("param", "exp_avg", ...) of every parameter, put back together.
+class Assembler {
+ public:
+  Assembler(const ShardedManifest& m, const std::string& dir) : dir_(dir) {
+    for (const auto& [name, shape] : m.params) shapes_[name] = shape;
+  }
+  /// `key`: "<kind>.<param>[a:b]" from shard file `file`.
+  void add(const std::string& key, const Tensor& t, const std::string& file) {
+    const auto dot = key.find('.');
+    const std::string kind = dot == std::string::npos ? "" : key.substr(0, dot);
+    std::optional<PieceName> p = dot == std::string::npos ? std::nullopt : parse_piece(key.substr(dot + 1));
+    if (kind != "param" && kind != "exp_avg" && kind != "exp_avg_sq" && kind != "master") p.reset();
+    if (!p || !shapes_.count(p->param))
+      fail(dir_, "shard '" + file + "' holds '" + truncate_for_message(key) +
+                     "', which is not a piece of a parameter the manifest names; use the files of one save together");
+    const std::int64_t numel = numel_of(p->param);
+    if (p->end < 0) p->end = numel;
+    if (p->end > numel || t.numel() != p->end - p->begin || t.dtype() == DType::i32 ||
+        (kind != "param" && t.dtype() != DType::f32))
+      fail(dir_, "shard '" + file + "' holds '" + truncate_for_message(key) + "' as " + dtype_name(t.dtype()) + " " +
+                     shape_str(t.shape()) + ", which does not fit the parameter's " + std::to_string(numel) +
+                     " elements; the shard is from another save");
+    Whole& w = wholes_[kind + "." + p->param];
+    if (!w.flat.defined()) w.flat = Tensor::empty({numel}, t.dtype());
+    if (w.flat.dtype() != t.dtype())
+      fail(dir_, "shards disagree on the dtype of '" + kind + "." + p->param + "'; use the files of one save together");
+    w.flat.narrow(0, p->begin, p->end - p->begin).copy_(t.reshape({t.numel()}));
+    w.ranges.emplace_back(p->begin, p->end);
+  }
+  /// kind.<param> for every parameter, shaped; each element covered exactly once.
+  nn::NamedTensors take(const std::string& kind, const std::vector<std::pair<std::string, std::vector<std::int64_t>>>& params) {
+    nn::NamedTensors out;
+    for (const auto& [name, shape] : params) {
+      auto it = wholes_.find(kind + "." + name);
+      if (it == wholes_.end())
+        fail(dir_, "no shard holds any of " + kind + "." + name + "; a shard is missing or from another save");
+      auto& ranges = it->second.ranges;
+      std::sort(ranges.begin(), ranges.end());
+      std::int64_t covered = 0;
+      for (const auto& [a, b] : ranges) {
+        if (a != covered)
+          fail(dir_, kind + "." + name + " elements [" + std::to_string(std::min(a, covered)) + ", " +
+                         std::to_string(std::max(a, covered)) + ") are " + (a > covered ? "in no shard" : "in two shards") +
+                         "; a shard is missing or from another save");
+        covered = b;
+      }
+      if (covered != numel_of(name))
+        fail(dir_, kind + "." + name + " elements [" + std::to_string(covered) + ", " + std::to_string(numel_of(name)) +
+                       ") are in no shard; a shard is missing or from another save");
+      out.emplace_back(name, it->second.flat.reshape(Shape(shape.begin(), shape.end())));
+    }
+    return out;
+  }
+  bool has(const std::string& kind) const {
+    return std::any_of(wholes_.begin(), wholes_.end(), [&](const auto& w) { return w.first.rfind(kind + ".", 0) == 0; });
+  }
+
+ private:
+  struct Whole {
+    Tensor flat;
+    std::vector<std::pair<std::int64_t, std::int64_t>> ranges;
+  };
+  std::int64_t numel_of(const std::string& name) const {
+    std::int64_t n = 1;
+    for (auto d : shapes_.at(name)) n *= d;
+    return n;
+  }
+  std::string dir_;
+  std::map<std::string, std::vector<std::int64_t>> shapes_;
+  std::map<std::string, Whole> wholes_;
+};
+
+void check_shard_size(const std::string& dir, const ManifestFile& want) {
+  const std::string file = dir + "/" + want.name;
+  std::error_code ec;
+  const auto bytes = fs::file_size(file, ec);
+  if (ec) fail(dir, "its shard '" + file + "' is missing; the save is incomplete (copy the whole directory)");
+  if (bytes != want.bytes)
+    fail(dir, "its shard '" + file + "' is " + std::to_string(bytes) + " bytes but the save wrote " +
+                  std::to_string(want.bytes) + ": it is truncated or was replaced; copy the whole save again");
+}
+}  // namespace
+
+std::string engine_state_json(const Engine& engine) {
+  nlohmann::json j = {{"skipped_steps", engine.skipped_steps()}};
+  if (const LossScaler* s = engine.loss_scaler()) {
+    const LossScaler::State st = s->state();
+    j["loss_scaler"] = {{"scale", st.scale}, {"hysteresis_left", st.hysteresis_left}, {"iter", st.iter},
+                        {"last_overflow_iter", st.last_overflow_iter}, {"skipped", st.skipped}};
+  }
+  return j.dump();
+}
+
+void restore_engine_state(Engine& engine, const std::string& json, const std::string& path) {
+  if (json.empty()) return;  // saved before engine states were kept: nothing was skipped
+  try {
+    const nlohmann::json j = parse_json_bounded(json, "engine_state");
+    engine.set_skipped_steps(j.at("skipped_steps").get<std::int64_t>());
+    if (engine.loss_scaler() && j.contains("loss_scaler")) {
+      const nlohmann::json& s = j.at("loss_scaler");
+      LossScaler::State st;
+      st.scale = s.at("scale").get<double>();
+      st.hysteresis_left = s.at("hysteresis_left").get<int>();
+      st.iter = s.at("iter").get<std::int64_t>();
+      st.last_overflow_iter = s.at("last_overflow_iter").get<std::int64_t>();
+      st.skipped = s.at("skipped").get<std::int64_t>();
+      engine.loss_scaler()->set_state(st);
+    }
+  } catch (const std::exception& e) {
+    fail(path, "its engine_state metadata is unreadable (" + truncate_for_message(e.what(), 200) + ")");
+  }
+}
+
+bool is_sharded_checkpoint(const std::string& path) {
+  std::error_code ec;
+  return fs::is_directory(path, ec);
+}
+
+std::string sharded_save_problem(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) return "";
+  if (!fs::is_directory(dir, ec))
+    return "--out '" + dir + "' is a file (a single-file checkpoint?), but a sharded save (ZeRO stage >= 1 on several "
+           "ranks) is a directory; give another path, or remove the file";
+  if (!fs::exists(sharded_manifest_path(dir), ec) && !fs::is_empty(dir, ec))
+    return "--out '" + dir + "' is a directory that is not a sharded checkpoint (no manifest.json); a save replaces "
+           "the whole directory, so give another path";
+  return "";
+}
+
+void save_sharded_checkpoint(const std::string& dir, const Engine& engine, const data::Tokenizer& tokenizer,
+                             const std::string& run_id, const std::function<void()>& before_commit) {
+  dist::ProcessGroup& group = *engine.group();
+  const int rank = group.rank(), world = group.size();
+  const std::string partial = dir + ".partial";
+  const zero::GradientStrategy& s = engine.strategy();
+  // Every rank looks (the same answer on a shared file system), so a refusal needs no collective.
+  if (std::string problem = sharded_save_problem(dir); !problem.empty()) throw std::runtime_error(problem);
+  if (rank == 0) {
+    fs::remove_all(partial);  // what a killed save left
+    fs::create_directories(partial);
+  }
+  group.barrier();
+
+  // ---- each rank: its pieces, nobody gathers ----
+  nn::NamedTensors mine;
+  for (const auto& [name, t] : s.parameter_pieces()) mine.emplace_back("param." + name, t);
+  if (s.optimizer_steps() > 0)
+    for (const auto& [name, t] : s.optimizer_state()) mine.emplace_back(name, t);  // exp_avg.<piece>, ...
+  auto meta = checkpoint_metadata(engine.model(), tokenizer, engine.global_steps());
+  meta["run_id"] = run_id;
+  meta["rank"] = std::to_string(rank);
+  meta["world"] = std::to_string(world);
+  meta["engine_state"] = engine_state_json(engine);
+  save_safetensors(partial + "/" + shard_file_name(rank, world), mine, meta);
+  group.barrier();
+
+  // ---- rank 0: the manifest, then the rename ----
+  if (rank == 0) {
+    ShardedManifest m;
+    m.run_id = run_id;
+    m.step = engine.global_steps();
+    m.stage = s.zero_stage();
+    m.data_parallel_size = world;
+    m.train_micro_batch_size_per_gpu = engine.config().train_micro_batch_size_per_gpu;
+    m.gradient_accumulation_steps = engine.config().gradient_accumulation_steps;
+    m.optimizer_steps = s.optimizer_steps();
+    for (const auto& [name, t] : engine.model().named_parameters()) {
+      m.params.emplace_back(name, std::vector<std::int64_t>(t.shape().begin(), t.shape().end()));
+      m.numel += t.numel();
+      m.dtype = dtype_name(t.dtype());
+    }
+    for (int r = 0; r < world; ++r) m.shards.push_back(describe_file(partial + "/" + shard_file_name(r, world)));
+    write_sharded_manifest(partial, m);
+    if (before_commit) before_commit();
+    const std::string old = dir + ".old";
+    fs::remove_all(old);
+    if (fs::exists(dir)) fs::rename(dir, old);
+    fs::rename(partial, dir);
+    fs::remove_all(old);
+  }
+  group.barrier();  // every rank returns once the save is in place
+}
+
+ShardedManifest check_complete_sharded(const std::string& dir) {
+  ShardedManifest m = read_sharded_manifest(dir);
+  for (const ManifestFile& f : m.shards) check_shard_size(dir, f);
+  return m;
+}
+
+FullState read_sharded_checkpoint(const std::string& dir) {
+  const ShardedManifest m = check_complete_sharded(dir);
+  Assembler pieces(m, dir);
+  FullState st;
+  for (int r = 0; r < m.data_parallel_size; ++r) {
+    const ManifestFile& want = m.shards[static_cast<std::size_t>(r)];
+    const std::string file = dir + "/" + want.name;
+    SafetensorsFile f = load_safetensors(file);
+    auto meta = [&](const char* key) {
+      auto it = f.metadata.find(key);
+      return it == f.metadata.end() ? std::string("(none)") : it->second;
+    };
+    if (meta("run_id") != m.run_id)
+      fail(dir, "its shard '" + file + "' is from another run (" + truncate_for_message(meta("run_id")) +
+                    ", the manifest says " + truncate_for_message(m.run_id) + "); use the files of one save together");
+    if (meta("rank") != std::to_string(r) || meta("world") != std::to_string(m.data_parallel_size))
+      fail(dir, "its shard '" + file + "' was written by rank " + truncate_for_message(meta("rank")) + " of " +
+                    truncate_for_message(meta("world")) + "; use the files of one save together");
+    if (fnv1a64_file(file) != want.fnv1a64)
+      fail(dir, "its shard '" + file + "' does not match the manifest's checksum: it was changed or corrupted after "
+                "the save");
+    CheckpointInfo info = checkpoint_info_of(f);
+    if (info.step != m.step)
+      fail(dir, "its shard '" + file + "' is from step " + std::to_string(info.step) + " but the manifest is from step " +
+                    std::to_string(m.step) + "; use the files of one save together");
+    if (r == 0) {
+      st.info = info;
+      st.engine_state = meta("engine_state") == "(none)" ? "" : meta("engine_state");
+    }
+    for (const auto& [key, t] : f.tensors) pieces.add(key, t, file);
+  }
+  st.info.path = dir;
+  st.params = pieces.take("param", m.params);
+  if (m.optimizer_steps > 0) {
+    for (const char* kind : {"exp_avg", "exp_avg_sq"})
+      for (auto& [name, t] : pieces.take(kind, m.params)) st.optim.emplace_back(std::string(kind) + "." + name, t);
+    if (pieces.has("master"))
+      for (auto& [name, t] : pieces.take("master", m.params)) st.optim.emplace_back("master." + name, t);
+  }
+  st.optimizer_steps = m.optimizer_steps;
+  st.run_id = m.run_id;
+  st.data_parallel_size = m.data_parallel_size;
+  st.train_micro_batch_size_per_gpu = m.train_micro_batch_size_per_gpu;
+  st.gradient_accumulation_steps = m.gradient_accumulation_steps;
+  return st;
+}
+
+// ---- into an engine: cut for its ranks ----
+
+namespace {
+/// kind.<param> of `state`, flattened.
+const Tensor* find_state(const FullState& st, const std::string& key) {
+  for (const auto& [name, t] : st.optim)
+    if (name == key) return &t;
+  return nullptr;
+}
+const Tensor* find_param(const FullState& st, const std::string& name) {
+  for (const auto& [n, t] : st.params)
+    if (n == name) return &t;
+  return nullptr;
+}
+}  // namespace
+
+void load_full_state(Engine& engine, const FullState& st) {
+  zero::GradientStrategy& s = engine.strategy();
+  // Parameters: the f32 masters are the exact values of a bf16 run; a bf16 run takes its own bf16 copy.
+  nn::NamedTensors whole;
+  const DType p_dtype = engine.model().named_parameters().front().second.dtype();
+  for (const auto& [name, t] : st.params) {
+    const Tensor* master = find_state(st, "master." + name);
+    whole.emplace_back(name, master && p_dtype == DType::f32 ? *master : t);
+  }
+  {
+    TagScope scope(MemTag::param);
+    s.load_parameters(whole);
+  }
+  engine.set_global_steps(st.info.step);
+  restore_engine_state(engine, st.engine_state, st.info.path);
+  if (st.optimizer_steps == 0) return;
+
+  // Optimizer state: each of this optimizer's parameters ("p" or a piece "p[a:b]") cut out of the whole.
+  nn::NamedTensors state;
+  for (const auto& group : s.optimizer().param_groups())
+    for (const auto& [name, p] : group.params) {
+      const PieceName piece = parse_piece(name).value();
+      for (const char* kind : {"exp_avg", "exp_avg_sq", "master"}) {
+        const std::string key = std::string(kind) + "." + piece.param;
+        const Tensor* src = find_state(st, key);
+        if (std::string(kind) == "master") {
+          if (p.dtype() == DType::f32) continue;  // an f32 parameter is its own master
+          if (!src) src = find_param(st, piece.param);  // an f32 save's parameters are the masters
+        }
+        if (!src) throw std::runtime_error("cannot resume from '" + st.info.path + "': it has no " + key);
+        // Only this piece is converted (a bf16 save's parameters, taken as masters): not the whole tensor per piece.
+        const Tensor slice = src->reshape({src->numel()}).narrow(0, piece.begin, p.numel());
+        state.emplace_back(std::string(kind) + "." + name, slice.to(DType::f32).reshape(p.shape()));
+      }
+    }
+  TagScope scope(MemTag::optim);
+  s.load_optimizer_state(state, st.optimizer_steps);
+}
+
+std::int64_t consolidate(const std::string& dir, const std::string& out) {
+  FullState st = read_sharded_checkpoint(dir);
+  Generator gen(0);  // every weight is overwritten
+  nn::GPT model(st.info.model, gen);
+  nn::NamedTensors f32;
+  for (const auto& [name, t] : st.params) {
+    const Tensor* master = find_state(st, "master." + name);
+    f32.emplace_back(name, master ? *master : t.to(DType::f32));
+  }
+  model.load_state_dict(f32, /*strict=*/true);
+  save_model(out, model, *st.info.tokenizer, st.info.step);
+  return model.num_parameters();
+}
+
+}  // namespace minitorch::runtime

@@ -1,0 +1,92 @@
+#pragma once
+/// \file sharded_checkpoint.h
+/// Checkpoints of a run whose optimizer state is sharded (ZeRO stages 1–3 on N > 1 ranks), and the
+/// one form every checkpoint is read into, whatever wrote it.
+///
+/// A sharded checkpoint is a directory; each rank writes only what it owns, nobody gathers:
+///
+///   PATH/shard-0000r-of-0000N.safetensors   rank r's pieces `"<param>[a:b]"` (zero/partition.h):
+///                                           `param.<piece>` (dtype P), `exp_avg.<piece>`, `exp_avg_sq.<piece>`
+///                                           and, for bf16, `master.<piece>` (f32); the model's metadata
+///   PATH/manifest.json                      stage, N, Ψ, every parameter's name and shape, the step,
+///                                           each shard's size and FNV-1a 64 (written last)
+///
+/// A save is one complete save or nothing: the ranks write into `PATH.partial/` (removed first if a
+/// killed save left it), rank 0 adds the manifest, then renames the old save to `PATH.old`, the new
+/// one to `PATH`, and removes `PATH.old`. A kill in between leaves the old save at `PATH.old`; the
+/// error that --resume PATH then gives says so.
+///
+/// Reading goes the other way: every shard's pieces are put back together into whole tensors
+/// (FullState), each element covered exactly once, and load_full_state() cuts them again for the
+/// engine it is given — the same N (bit-identical) or another (re-partitioned), any stage. A
+/// single-file checkpoint (stage 0) reads into the same FullState, so it resumes at any stage too.
+/// Reading holds the whole state (16Ψ bytes in bf16) on each rank for a moment: fine for the models
+/// minitorch trains on a CPU; a DeepSpeed-sized loader would read only the shards that overlap its own.
+///
+/// \code
+///   runtime::save_checkpoint("out/ckpt", engine, tokenizer, run_id);   // every rank, stage 2 on 4 ranks
+///   // later, on 2 ranks (or 1, or 4; any stage):
+///   runtime::resume_from("out/ckpt", engine);
+///   runtime::consolidate("out/ckpt", "out/model.safetensors");          // nanoGPT's names, f32
+/// \endcode
+#include <functional>
+#include <string>
+
+#include "runtime/checkpoint.h"
+#include "runtime/checkpoint_manifest.h"
+
+namespace minitorch::runtime {
+
+/// A training state on no particular number of ranks: what a checkpoint holds, whole.
+struct FullState {
+  CheckpointInfo info;    ///< model args, tokenizer, step
+  nn::NamedTensors params;  ///< every parameter (named_parameters() order), its shape, dtype as saved
+  nn::NamedTensors optim;   ///< "exp_avg.<param>", "exp_avg_sq.<param>", "master.<param>" (f32), whole
+  std::int64_t optimizer_steps = 0;  ///< 0: no optimizer state
+  std::string engine_state;          ///< engine_state_json() of the saving engine ("" in older saves)
+  std::string run_id;
+  int data_parallel_size = 1;        ///< ranks of the run that saved it
+  std::int64_t train_micro_batch_size_per_gpu = 0, gradient_accumulation_steps = 0;
+};
+
+/// What a resume needs of the engine beyond weights and optimizer: the skipped (fp16 overflow) steps
+/// and the loss scaler's state, as JSON for a file's metadata ("engine_state").
+std::string engine_state_json(const Engine& engine);
+/// Restores it (a scaler state only into an fp16 engine; an fp16 engine resumed from another
+/// precision starts its scaler afresh, as DeepSpeed does). Throws std::runtime_error naming `path`.
+void restore_engine_state(Engine& engine, const std::string& json, const std::string& path);
+
+/// True if `path` is a directory (a sharded checkpoint, complete or not).
+bool is_sharded_checkpoint(const std::string& path);
+
+/// Writes `engine`'s state as a sharded checkpoint at `dir`. Every rank calls it (barriers inside).
+/// `before_commit` runs on rank 0 after every file is written, before the rename (tests use it to
+/// fail a save at its worst moment). Refuses a `dir` that is a file or a directory that is not a
+/// sharded checkpoint, before anything is written.
+void save_sharded_checkpoint(const std::string& dir, const Engine& engine, const data::Tokenizer& tokenizer,
+                             const std::string& run_id, const std::function<void()>& before_commit = {});
+/// Why `dir` cannot receive a sharded save (empty string: it can): it is a file, or a directory
+/// without a sharded manifest. minitorch-train asks before step 1.
+std::string sharded_save_problem(const std::string& dir);
+
+/// The cheap checks: the manifest is there and readable, every shard is there with its size.
+ShardedManifest check_complete_sharded(const std::string& dir);
+/// Reads a sharded checkpoint whole, checking everything: the manifest, each shard's size, checksum,
+/// run id, step and rank, and that the pieces cover every element of every parameter (and of every
+/// optimizer state) exactly once. Any problem is one std::runtime_error "cannot resume from '<dir>': ...".
+FullState read_sharded_checkpoint(const std::string& dir);
+/// Reads a single-file checkpoint (PATH, PATH.optim, PATH.manifest.json) into a FullState, with
+/// resume_from's checks.
+FullState read_single_file_checkpoint(const std::string& path);
+
+/// Loads `state` into `engine`: the parameters (Engine::strategy().load_parameters: a collective at
+/// stages 1–3), the optimizer state cut to this rank's pieces, the step count. The model's shape
+/// must match (checked by the caller, resume_from). bf16 <-> f32 converts through the f32 masters.
+void load_full_state(Engine& engine, const FullState& state);
+
+/// Writes `dir`'s parameters as one f32 safetensors model file at `out` with nanoGPT's names and the
+/// checkpoint metadata: what minitorch-eval, minitorch-sample and a PyTorch nanoGPT load. The values
+/// are the f32 masters when the run was bf16. Returns the number of parameters written.
+std::int64_t consolidate(const std::string& dir, const std::string& out);
+
+}  // namespace minitorch::runtime

@@ -1,0 +1,63 @@
+#include "runtime/step_trace.h"
+
+#include <filesystem>
+
+#include "minitorch/atomic_file.h"
+#include "trace/frames.h"
+#include "trace/frames_reader.h"
+#include "trace/html_player.h"
+
+namespace minitorch::runtime {
+
+using nlohmann::json;
+
+json frames_run(const Engine& engine, int world_size) {
+  const Config& c = engine.config();
+  return {{"strategy", engine.strategy().name()},
+          {"zero_stage", c.zero.stage},
+          {"world_size", world_size},
+          {"dtype", c.bf16 ? "bf16" : c.fp16.enabled ? "f16" : "f32"},
+          {"num_parameters", engine.model().num_parameters()},
+          {"capacity_bytes", nullptr}};
+}
+
+json gather_frames(const std::vector<events::Event>& evs, dist::ProcessGroup* group, const Engine& engine) {
+  const std::string mine = json(trace::frames_of(evs)).dump();
+  const std::vector<std::string> texts = group ? dist::all_gather_strings(*group, mine) : std::vector<std::string>{mine};
+  if (group && group->rank() != 0) return nullptr;
+  std::vector<std::vector<json>> frames;
+  for (const std::string& t : texts) frames.push_back(json::parse(t).get<std::vector<json>>());
+  return trace::frames_document(frames_run(engine, group ? group->size() : 1), engine.strategy().flat_space(), frames);
+}
+
+std::string write_chrome_trace(const std::string& dir, const trace::TraceRecorder& recorder, dist::ProcessGroup* group,
+                               const json& about) {
+  const int rank = group ? group->rank() : 0;
+  // Each rank's events as Chrome events on its own clock: ranks start together (the engine's first
+  // broadcast), so the time since each recorder began lines the ranks up well enough to read.
+  const std::string mine =
+      trace::chrome_events(recorder.events(), rank, recorder.initial_memory(), recorder.start_us()).dump();
+  const std::vector<std::string> texts = group ? dist::all_gather_strings(*group, mine) : std::vector<std::string>{mine};
+  const std::string path = (std::filesystem::path(dir) / "trace.json").string();
+  if (rank != 0) return path;
+  std::vector<json> per_rank;
+  for (const std::string& t : texts) per_rank.push_back(json::parse(t));
+  const std::string text = trace::chrome_trace(per_rank, about).dump() + "\n";
+  write_file_atomic(path, {{text.data(), text.size()}}, "trace");
+  return path;
+}
+
+std::string write_step_trace(const std::string& dir, const trace::TraceRecorder& recorder, dist::ProcessGroup* group,
+                             const Engine& engine, const json& about) {
+  const std::string path = write_chrome_trace(dir, recorder, group, about);
+  const json doc = gather_frames(recorder.events(), group, engine);
+  if (group && group->rank() != 0) return path;
+  const std::filesystem::path out(dir);
+  const std::string frames_text = doc.dump() + "\n";
+  trace::parse_frames(doc, (out / "frames.json").string());  // the recorder holds itself to docs/frames.md
+  write_file_atomic((out / "frames.json").string(), {{frames_text.data(), frames_text.size()}}, "frames");
+  trace::write_trace_html(dir);
+  return path;
+}
+
+}  // namespace minitorch::runtime

@@ -1,0 +1,264 @@
+// Checkpoints are one complete save or nothing: the manifest, what --resume refuses (each bad pair
+// built by copying files between two saves), the rank-count warning, and cleanup after a killed save.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <tuple>
+
+#include "test_util.h"
+#include "train_util.h"
+#include "runtime/checkpoint.h"
+
+using namespace minitorch;
+using mt_test::contains;
+using mt_test::error_of;
+using mt_test::TrainRun;
+namespace fs = std::filesystem;
+
+namespace {
+const std::string kConfig = R"({"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 1,
+    "optimizer": {"type": "AdamW", "params": {"lr": 3e-3}},
+    "model": {"name": "baby", "n_layer": 1, "n_head": 2, "n_embd": 16, "block_size": 16},
+    "training": {"steps": 10, "seed": 5}})";
+
+/// A run trained `steps` steps and saved to `dir/name` under `run_id`; returns the path.
+std::string trained_save(const mt_test::TempDir& dir, const std::string& name, const std::string& run_id, int steps) {
+  TrainRun r(kConfig);
+  r.train(steps);
+  runtime::save_checkpoint(dir.path(name), *r.engine, r.ds.tokenizer(), run_id);
+  return dir.path(name);
+}
+
+/// The error resume_from() gives for `path` in a fresh engine ("(no error)" if it resumes).
+std::string resume_error(const std::string& path) {
+  TrainRun fresh(kConfig);
+  return error_of([&] { runtime::resume_from(path, *fresh.engine); });
+}
+
+void copy_over(const std::string& from, const std::string& to) {
+  fs::copy_file(from, to, fs::copy_options::overwrite_existing);
+}
+}  // namespace
+
+TEST(L03_Checkpoint, ManifestNamesBothFilesWithSizesChecksumsRunAndStep) {
+  mt_test::TempDir dir;
+  auto p = trained_save(dir, "a.safetensors", "run-a", 3);
+  auto j = nlohmann::json::parse(std::ifstream(runtime::manifest_path(p)));
+  EXPECT_EQ(j["run_id"], "run-a");
+  EXPECT_EQ(j["step"], 3);
+  EXPECT_EQ(j["data_parallel_size"], 1);
+  auto m = runtime::read_manifest(p);
+  EXPECT_EQ(m.model.name, "a.safetensors");
+  EXPECT_EQ(m.model.bytes, fs::file_size(p));
+  EXPECT_EQ(m.model.fnv1a64, runtime::fnv1a64_file(p));
+  ASSERT_TRUE(m.optim.has_value());
+  EXPECT_EQ(m.optim->name, "a.safetensors.optim");
+  EXPECT_EQ(m.optim->bytes, fs::file_size(p + ".optim"));
+  EXPECT_EQ(m.optim->fnv1a64, runtime::fnv1a64_file(p + ".optim"));
+  EXPECT_EQ(m.optim->optimizer_steps, 3);
+  EXPECT_NE(m.model.fnv1a64, m.optim->fnv1a64);
+  EXPECT_EQ(resume_error(p), "(no error)");
+}
+
+TEST(L03_Checkpoint, Fnv1a64MatchesTheReferenceValues) {
+  mt_test::TempDir dir;
+  EXPECT_EQ(runtime::fnv1a64_file(dir.write("empty", "")), 0xcbf29ce484222325ull);
+  EXPECT_EQ(runtime::fnv1a64_file(dir.write("a", "a")), 0xaf63dc4c8601ec8cull);
+  EXPECT_EQ(runtime::fnv1a64_file(dir.write("foobar", "foobar")), 0x85944171f73967e8ull);
+}
+
+TEST(L03_Checkpoint, ResumeWithoutManifestIsOneClearErrorButEvalStillLoads) {
+  mt_test::TempDir dir;
+  auto p = trained_save(dir, "a.safetensors", "run-a", 2);
+  fs::remove(runtime::manifest_path(p));
+  auto e = resume_error(p);
+  EXPECT_TRUE(contains(e, "manifest '" + runtime::manifest_path(p) + "' is missing")) << e;
+  EXPECT_TRUE(contains(e, "not one complete save")) << e;
+  runtime::CheckpointInfo info;
+  ASSERT_NE(runtime::load_model(p, &info), nullptr);  // minitorch-eval / -sample need the model file only
+  EXPECT_EQ(info.step, 2);
+}
+
+TEST(L03_Checkpoint, ResumeRefusesAnOptimFromAnotherRun) {
+  mt_test::TempDir dir;
+  auto a = trained_save(dir, "a.safetensors", "run-a", 3);
+  auto b = trained_save(dir, "b.safetensors", "run-b", 3);  // same weights and step, other run
+  copy_over(b + ".optim", a + ".optim");
+  auto e = resume_error(a);
+  EXPECT_TRUE(contains(e, "optimizer state '" + a + ".optim' is from another run (run-b, the manifest says run-a)")) << e;
+}
+
+TEST(L03_Checkpoint, ResumeRefusesATruncatedOptim) {
+  mt_test::TempDir dir;
+  auto a = trained_save(dir, "a.safetensors", "run-a", 3);
+  fs::resize_file(a + ".optim", fs::file_size(a + ".optim") / 2);
+  auto e = resume_error(a);
+  EXPECT_TRUE(contains(e, "optimizer state '" + a + ".optim' is ")) << e;
+  EXPECT_TRUE(contains(e, "truncated")) << e;
+}
+
+TEST(L03_Checkpoint, ResumeRefusesAStaleOptimOrModelFromAnotherStep) {
+  mt_test::TempDir dir;
+  TrainRun r(kConfig);
+  r.train(2);
+  auto s2 = dir.path("s2.safetensors"), s3 = dir.path("s3.safetensors");
+  runtime::save_checkpoint(s2, *r.engine, r.ds.tokenizer(), "run-a");
+  r.train(1);
+  runtime::save_checkpoint(s3, *r.engine, r.ds.tokenizer(), "run-a");
+  ASSERT_EQ(fs::file_size(s2 + ".optim"), fs::file_size(s3 + ".optim"));  // only the content tells
+
+  copy_over(s2 + ".optim", s3 + ".optim");
+  auto e = resume_error(s3);
+  EXPECT_TRUE(contains(e, "'" + s3 + ".optim' is stale: it holds 2 optimizer steps but the save had 3")) << e;
+
+  runtime::save_checkpoint(s3, *r.engine, r.ds.tokenizer(), "run-a");
+  copy_over(s2, s3);
+  e = resume_error(s3);
+  EXPECT_TRUE(contains(e, "model file is from step 2 but the manifest is from step 3")) << e;
+}
+
+TEST(L03_Checkpoint, ResumeRefusesChangedBytesThroughTheChecksum) {
+  mt_test::TempDir dir;
+  auto a = trained_save(dir, "a.safetensors", "run-a", 3);
+  {
+    std::fstream f(a + ".optim", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(-3, std::ios::end);  // inside the last tensor: the file still parses
+    const char c = static_cast<char>(f.get());
+    f.seekp(-3, std::ios::end);
+    f.put(static_cast<char>(~c));
+  }
+  auto e = resume_error(a);
+  EXPECT_TRUE(contains(e, "'" + a + ".optim' does not match the manifest's checksum")) << e;
+}
+
+TEST(L03_Checkpoint, FailedSaveLeavesNoManifestSoResumeRefusesTheMixedPair) {
+  mt_test::TempDir dir;
+  TrainRun r(kConfig);
+  r.train(2);
+  auto p = dir.path("a.safetensors");
+  runtime::save_checkpoint(p, *r.engine, r.ds.tokenizer(), "run-a");
+  r.train(1);
+  // The model file's temp path is a directory: the .optim of step 3 lands, the model write fails,
+  // leaving step 2's model beside step 3's optimizer state, as a kill between the two would.
+  fs::create_directories(p + ".tmp." + std::to_string(::getpid()) + "/x");
+  EXPECT_NE(error_of([&] { runtime::save_checkpoint(p, *r.engine, r.ds.tokenizer(), "run-a"); }), "(no error)");
+  EXPECT_FALSE(fs::exists(runtime::manifest_path(p)));
+  EXPECT_TRUE(contains(resume_error(p), "is missing, so it is not one complete save"));
+}
+
+TEST(L03_Checkpoint, ResumeOnAnotherNumberOfRanksWarnsThatTheDataOrderChanges) {
+  mt_test::TempDir dir;
+  auto a = trained_save(dir, "a.safetensors", "run-a", 3);
+  {
+    TrainRun same(kConfig);
+    auto info = runtime::resume_from(a, *same.engine);
+    EXPECT_TRUE(info.warnings.empty());
+    EXPECT_EQ(info.run_id, "run-a");
+    EXPECT_EQ(same.engine->global_steps(), 3);
+  }
+  auto j = nlohmann::json::parse(std::ifstream(runtime::manifest_path(a)));
+  j["data_parallel_size"] = 4;  // as if saved by `mpirun -np 4`; not covered by the checksums
+  std::ofstream(runtime::manifest_path(a)) << j.dump();
+  TrainRun one(kConfig);
+  auto info = runtime::resume_from(a, *one.engine);
+  ASSERT_EQ(info.warnings.size(), 1u);
+  EXPECT_TRUE(contains(info.warnings[0], "saved on 4 data-parallel rank(s) with micro-batch 2 x accumulation 1 and "
+                                         "resumes on 1 with 2 x 1: the data order changes from here on"))
+      << info.warnings[0];
+  EXPECT_EQ(one.engine->global_steps(), 3);
+  // 1 rank x accumulation 4 trains each step on the micro-batches of 4 ranks x 1: same data, other sums.
+  std::string accum4 = kConfig;
+  accum4.replace(accum4.find("\"gradient_accumulation_steps\": 1"), 32, "\"gradient_accumulation_steps\": 4");
+  TrainRun four(accum4);
+  info = runtime::resume_from(a, *four.engine);
+  ASSERT_EQ(info.warnings.size(), 1u);
+  EXPECT_TRUE(contains(info.warnings[0], "the data order changes among the ranks (each step sees the same micro-batches"))
+      << info.warnings[0];
+}
+
+TEST(L03_Checkpoint, SaveRemovesTempFilesOfAKilledSaveAndNothingElse) {
+  mt_test::TempDir dir;
+  const std::vector<std::string> stale = {"a.safetensors.tmp.12345", "a.safetensors.optim.tmp.7",
+                                          "a.safetensors.manifest.json.tmp.999999"};
+  const std::vector<std::string> kept = {"a.safetensors.tmp.", "a.safetensors.tmp.12a", "a.safetensors.tmp.1.bak",
+                                         "xa.safetensors.tmp.5", "b.safetensors.tmp.5", "a.safetensors.tmpx.5",
+                                         "a.safetensors.report.tmp.5", "a.safetensors.probe.5"};
+  for (const auto& n : stale) dir.write(n, "left by a killed save");
+  for (const auto& n : kept) dir.write(n, "not ours");
+  trained_save(dir, "a.safetensors", "run-a", 1);
+  for (const auto& n : stale) EXPECT_FALSE(fs::exists(dir.path(n))) << n;
+  for (const auto& n : kept) EXPECT_TRUE(fs::exists(dir.path(n))) << n;
+  EXPECT_EQ(resume_error(dir.path("a.safetensors")), "(no error)");
+}
+
+TEST(L03_Checkpoint, ManifestFieldsAreCheckedForTypeAndRange) {
+  // Found while writing the manifest fuzz target: nlohmann's get<> took "step": 2.5 as 2,
+  // "bytes": -1 as 2^64 - 1 and "data_parallel_size": 4294967297 as 1, and std::stoull took
+  // "0x00000000000000ff" or "-000000000000001" as checksums; each is now one clear error.
+  const std::string good = R"({"format": "minitorch-manifest-1", "run_id": "r", "step": 3, "data_parallel_size": 2,
+      "train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 1,
+      "files": {"model": {"name": "m", "bytes": 10, "fnv1a64": "00000000000000ff"},
+                "optim": {"name": "m.optim", "bytes": 20, "fnv1a64": "ABCDEF0123456789", "optimizer_steps": 3}}})";
+  const runtime::CheckpointManifest m = runtime::parse_manifest(good, "ck.safetensors");
+  EXPECT_EQ(m.step, 3);
+  EXPECT_EQ(m.data_parallel_size, 2);
+  EXPECT_EQ(m.model.fnv1a64, 0xffu);
+  ASSERT_TRUE(m.optim.has_value());
+  EXPECT_EQ(m.optim->fnv1a64, 0xABCDEF0123456789ull);
+  const std::string prefix =
+      "cannot resume from 'ck.safetensors': its manifest 'ck.safetensors.manifest.json' is unreadable (";
+  const std::tuple<std::string, std::string, std::string> cases[] = {
+      {R"("step": 3)", R"("step": 2.5)", "step must be an integer from 0 to 9223372036854775807, got 2.5"},
+      {R"("step": 3)", R"("step": -1)", "step must be an integer from 0 to 9223372036854775807, got -1"},
+      {R"("step": 3, )", "", "step is missing"},
+      {R"("data_parallel_size": 2)", R"("data_parallel_size": 4294967297)",
+       "data_parallel_size must be an integer from 1 to 2147483647, got 4294967297"},
+      {R"("data_parallel_size": 2)", R"("data_parallel_size": 0)",
+       "data_parallel_size must be an integer from 1 to 2147483647, got 0"},
+      {R"("gradient_accumulation_steps": 1)", R"("gradient_accumulation_steps": 0)",
+       "gradient_accumulation_steps must be an integer from 1 to 9223372036854775807, got 0"},
+      {R"("run_id": "r")", R"("run_id": 5)", "run_id must be a string, got 5"},
+      {R"("bytes": 10)", R"("bytes": -1)", "files.model.bytes must be a non-negative integer, got -1"},
+      {"00000000000000ff", "0x000000000000ff", "files.model.fnv1a64 '0x000000000000ff' is not 16 hex digits"},
+      {"00000000000000ff", "-00000000000000f", "files.model.fnv1a64 '-00000000000000f' is not 16 hex digits"},
+      {R"("optimizer_steps": 3)", R"("optimizer_steps": -3)",
+       "files.optim.optimizer_steps must be an integer from 0 to 9223372036854775807, got -3"},
+      {R"("files": {)", R"("files": 7, "x": {)", "files must be an object, got 7"},
+  };
+  for (const auto& [from, to, what] : cases) {
+    std::string text = good;
+    text.replace(text.find(from), from.size(), to);
+    const std::string e = error_of([&] { runtime::parse_manifest(text, "ck.safetensors"); });
+    EXPECT_EQ(e, prefix + what + "); resume from a complete save") << to;
+  }
+  // Nesting is bounded as in every other JSON minitorch reads.
+  const std::string e = error_of([] { runtime::parse_manifest(std::string(100000, '[') + std::string(100000, ']'), "c"); });
+  EXPECT_TRUE(contains(e, "the manifest: JSON nested deeper than 64 levels")) << e.substr(0, 300);
+}
+
+TEST(L03_Checkpoint, StepCountsInMetadataAreDecimalDigitsOnly) {
+  // Found while writing the checkpoint and optimizer-state fuzz targets: std::stoll took a step of
+  // "12abc" as 12 and " -3" as -3.
+  mt_test::TempDir dir;
+  auto p = trained_save(dir, "a.safetensors", "run-a", 2);
+  SafetensorsFile f = load_safetensors(p);
+  ASSERT_NE(runtime::load_model(f), nullptr);  // the overload load_model(path) reads into
+  for (const char* bad : {"12abc", " -3", "-3", "", "99999999999999999999"}) {
+    f.metadata["step"] = bad;
+    EXPECT_EQ(error_of([&] { runtime::load_model(f); }),
+              "checkpoint '" + p + "' has bad metadata: step '" + bad + "' is not a count (decimal digits, at most "
+              "9223372036854775807)");
+  }
+  SafetensorsFile o = load_safetensors(p + ".optim");
+  EXPECT_EQ(runtime::optimizer_steps_of(o), 2);
+  o.metadata["optimizer_steps"] = "2x";
+  EXPECT_EQ(error_of([&] { runtime::optimizer_steps_of(o); }),
+            "optimizer state '" + p + ".optim' has no valid optimizer_steps metadata (optimizer_steps '2x' is not a "
+            "count (decimal digits, at most 9223372036854775807))");
+  o.metadata.erase("optimizer_steps");
+  EXPECT_EQ(error_of([&] { runtime::optimizer_steps_of(o); }),
+            "optimizer state '" + p + ".optim' has no valid optimizer_steps metadata (the key is missing)");
+}

@@ -1,0 +1,250 @@
+// The key table (runtime/config_keys.h): every key behaves as its status says, ZeRO stages 1-3 and the
+// other features not implemented yet fail clearly, their off values are silent, and docs/config.md
+// lists every key with the table's status.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "runtime/config.h"
+#include "runtime/config_keys.h"
+#include "config_test_util.h"
+
+using minitorch::runtime::Config;
+using minitorch::runtime::ConfigError;
+using minitorch::runtime::ConfigKey;
+using minitorch::runtime::KeyStatus;
+using nlohmann::json;
+namespace mz = minitorch::runtime;
+using namespace config_test;
+
+namespace {
+
+/// A minimal config holding `key` = `value` (with the key's context), at ZeRO stage `stage` if >= 0.
+std::string config_with(const ConfigKey& key, const std::string& value, int stage) {
+  json j = key.context.empty() ? json::object() : json::parse(key.context);
+  std::string pointer = "/" + std::string(key.path);
+  for (char& ch : pointer) ch = ch == '.' ? '/' : ch;
+  j[json::json_pointer(pointer)] = json::parse(value);
+  if (stage >= 0) j["zero_optimization"]["stage"] = stage;
+  if (!j.contains("train_batch_size") && !j.contains("train_micro_batch_size_per_gpu"))
+    j["train_micro_batch_size_per_gpu"] = 2;
+  return j.dump();
+}
+bool in_zero_section(const ConfigKey& k) {
+  return k.path.starts_with("zero_optimization.") && k.path != "zero_optimization.stage";
+}
+}  // namespace
+
+TEST(L03_Config, EveryTableKeyBehavesAsItsStatusSays) {
+  std::map<KeyStatus, int> seen;
+  for (const ConfigKey& k : mz::config_keys()) {
+    const std::string path(k.path);
+    // zero_optimization keys are tried at every stage that runs today; the others once.
+    for (int stage = in_zero_section(k) ? 0 : -1; stage <= (in_zero_section(k) ? 3 : -1); ++stage) {
+      if (stage >= 0 && mz::zero_stage_status(stage) != KeyStatus::implemented) continue;
+      const std::string text = config_with(k, std::string(k.example), stage);
+      SCOPED_TRACE(path + " in " + text);
+      const bool other_stage = stage >= 0 && !(k.stages & mz::stage_bit(stage));
+      const KeyStatus expected = other_stage ? KeyStatus::warning : k.status;
+      ++seen[expected];
+      if (expected == KeyStatus::error) {
+        const std::string msg = parse_error(text);
+        EXPECT_TRUE(contains(msg, path) && contains(msg, "not implemented yet")) << msg;
+        EXPECT_FALSE(contains(msg, "(not a ConfigError)") || contains(msg, "(no error)")) << msg;
+        continue;
+      }
+      Config c;
+      const int world = path == "pipeline.stages" ? 2 : 1;  // the example's 2 stages need ranks to divide
+      ASSERT_NO_THROW(c = parse(text, world));
+      if (expected == KeyStatus::implemented) {
+        EXPECT_TRUE(c.warnings.empty()) << c.warnings[0];
+        continue;
+      }
+      ASSERT_EQ(c.warnings.size(), 1u);
+      EXPECT_TRUE(contains(c.warnings[0], path)) << c.warnings[0];
+      EXPECT_TRUE(contains(c.warnings[0], "no effect here")) << c.warnings[0];
+      if (other_stage) {
+        EXPECT_TRUE(contains(c.warnings[0], "only affects ZeRO " + mz::describe_stages(k.stages)) &&
+                    contains(c.warnings[0], "this config runs stage " + std::to_string(stage)))
+            << c.warnings[0];
+      }
+    }
+  }
+  // The walk covers all three outcomes (a table of one status would test little).
+  EXPECT_GT(seen[KeyStatus::implemented], 50);
+  EXPECT_GT(seen[KeyStatus::warning], 50);
+  EXPECT_GE(seen[KeyStatus::error], 6);
+}
+
+TEST(L03_Config, EveryZeroStageRunsOnAnyNumberOfRanks) {
+  for (int world : {1, 2}) {
+    for (int stage : {0, 1, 2, 3}) {
+      Config c = parse(with(R"("zero_optimization": {"stage": )" + std::to_string(stage) + "}"), world);
+      EXPECT_EQ(c.zero.stage, stage);
+      EXPECT_TRUE(c.warnings.empty());
+      EXPECT_EQ(mz::zero_stage_status(stage), KeyStatus::implemented);
+    }
+    EXPECT_TRUE(contains(parse_error(with(R"("zero_optimization": {"stage": 4})"), world), "zero_optimization.stage"));
+  }
+}
+
+TEST(L03_Config, KeysOfOtherStagesWarnNamingTheirStages) {
+  Config c = parse(with(R"("zero_optimization": {"stage": 0, "sub_group_size": 1e9, "allgather_bucket_size": 5e8,
+                                                 "overlap_comm": true, "reduce_bucket_size": 1000})"));
+  ASSERT_EQ(c.warnings.size(), 3u);  // reduce_bucket_size is DDP's bucket size: implemented at stage 0
+  EXPECT_EQ(c.warnings[0], "zero_optimization.allgather_bucket_size only affects ZeRO stages 1 and 2 and this config "
+                           "runs stage 0: accepted, as DeepSpeed does, but it has no effect here");
+  EXPECT_TRUE(contains(c.warnings[1], "zero_optimization.overlap_comm only affects ZeRO stages 1, 2 and 3")) << c.warnings[1];
+  EXPECT_TRUE(contains(c.warnings[2], "zero_optimization.sub_group_size only affects ZeRO stage 3")) << c.warnings[2];
+  EXPECT_EQ(c.zero.reduce_bucket_size, 1000);
+}
+
+TEST(L03_Config, NotImplementedFeaturesAreSilentWhenOff) {
+  Config c = parse(with(R"("zero_optimization": {"stage": 0, "offload_optimizer": {"device": "none"},
+                                                 "offload_param": {"device": "none"}},
+                           "activation_checkpointing": {"enabled": false}, "pipeline": {"stages": 1},
+                           "fp16": {"enabled": false}, "amp": {"enabled": false}, "model": {"dropout": 0.0})"),
+                   2);
+  EXPECT_TRUE(c.warnings.empty()) << c.warnings[0];
+  EXPECT_FALSE(c.activation_checkpointing.enabled);
+  // The same through the table: every error key set to its off value parses without a word.
+  int n = 0;
+  for (const ConfigKey& k : mz::config_keys()) {
+    if (k.status != KeyStatus::error) continue;
+    ++n;
+    const std::string text = config_with(k, std::string(k.off), in_zero_section(k) ? 0 : -1);
+    Config off;
+    ASSERT_NO_THROW(off = parse(text)) << text;
+    EXPECT_TRUE(off.warnings.empty()) << text << ": " << off.warnings[0];
+  }
+  EXPECT_GE(n, 6);
+}
+
+TEST(L03_Config, NotImplementedFeaturesSayWhatToDoInstead) {
+  std::string msg = parse_error(with(R"("amp": {"enabled": true, "opt_level": "O1"})"));
+  EXPECT_TRUE(contains(msg, "amp (NVIDIA Apex mixed precision) is not implemented yet")) << msg;
+  EXPECT_TRUE(parse(with(R"("amp": {"opt_level": "O1"})")).warnings.empty());  // enabled defaults to false
+  // DeepSpeed's pipeline keys that have no counterpart here only warn, saying why.
+  Config c = parse(with(R"("pipeline": {"stages": 1, "seed_layers": true})"));
+  ASSERT_EQ(c.warnings.size(), 1u);
+  EXPECT_TRUE(contains(c.warnings[0], "pipeline.seed_layers is accepted but has no effect here: "
+                                      "every rank builds the whole GPT from the one seed"))
+      << c.warnings[0];
+}
+
+TEST(L08_Config, ActivationCheckpointingKeysOursAndDeepSpeeds) {
+  Config c = parse(with(R"("activation_checkpointing": {"enabled": true, "segment_size": 2})"));
+  EXPECT_TRUE(c.warnings.empty());
+  EXPECT_TRUE(c.activation_checkpointing.enabled);
+  EXPECT_EQ(c.activation_checkpointing.segment_size, 2);
+  EXPECT_EQ(parse(with(R"("activation_checkpointing": {"enabled": true})")).activation_checkpointing.segment_size, 1);
+  std::string msg = parse_error(with(R"("activation_checkpointing": {"enabled": true, "segment_size": 5})"));
+  EXPECT_TRUE(contains(msg, "activation_checkpointing.segment_size (5) is more than the model's 4 blocks (model.n_layer)"))
+      << msg;
+  msg = parse_error(with(R"("activation_checkpointing": {"segment_size": 0})"));
+  EXPECT_TRUE(contains(msg, "segment_size")) << msg;
+  // DeepSpeed's keys: rejected with the reason, or accepted with a warning saying what they would do.
+  msg = parse_error(with(R"("activation_checkpointing": {"enabled": true, "partition_activations": true})"));
+  EXPECT_TRUE(contains(msg, "minitorch has no tensor parallelism: set it to false")) << msg;
+  msg = parse_error(with(R"("activation_checkpointing": {"enabled": true, "contiguous_memory_optimization": true})"));
+  EXPECT_TRUE(contains(msg, "minitorch does not partition them (no tensor parallelism)")) << msg;
+  msg = parse_error(with(R"("activation_checkpointing": {"enabled": true, "cpu_checkpointing": true})"));
+  EXPECT_TRUE(contains(msg, "needs the host memory pools")) << msg;
+  c = parse(with(R"("activation_checkpointing": {"enabled": true, "number_checkpoints": 4})"));
+  ASSERT_EQ(c.warnings.size(), 1u);
+  EXPECT_TRUE(contains(c.warnings[0], "it sizes DeepSpeed's buffer for contiguous_memory_optimization")) << c.warnings[0];
+}
+
+TEST(L09_Config, PipelineSectionAndItsBatchArithmetic) {
+  // One stage: every rank is data-parallel, as without a pipeline section.
+  Config c = parse(with(R"("gradient_accumulation_steps": 3, "pipeline": {"stages": 1})"), 4);
+  EXPECT_EQ(c.data_parallel_size, 4);
+  EXPECT_EQ(c.train_batch_size, 2 * 3 * 4);
+  EXPECT_TRUE(c.warnings.empty());
+  // Two stages on 4 ranks: 2 data-parallel replicas (DeepSpeed's world_size / stages); micro-batches = G.
+  c = parse(with(R"("gradient_accumulation_steps": 3, "pipeline": {"stages": 2, "schedule": "gpipe",
+                                                                   "partition_method": "uniform"})"), 4);
+  EXPECT_TRUE(c.warnings.empty()) << c.warnings[0];
+  EXPECT_EQ(c.data_parallel_size, 2);
+  EXPECT_EQ(c.train_batch_size, 2 * 3 * 2);
+  EXPECT_EQ(c.pipeline.schedule, "gpipe");
+  EXPECT_EQ(c.pipeline.partition_method, "uniform");
+  c = parse(with(R"("pipeline": {"stages": 2})"), 2);
+  EXPECT_EQ(c.pipeline.schedule, "1f1b");
+  EXPECT_EQ(c.pipeline.partition_method, "parameters");  // DeepSpeed's PipelineModule default
+}
+
+TEST(L09_Config, BadPipelineInputIsOneClearError) {
+  std::string msg = parse_error(with(R"("pipeline": {"stages": 5})"), 5);
+  EXPECT_TRUE(contains(msg, "pipeline.stages (5) is more than the model's 4 blocks (model.n_layer)")) << msg;
+  msg = parse_error(with(R"("pipeline": {"stages": 2})"), 3);
+  EXPECT_TRUE(contains(msg, "pipeline.stages (2) must divide the world size (3)")) << msg;
+  EXPECT_TRUE(contains(msg, "run with a multiple of 2 ranks")) << msg;
+  for (int stage : {2, 3}) {
+    msg = parse_error(with(R"("pipeline": {"stages": 2}, "zero_optimization": {"stage": )" + std::to_string(stage) + "}"), 2);
+    EXPECT_TRUE(contains(msg, "ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism (zero_optimization.stage " +
+                                  std::to_string(stage) + " with pipeline.stages 2)")) << msg;
+  }
+  EXPECT_NO_THROW(parse(with(R"("pipeline": {"stages": 2}, "zero_optimization": {"stage": 1})"), 2));
+  msg = parse_error(with(R"("pipeline": {"stages": 2, "schedule": "interleaved"})"), 2);
+  EXPECT_TRUE(contains(msg, "pipeline.schedule must be one of gpipe, 1f1b, got 'interleaved'")) << msg;
+  msg = parse_error(with(R"("pipeline": {"stages": 2, "partition_method": "type:Block"})"), 2);
+  EXPECT_TRUE(contains(msg, "pipeline.partition_method must be one of parameters, uniform")) << msg;
+}
+
+TEST(L03_Config, OffloadIsNotImplementedYet) {
+  for (std::string section : {"offload_optimizer", "offload_param"}) {
+    const std::string key = "zero_optimization." + section;
+    const std::string head = R"("zero_optimization": {")" + section + R"(": )";
+    std::string msg = parse_error(with(head + R"({"device": "cpu", "pin_memory": true}})"));
+    EXPECT_TRUE(contains(msg, key + " is not implemented yet (" + key + ".device is \"cpu\")")) << msg;
+    EXPECT_TRUE(contains(msg, "\"device\": \"none\"")) << msg;  // what to do instead
+    Config off = parse(with(head + R"({"device": "none"}})"));
+    EXPECT_TRUE(off.warnings.empty()) << off.warnings[0];
+    EXPECT_FALSE(off.zero.offload_optimizer.enabled() || off.zero.offload_param.enabled());
+    EXPECT_TRUE(contains(parse_error(with(head + R"({"device": "nvme"}})")), "'nvme' is not supported"));
+    msg = parse_error(with(head + R"({"device": "gpu"}})"));
+    EXPECT_TRUE(contains(msg, ".device must be one of none, cpu, got 'gpu'")) << msg;
+  }
+}
+
+TEST(L03_Config, TableKeysOfAnotherVariantAreStillUnknown) {
+  // momentum is in the table (SGD), yet with AdamW it is a typo to report, not a key to accept.
+  std::string msg = parse_error(with(R"("optimizer": {"type": "AdamW", "params": {"momentum": 0.9}})"));
+  EXPECT_TRUE(contains(msg, "unknown key 'momentum' in optimizer.params")) << msg;
+  EXPECT_EQ(parse(with(R"("optimizer": {"type": "SGD", "params": {"momentum": 0.9}})")).optimizer.momentum, 0.9);
+  EXPECT_EQ(mz::find_config_key("optimizer.params.momentum")->status, KeyStatus::implemented);
+  EXPECT_EQ(mz::find_config_key("no.such.key"), nullptr);
+}
+
+TEST(L03_Config, EveryTableKeyIsDocumentedWithItsStatus) {
+  std::ifstream in(std::string(MT_SOURCE_DIR) + "/docs/config.md");
+  ASSERT_TRUE(in) << "docs/config.md is missing";
+  std::map<std::string, std::string> status_cell;  // "| `key` | default | status | meaning |"
+  for (std::string line; std::getline(in, line);) {
+    if (!line.starts_with("| `")) continue;
+    const std::size_t end = line.find('`', 3);
+    std::vector<std::string> cells;
+    std::stringstream ss(line.substr(1));
+    for (std::string cell; std::getline(ss, cell, '|');) cells.push_back(cell);
+    ASSERT_GE(cells.size(), 4u) << line;
+    status_cell[line.substr(3, end - 3)] = cells[2].substr(cells[2].find_first_not_of(' '));
+  }
+  for (const ConfigKey& k : mz::config_keys()) {
+    const std::string path(k.path);
+    auto it = status_cell.find(path);
+    if (it == status_cell.end()) {
+      ADD_FAILURE() << "docs/config.md has no row for `" << path << "`";
+      continue;
+    }
+    EXPECT_TRUE(it->second.starts_with(mz::status_name(k.status))) << path << ": docs say '" << it->second << "'";
+    status_cell.erase(it);
+  }
+  for (const auto& [path, cell] : status_cell) ADD_FAILURE() << "docs/config.md documents `" << path << "`, not in the table";
+}

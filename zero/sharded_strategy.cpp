@@ -1,0 +1,53 @@
+#include "zero/sharded_strategy.h"
+
+namespace minitorch::zero {
+
+ShardedStrategy::ShardedStrategy(std::shared_ptr<nn::GPT> model, dist::ProcessGroup& group, Partition partition)
+    : model_(std::move(model)), group_(group), partition_(std::move(partition)) {
+  progress_.reduced.assign(partition_.buckets().size(), false);
+  bucket_names_ = numbered_buckets(partition_);
+}
+
+void ShardedStrategy::start_reducer_and_optimizer(const StrategyConfig& config, BucketReducer::Launch launch,
+                                                  BucketReducer::Finish finish) {
+  reducer_ = std::make_unique<BucketReducer>(partition_, config.zero.overlap_comm, /*max_in_flight=*/2,
+                                             std::move(launch), std::move(finish));
+  optimizer_ = std::make_unique<ShardedOptimizer>(partition_, config, group_);
+  optimizer_->set_frame_source(this);
+}
+
+void ShardedStrategy::begin_backward(bool) {
+  reducer_->begin_backward(/*reduce=*/true);
+  progress_.in_backward = true;
+}
+
+void ShardedStrategy::end_backward() {
+  reducer_->end_backward();
+  progress_.in_backward = false;
+}
+
+StepResult ShardedStrategy::step(const StepRequest& r) {
+  const StepResult result = optimizer_->step(r);
+  progress_.clear();
+  return result;
+}
+
+trace::RankHoldings ShardedStrategy::holdings() const {
+  trace::RankHoldings h;
+  for (std::size_t b = 0; b < partition_.buckets().size(); ++b) paint_bucket(b, h);
+  paint_optimizer_shard(partition_, optimizer(), h.optim);
+  return h;
+}
+
+ModelStateBytes ShardedStrategy::model_state_bytes() const {
+  ModelStateBytes bytes;
+  for (std::size_t b = 0; b < partition_.buckets().size(); ++b) {
+    const ModelStateBytes of_bucket = bucket_bytes(b);
+    bytes.param += of_bucket.param;
+    bytes.grad += of_bucket.grad;
+  }
+  bytes.optim = optimizer().state_bytes();
+  return bytes;
+}
+
+}  // namespace minitorch::zero
