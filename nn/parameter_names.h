@@ -19,12 +19,12 @@ enum class ModelPart { embeddings, block, final_norm, head };
 
 struct ParameterPlace {
   ModelPart part = ModelPart::embeddings;
-  std::int64_t block = -1;  ///< transformer.h.<block>.*: the block's index; -1 for the other parts
+  std::int64_t block = -1;  ///< `transformer.h.<block>.*`: the block's index; -1 for the other parts
   bool operator==(const ParameterPlace&) const = default;
 };
 
-/// The place of `name` (transformer.wte.*, transformer.wpe.*, transformer.h.<i>.*, transformer.ln_f.*,
-/// lm_head.*). Throws std::invalid_argument for a name that is not one of the GPT's.
+/// The place of `name` (`transformer.wte.*`, `transformer.wpe.*`, `transformer.h.<i>.*`, `transformer.ln_f.*`,
+/// `lm_head.*`). Throws std::invalid_argument for a name that is not one of the GPT's.
 ParameterPlace parameter_place(std::string_view name);
 
 /// True for the weight the embedding and the LM head share (transformer.wte.weight).

@@ -55,7 +55,10 @@ struct PipelineEngine::Micro {
 };
 
 PipelineEngine::PipelineEngine(std::shared_ptr<nn::GPT> model, const runtime::Config& config, dist::ProcessGroup& world)
-    : model_(std::move(model)), config_(config), grid_(dist::make_grid(world, static_cast<int>(config.pipeline.stages))) {
+    : model_(std::move(model)),
+      config_(config),
+      world_(world),
+      grid_(dist::make_grid(world, static_cast<int>(config.pipeline.stages))) {
   const int P = grid_.stages;
   plan_ = partition_gpt(model_->config(), P, config_.pipeline.partition_method);
   schedule_ = make_schedule(config_.pipeline.schedule, P, static_cast<int>(config_.gradient_accumulation_steps));

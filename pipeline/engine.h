@@ -37,6 +37,7 @@
 #include "dist/grid.h"
 #include "pipeline/partition.h"
 #include "pipeline/schedule.h"
+#include "runtime/checkpoint.h"
 #include "runtime/engine.h"
 
 namespace minitorch::pipeline {
@@ -87,6 +88,15 @@ class PipelineEngine {
   const nn::NamedTensors& trained_parameters() const { return trained_; }
   /// This stage's parameters including the last stage's copy of the tied weight (what it holds).
   const nn::NamedTensors& held_parameters() const { return held_; }
+  /// Saves the grid's state as one sharded checkpoint at `dir` (runtime/sharded_checkpoint.h, one shard per
+  /// rank of the grid): each rank writes what it owns of its stage — ZeRO-1: its pieces; DDP: the stage's
+  /// first replica writes the stage whole — so the tied weight is written once, by the first stage. Every
+  /// rank calls it (pipeline/checkpoint.cpp).
+  void save(const std::string& dir, const data::Tokenizer& tokenizer, const std::string& run_id) const;
+  /// Resumes from any checkpoint, on any grid (runtime::resume_from: single-file or sharded; the state is read
+  /// whole and cut for this stage): the stage's parameters and optimizer state, then the last stage's copy
+  /// of the tied weight from the first stage. Every rank calls it.
+  runtime::ResumeInfo resume(const std::string& path);
   /// The measurements so far (the same on every rank).
   PipelineMeasure measure() const;
   /// The run report's `pipeline` section (docs/report.md): the plan, the measurements and the formulas.
@@ -102,6 +112,7 @@ class PipelineEngine {
 
   std::shared_ptr<nn::GPT> model_;
   runtime::Config config_;
+  dist::ProcessGroup& world_;
   dist::Grid grid_;
   std::vector<StagePlan> plan_;
   Schedule schedule_;

@@ -211,7 +211,7 @@ void write_sharded_manifest(const std::string& dir, const ShardedManifest& m) {
   for (const auto& [name, shape] : m.params) params.push_back({{"name", name}, {"shape", shape}});
   for (const ManifestFile& f : m.shards) shards.push_back(file_json(f, false));
   const nlohmann::json j = {{"format", kShardedFormat}, {"run_id", m.run_id}, {"step", m.step}, {"stage", m.stage},
-                            {"data_parallel_size", m.data_parallel_size},
+                            {"data_parallel_size", m.data_parallel_size}, {"pipeline_stages", m.pipeline_stages},
                             {"train_micro_batch_size_per_gpu", m.train_micro_batch_size_per_gpu},
                             {"gradient_accumulation_steps", m.gradient_accumulation_steps},
                             {"optimizer_steps", m.optimizer_steps}, {"dtype", m.dtype}, {"numel", m.numel},
@@ -238,8 +238,14 @@ ShardedManifest parse_sharded_manifest(const std::string& text, const std::strin
       throw std::invalid_argument("format is '" + truncate_for_message(format) + "', expected '" + kShardedFormat + "'");
     m.run_id = string_at(j, "", "run_id");
     m.step = int_at(j, "", "step", 0);
-    m.stage = static_cast<int>(int_at(j, "", "stage", 1, 3));
+    m.stage = static_cast<int>(int_at(j, "", "stage", 0, 3));
     m.data_parallel_size = static_cast<int>(int_at(j, "", "data_parallel_size", 1, 99999));
+    // Saves from before pipelines were saved have no pipeline_stages: one stage.
+    if (j.contains("pipeline_stages")) m.pipeline_stages = static_cast<int>(int_at(j, "", "pipeline_stages", 1, 99999));
+    if (m.stage == 0 && m.pipeline_stages == 1)
+      throw std::invalid_argument("stage 0 with one pipeline stage is saved as a single file, not sharded");
+    if (static_cast<std::int64_t>(m.data_parallel_size) * m.pipeline_stages > 99999)
+      throw std::invalid_argument("data_parallel_size × pipeline_stages is more than 99999 ranks");
     m.train_micro_batch_size_per_gpu = int_at(j, "", "train_micro_batch_size_per_gpu", 1);
     m.gradient_accumulation_steps = int_at(j, "", "gradient_accumulation_steps", 1);
     m.optimizer_steps = int_at(j, "", "optimizer_steps", 0);
@@ -268,13 +274,13 @@ ShardedManifest parse_sharded_manifest(const std::string& text, const std::strin
       throw std::invalid_argument("the params' shapes hold " + std::to_string(total) + " elements but numel is " +
                                   std::to_string(m.numel));
     const nlohmann::json& shards = field(j, "", "shards");
-    if (!shards.is_array() || shards.size() != static_cast<std::size_t>(m.data_parallel_size))
-      throw std::invalid_argument("shards must list one file per rank (" + std::to_string(m.data_parallel_size) + ")");
+    if (!shards.is_array() || shards.size() != static_cast<std::size_t>(m.ranks()))
+      throw std::invalid_argument("shards must list one file per rank (" + std::to_string(m.ranks()) + ")");
     for (std::size_t r = 0; r < shards.size(); ++r) {
       m.shards.push_back(file_from(shards[r], "shards[" + std::to_string(r) + "]", false));
-      if (m.shards.back().name != shard_file_name(static_cast<int>(r), m.data_parallel_size))
+      if (m.shards.back().name != shard_file_name(static_cast<int>(r), m.ranks()))
         throw std::invalid_argument("shards[" + std::to_string(r) + "] is '" + truncate_for_message(m.shards.back().name) +
-                                    "', expected '" + shard_file_name(static_cast<int>(r), m.data_parallel_size) + "'");
+                                    "', expected '" + shard_file_name(static_cast<int>(r), m.ranks()) + "'");
     }
   } catch (const std::exception& e) {
     throw std::runtime_error("cannot resume from '" + dir + "': its manifest '" + sharded_manifest_path(dir) +

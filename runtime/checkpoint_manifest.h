@@ -52,6 +52,7 @@ struct CheckpointManifest {
 ///
 /// \code
 ///   {"format": "minitorch-sharded-1", "run_id": "...", "step": 600, "stage": 2, "data_parallel_size": 4,
+///    "pipeline_stages": 1,
 ///    "train_micro_batch_size_per_gpu": 8, "gradient_accumulation_steps": 1, "optimizer_steps": 600,
 ///    "dtype": "f32", "numel": 809600,
 ///    "params": [{"name": "transformer.wte.weight", "shape": [65, 128]}, ...],
@@ -62,6 +63,11 @@ struct ShardedManifest {
   std::int64_t step = 0;
   int stage = 1;
   int data_parallel_size = 1;
+  /// Pipeline stages of the grid that wrote it (1: no pipeline). One shard per rank: data_parallel_size ×
+  /// pipeline_stages files. A pipeline's stage-0 (DDP) save is sharded too: each pipeline stage's first
+  /// replica writes that stage's parameters whole.
+  int pipeline_stages = 1;
+  int ranks() const { return data_parallel_size * pipeline_stages; }
   std::int64_t train_micro_batch_size_per_gpu = 0, gradient_accumulation_steps = 0;
   std::int64_t optimizer_steps = 0;  ///< 0: saved before the first optimizer step (no optimizer state)
   std::string dtype;                 ///< the parameters' dtype P: "f32", "bf16" or "f16"
@@ -78,7 +84,7 @@ std::string shard_file_name(int rank, int world);
 void write_sharded_manifest(const std::string& dir, const ShardedManifest& manifest);
 /// Reads and checks it like read_manifest(): one std::runtime_error "cannot resume from '<dir>': ..."
 /// for a missing or malformed manifest (every field checked for type and range; the shards' count
-/// equals data_parallel_size; the shapes' sizes add up to numel).
+/// equals data_parallel_size × pipeline_stages; the shapes' sizes add up to numel).
 ShardedManifest read_sharded_manifest(const std::string& dir);
 ShardedManifest parse_sharded_manifest(const std::string& text, const std::string& dir);
 

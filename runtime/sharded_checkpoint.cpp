@@ -170,12 +170,33 @@ std::string sharded_save_problem(const std::string& dir) {
   return "";
 }
 
+nn::NamedTensors shard_tensors(const zero::GradientStrategy& s, const nn::NamedTensors& whole) {
+  nn::NamedTensors mine;
+  if (s.shards_optimizer_state()) {
+    for (const auto& [name, t] : s.parameter_pieces()) mine.emplace_back("param." + name, t);
+  } else {
+    for (const auto& [name, t] : whole) mine.emplace_back("param." + name, t);
+  }
+  if (s.optimizer_steps() > 0)
+    for (const auto& [name, t] : s.optimizer_state()) mine.emplace_back(name, t);  // exp_avg.<piece>, ...
+  return mine;
+}
+
 void save_sharded_checkpoint(const std::string& dir, const Engine& engine, const data::Tokenizer& tokenizer,
                              const std::string& run_id, const std::function<void()>& before_commit) {
-  dist::ProcessGroup& group = *engine.group();
+  save_shards(dir, engine, tokenizer, run_id, *engine.group(), shard_tensors(engine.strategy()), /*pipeline_stages=*/1,
+              before_commit);
+}
+
+void save_shards(const std::string& dir, const Engine& engine, const data::Tokenizer& tokenizer, const std::string& run_id,
+                 dist::ProcessGroup& group, const nn::NamedTensors& mine, int pipeline_stages,
+                 const std::function<void()>& before_commit) {
   const int rank = group.rank(), world = group.size();
+  if (world != engine.dp_size() * pipeline_stages)
+    throw std::logic_error("save_shards: " + std::to_string(world) + " ranks write, but the grid is " +
+                           std::to_string(engine.dp_size()) + " data-parallel x " + std::to_string(pipeline_stages) +
+                           " pipeline stages");
   const std::string partial = dir + ".partial";
-  const zero::GradientStrategy& s = engine.strategy();
   // Every rank looks (the same answer on a shared file system), so a refusal needs no collective.
   if (std::string problem = sharded_save_problem(dir); !problem.empty()) throw std::runtime_error(problem);
   if (rank == 0) {
@@ -184,11 +205,7 @@ void save_sharded_checkpoint(const std::string& dir, const Engine& engine, const
   }
   group.barrier();
 
-  // ---- each rank: its pieces, nobody gathers ----
-  nn::NamedTensors mine;
-  for (const auto& [name, t] : s.parameter_pieces()) mine.emplace_back("param." + name, t);
-  if (s.optimizer_steps() > 0)
-    for (const auto& [name, t] : s.optimizer_state()) mine.emplace_back(name, t);  // exp_avg.<piece>, ...
+  // ---- each rank: what it owns, nobody gathers ----
   auto meta = checkpoint_metadata(engine.model(), tokenizer, engine.global_steps());
   meta["run_id"] = run_id;
   meta["rank"] = std::to_string(rank);
@@ -199,15 +216,17 @@ void save_sharded_checkpoint(const std::string& dir, const Engine& engine, const
 
   // ---- rank 0: the manifest, then the rename ----
   if (rank == 0) {
+    const zero::GradientStrategy& s = engine.strategy();
     ShardedManifest m;
     m.run_id = run_id;
     m.step = engine.global_steps();
     m.stage = s.zero_stage();
-    m.data_parallel_size = world;
+    m.data_parallel_size = engine.dp_size();
+    m.pipeline_stages = pipeline_stages;
     m.train_micro_batch_size_per_gpu = engine.config().train_micro_batch_size_per_gpu;
     m.gradient_accumulation_steps = engine.config().gradient_accumulation_steps;
     m.optimizer_steps = s.optimizer_steps();
-    for (const auto& [name, t] : engine.model().named_parameters()) {
+    for (const auto& [name, t] : engine.model().named_parameters()) {  // the whole model's, every stage's
       m.params.emplace_back(name, std::vector<std::int64_t>(t.shape().begin(), t.shape().end()));
       m.numel += t.numel();
       m.dtype = dtype_name(t.dtype());
@@ -234,7 +253,7 @@ FullState read_sharded_checkpoint(const std::string& dir) {
   const ShardedManifest m = check_complete_sharded(dir);
   Assembler pieces(m, dir);
   FullState st;
-  for (int r = 0; r < m.data_parallel_size; ++r) {
+  for (int r = 0; r < m.ranks(); ++r) {
     const ManifestFile& want = m.shards[static_cast<std::size_t>(r)];
     const std::string file = dir + "/" + want.name;
     SafetensorsFile f = load_safetensors(file);
@@ -245,7 +264,7 @@ FullState read_sharded_checkpoint(const std::string& dir) {
     if (meta("run_id") != m.run_id)
       fail(dir, "its shard '" + file + "' is from another run (" + truncate_for_message(meta("run_id")) +
                     ", the manifest says " + truncate_for_message(m.run_id) + "); use the files of one save together");
-    if (meta("rank") != std::to_string(r) || meta("world") != std::to_string(m.data_parallel_size))
+    if (meta("rank") != std::to_string(r) || meta("world") != std::to_string(m.ranks()))
       fail(dir, "its shard '" + file + "' was written by rank " + truncate_for_message(meta("rank")) + " of " +
                     truncate_for_message(meta("world")) + "; use the files of one save together");
     if (fnv1a64_file(file) != want.fnv1a64)

@@ -1,7 +1,8 @@
 #pragma once
 /// \file sharded_checkpoint.h
-/// Checkpoints of a run whose optimizer state is sharded (ZeRO stages 1–3 on N > 1 ranks), and the
-/// one form every checkpoint is read into, whatever wrote it.
+/// Checkpoints of a run whose optimizer state is sharded (ZeRO stages 1–3 on N > 1 ranks) or whose model is
+/// split into pipeline stages (pipeline/engine.h: one shard per rank of the grid), and the one form every
+/// checkpoint is read into, whatever wrote it.
 ///
 /// A sharded checkpoint is a directory; each rank writes only what it owns, nobody gathers:
 ///
@@ -65,6 +66,17 @@ bool is_sharded_checkpoint(const std::string& path);
 /// sharded checkpoint, before anything is written.
 void save_sharded_checkpoint(const std::string& dir, const Engine& engine, const data::Tokenizer& tokenizer,
                              const std::string& run_id, const std::function<void()>& before_commit = {});
+/// The core of every sharded save, for any grid: each rank of `group` (the world, for a pipeline: its
+/// data_parallel_size × pipeline_stages ranks) writes `mine` (shard_tensors()) as its shard; rank 0 writes the
+/// manifest with `engine`'s facts (step, stage, batch split; every parameter of the whole model) and renames
+/// the save into place. Barriers inside.
+void save_shards(const std::string& dir, const Engine& engine, const data::Tokenizer& tokenizer, const std::string& run_id,
+                 dist::ProcessGroup& group, const nn::NamedTensors& mine, int pipeline_stages,
+                 const std::function<void()>& before_commit = {});
+/// What strategy `s` writes into a sharded save: its pieces `param.<p>[a:b]` when it shards the optimizer
+/// state, else the parameters `whole` (`param.<p>`: a pipeline stage's, written by one replica), and then its
+/// optimizer state (`exp_avg.<...>`, `exp_avg_sq.<...>`, `master.<...>`) once it has taken a step.
+nn::NamedTensors shard_tensors(const zero::GradientStrategy& s, const nn::NamedTensors& whole = {});
 /// Why `dir` cannot receive a sharded save (empty string: it can): it is a file, or a directory
 /// without a sharded manifest. minitorch-train asks before step 1.
 std::string sharded_save_problem(const std::string& dir);

@@ -94,16 +94,17 @@ inline std::string read_text(const std::string& path) {
 inline std::string bin(const std::string& name) { return std::string(MT_BIN_DIR) + "/" + name; }
 inline std::string source(const std::string& rel) { return std::string(MT_SOURCE_DIR) + "/" + rel; }
 
-/// A copy of the shipped config `rel` (configs/*.json) in `dir` whose baby GPT is made tiny (1 layer,
+/// A copy of the shipped config `rel` (configs/*.json) in `dir` whose baby GPT is made tiny (`n_layer` layers, default 1;
 /// C 16, T 16): every other setting (the stage, buckets, optimizer, schedule) stays the one a user runs.
 /// For the CLI tests that train several times on up to 4 ranks: seconds a run under make sanitize, not
 /// half a minute. Throws if the config does not name the baby model as the shipped ones do.
-inline std::string tiny_model_copy(const TempDir& dir, const std::string& rel) {
+inline std::string tiny_model_copy(const TempDir& dir, const std::string& rel, int n_layer = 1) {
   const std::string baby = R"("model": {"name": "baby"})";
   std::string text = read_text(source(rel));
   const std::size_t at = text.find(baby);
   if (at == std::string::npos) throw std::runtime_error(rel + " does not say " + baby);
-  text.replace(at, baby.size(), R"("model": {"name": "baby", "n_layer": 1, "n_head": 2, "n_embd": 16, "block_size": 16})");
+  text.replace(at, baby.size(), R"("model": {"name": "baby", "n_layer": )" + std::to_string(n_layer) +
+                                    R"(, "n_head": 2, "n_embd": 16, "block_size": 16})");
   return dir.write("tiny_" + std::filesystem::path(rel).filename().string(), text);
 }
 

@@ -26,7 +26,10 @@ int main(int argc, char** argv) {
     tools::ensure_writable(out, "OUT");
     const runtime::ShardedManifest m = runtime::check_complete_sharded(dir);
     const std::int64_t n = runtime::consolidate(dir, out);
-    std::printf("consolidated %s (stage %d, %d shards, step %lld) -> %s: %lld parameters, f32\n", dir.c_str(), m.stage,
-                m.data_parallel_size, static_cast<long long>(m.step), out.c_str(), static_cast<long long>(n));
+    const std::string grid = m.pipeline_stages > 1 ? " (" + std::to_string(m.data_parallel_size) + " data-parallel x " +
+                                                         std::to_string(m.pipeline_stages) + " pipeline stages)"
+                                                   : "";
+    std::printf("consolidated %s (stage %d, %d shards%s, step %lld) -> %s: %lld parameters, f32\n", dir.c_str(), m.stage,
+                m.ranks(), grid.c_str(), static_cast<long long>(m.step), out.c_str(), static_cast<long long>(n));
   });
 }

@@ -72,15 +72,10 @@ void train(const std::string& config_path, std::string data_path, const Override
   if (data_path.empty()) data_path = cfg.training.data.empty() ? "datasets/kjv.txt" : cfg.training.data;
   const std::string out = out_flag ? *out_flag : cfg.training.checkpoint;  // "" = don't save
   const std::string run_id = runtime::new_run_id(world);  // names every save of this run (checkpoint manifest)
-  // Stages 1-3 on several ranks shard the optimizer state: the save is a directory of shards.
-  const bool sharded_save = cfg.zero.stage >= 1 && world.size() > 1;
+  // Stages 1-3 on several ranks shard the optimizer state, and a pipeline splits the model: the save is a
+  // directory of shards, one per rank.
   const bool pipelined = cfg.pipeline.stages > 1;
-  if (pipelined) {  // what the pipeline engine does not do yet: refused before any work
-    if (!resume.empty()) throw std::runtime_error("--resume: resuming a pipeline run (pipeline.stages > 1) is not implemented yet");
-    if (!out.empty())
-      throw std::runtime_error("saving a checkpoint of a pipeline run (pipeline.stages > 1) is not implemented yet: "
-                               "pass --out \"\" or set training.checkpoint to \"\"");
-  }
+  const bool sharded_save = (cfg.zero.stage >= 1 && world.size() > 1) || pipelined;
   if (world.rank() == 0) {  // found now, not after an hour of training
     if (!out.empty()) tools::ensure_writable(out, "--out", sharded_save);
     if (sharded_save && !out.empty())
@@ -115,7 +110,7 @@ void train(const std::string& config_path, std::string data_path, const Override
   if (world.rank() == 0)
     for (const auto& w : engine->warnings()) std::cerr << "warning: " << w << "\n";
   if (!resume.empty()) {
-    runtime::ResumeInfo resumed = runtime::resume_from(resume, *engine);
+    runtime::ResumeInfo resumed = pipe ? pipe->resume(resume) : runtime::resume_from(resume, *engine);
     if (world.rank() == 0)
       for (const auto& w : resumed.warnings) std::cerr << "warning: " << w << "\n";
   }
@@ -205,7 +200,8 @@ void train(const std::string& config_path, std::string data_path, const Override
   }
   // Its directory was made by ensure_writable before step 1. A sharded save: every rank writes its shard.
   if (!out.empty() && (sharded_save || world.rank() == 0)) {
-    runtime::save_checkpoint(out, *engine, ds.tokenizer(), run_id);
+    if (pipe) pipe->save(out, ds.tokenizer(), run_id);
+    else runtime::save_checkpoint(out, *engine, ds.tokenizer(), run_id);
     std::printf("saved %s%s\n", out.c_str(), sharded_save ? (" (" + std::to_string(world.size()) +
                                                               " shards and a manifest)").c_str() : "");
   }
@@ -264,13 +260,16 @@ int main(int argc, char** argv) {
   app.add_option("--seed", flags.seed, "seed for init and batches (overrides training.seed)")->check(tools::decimal<std::int64_t>(0));
   app.add_option("--eval-iters", flags.eval_iters, "batches per validation (overrides training.eval_iters; >= 1)")
       ->check(tools::decimal<std::int64_t>(1));
-  app.add_option("--resume", resume, "checkpoint to continue from: one complete save (CKPT, CKPT.optim, CKPT.manifest.json; or a sharded CKPT/ directory), from any number of ranks and any stage");
+  app.add_option("--resume", resume, "checkpoint to continue from: one complete save (CKPT, CKPT.optim, CKPT.manifest.json; or a sharded CKPT/ "
+                 "directory), from any number of ranks, any ZeRO stage and any pipeline grid: bit-identical on the "
+                 "grid that saved it");
   app.add_option("--report", report, "write the run report (JSON, docs/report.md) to this path at the end");
   app.add_option("--trace", trace_dir,
                  "record every rank's step trace and write DIR/trace.json (Chrome trace format: Perfetto, "
                  "chrome://tracing; docs/trace.md), DIR/frames.json (the state after each phase; docs/frames.md) and "
                  "DIR/trace.html (its animated player) at the end. Meant for a few steps");
-  app.add_option("--out", out, "where to save the checkpoint (overrides training.checkpoint; \"\" = don't save)");
+  app.add_option("--out", out, "where to save the checkpoint (overrides training.checkpoint; \"\" = don't save): a file, or a "
+                 "directory of shards for ZeRO stages 1-3 on several ranks and for pipelines");
   app.add_option("--comm-timeout", flags.comm_timeout,
                  "seconds a rank waits for the others in one collective or receive before it ends the job "
                  "(overrides comm.timeout_s; default 300)")

@@ -243,7 +243,7 @@ inline const SourceIndex& source_index() {
     SourceIndex ix;
     std::string lesson_tests;  // tests/lessons: its test names count, its strings (names that must fail) do not
     ix.text = read_text(kSource + "/Makefile") + read_text(kSource + "/CMakeLists.txt");
-    for (const char* dir : {"minitorch", "cuda", "autograd", "nn", "optim", "data", "dist", "zero", "pipeline", "trace", "tools", "lessons",
+    for (const char* dir : {"minitorch", "cuda", "autograd", "nn", "optim", "data", "dist", "zero", "runtime", "pipeline", "trace", "tools", "lessons",
                             "bench", "tests"}) {
       if (!std::filesystem::exists(kSource + "/" + dir)) continue;
       for (const auto& e : std::filesystem::recursive_directory_iterator(kSource + "/" + dir)) {

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "pipeline/engine.h"
+#include "runtime/sharded_checkpoint.h"
 #include "zero_mpi/zero_test_util.h"
 
 using namespace minitorch;
@@ -34,11 +35,12 @@ struct PipeRun {
   data::TextDataset ds;
   std::unique_ptr<pipeline::PipelineEngine> pipe;
   std::unique_ptr<data::BatchSampler> sampler;
-  explicit PipeRun(const std::string& json, dist::ProcessGroup& world)
+  /// `init_seed`: the weights' seed (default: the config's).
+  explicit PipeRun(const std::string& json, dist::ProcessGroup& world, std::uint64_t init_seed = 0)
       : cfg(runtime::Config::from_json(json, world.size())),
         ds(data::TextDataset::from_text(mt_test::verse_corpus(), data::make_tokenizer("char", mt_test::verse_corpus()),
                                         cfg.model.block_size)) {
-    Generator gen(cfg.training.seed);
+    Generator gen(init_seed ? init_seed : cfg.training.seed);
     std::shared_ptr<nn::GPT> model;
     {
       TagScope scope(MemTag::param);
@@ -47,6 +49,11 @@ struct PipeRun {
     pipe = std::make_unique<pipeline::PipelineEngine>(model, cfg, world);
     sampler = std::make_unique<data::BatchSampler>(ds.tokens_ptr(data::Split::train), cfg.train_micro_batch_size_per_gpu,
                                                    cfg.model.block_size, cfg.training.seed);
+  }
+  std::vector<float> train(int steps) {
+    std::vector<float> losses;
+    for (int s = 0; s < steps; ++s) losses.push_back(pipe->train_batch(*sampler));
+    return losses;
   }
 };
 
@@ -184,4 +191,69 @@ TEST(L09_PipelineEngine, OtherStagesParametersAreReleased) {
     if (!p.is_released()) present += p.numel();
   EXPECT_EQ(present, held);
   EXPECT_EQ(held, run.pipe->plan().parameters) << "the plan's count (the tied weight on both ends)";
+}
+
+// ---- checkpoints: one shard per rank of the grid, read back whole ----
+
+TEST(L09_PipelineCheckpoint, ResumeOnTheSameGridIsBitIdentical) {
+  auto& world = dist::world();
+  zero_test::SharedDir dir;
+  const int dp = world.size() / 2;
+  for (int zero_stage : {0, 1}) {  // DDP or ZeRO-1 across each stage's replicas (ZeRO-1 on one replica is DDP)
+    SCOPED_TRACE(zero_stage == 0 ? "zero_optimization.stage 0" : "zero_optimization.stage 1");
+    const std::string json = pipeline_json(2, "1f1b", "parameters", 4, zero_stage);
+    const std::string path = dir.path(zero_stage == 0 ? "p0" : "p1");
+    PipeRun a(json, world);
+    a.train(3);
+    a.pipe->save(path, a.ds.tokenizer(), "run-a");
+    const std::vector<float> uninterrupted = a.train(3);
+
+    const runtime::ShardedManifest m = runtime::check_complete_sharded(path);
+    EXPECT_EQ(m.pipeline_stages, 2);
+    EXPECT_EQ(m.data_parallel_size, dp);
+    EXPECT_EQ(m.shards.size(), static_cast<std::size_t>(world.size()));
+    EXPECT_EQ(m.stage, zero_stage == 1 && dp > 1 ? 1 : 0);
+    EXPECT_EQ(m.params.size(), a.pipe->engine().model().named_parameters().size()) << "the whole model, every stage";
+
+    PipeRun b(json, world, /*init_seed=*/99);  // another init: every weight must come from the save
+    const runtime::ResumeInfo info = b.pipe->resume(path);
+    EXPECT_EQ(info.step, 3);
+    EXPECT_TRUE(info.warnings.empty());
+    EXPECT_EQ(b.pipe->engine().global_steps(), 3);
+    EXPECT_EQ(b.train(3), uninterrupted) << "losses must be equal to the bit (the last stage's tied copy included)";
+  }
+}
+
+TEST(L09_PipelineCheckpoint, ResumesOnOneRankAndConsolidatesIntoTheModelItTrained) {
+  auto& world = dist::world();
+  zero_test::SharedDir dir;
+  const std::string json = pipeline_json(2, "1f1b", "parameters", 2, /*zero_stage=*/1);
+  const std::string path = dir.path("ckpt"), out = dir.path("model.safetensors");
+  PipeRun a(json, world);
+  a.train(3);
+  a.pipe->save(path, a.ds.tokenizer(), "run-a");
+  data::BatchSampler val(a.ds.tokens_ptr(data::Split::val), 2, 16, 5);
+  const float in_memory = a.pipe->evaluate(val, 3);
+  const std::vector<float> uninterrupted = a.train(3);
+
+  // Another grid: one rank accumulating the grid's micro-batches (the same data per step), resumed on every rank.
+  zero_test::ZeroRun one(reference_json(a.cfg), nullptr, 99);
+  const runtime::ResumeInfo info = runtime::resume_from(path, *one.engine);
+  EXPECT_EQ(info.step, 3);
+  EXPECT_EQ(info.warnings.size(), world.size() == 2 ? 0u : 1u) << "a warning names the other data-parallel size";
+  const std::vector<float> resumed = one.train(3);
+  for (std::size_t s = 0; s < resumed.size(); ++s)
+    EXPECT_LT(std::abs(resumed[s] - uninterrupted[s]) / uninterrupted[s], 2e-5) << "step " << s + 4;
+
+  // minitorch-consolidate's function: one nanoGPT file (the tied weight once) that evaluates as the grid did.
+  if (world.rank() == 0) {
+    EXPECT_EQ(runtime::consolidate(path, out), a.pipe->engine().model().num_parameters());
+  }
+  world.barrier();
+  zero_test::ZeroRun ref(reference_json(a.cfg), nullptr, 99);
+  runtime::CheckpointInfo ci;
+  std::shared_ptr<nn::GPT> consolidated = runtime::load_model(out, &ci);
+  EXPECT_EQ(ci.step, 3);
+  ref.engine->model().load_state_dict(consolidated->named_parameters(), /*strict=*/true);
+  EXPECT_NEAR(ref.engine->evaluate(val, 3), in_memory, 1e-5);
 }

@@ -19,6 +19,7 @@
 
 using namespace minitorch;
 using zero_test::config_json;
+using zero_test::SharedDir;
 using zero_test::ZeroRun;
 namespace fs = std::filesystem;
 
@@ -30,22 +31,6 @@ std::string cat(const A&... a) {
   (os << ... << a);
   return os.str();
 }
-
-/// One directory every rank of the job sees under the same name (rank 0 makes and removes it).
-struct SharedDir {
-  std::string dir;
-  SharedDir() {
-    auto& world = dist::world();
-    dir = (fs::temp_directory_path() / ("minitorch_sharded_" + runtime::new_run_id(world))).string();
-    if (world.rank() == 0) fs::create_directories(dir);
-    world.barrier();
-  }
-  ~SharedDir() {
-    dist::world().barrier();
-    if (dist::world().rank() == 0) fs::remove_all(dir);
-  }
-  std::string path(const std::string& name) const { return dir + "/" + name; }
-};
 
 /// Trains `json` `before` steps, saves at `path`, trains `after` more: the losses after the save.
 std::vector<float> train_save_train(const std::string& json, const std::string& path, int before, int after,

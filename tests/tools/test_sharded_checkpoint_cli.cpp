@@ -95,6 +95,31 @@ TEST(L06_ShardedCheckpointCli, ResumeOnTheSameRanksIsBitIdenticalAndConsolidated
   EXPECT_FALSE(std::filesystem::exists(dir.path("x.safetensors")));
 }
 
+// A pipeline run (configs/pipeline.json: 2 stages; on 4 ranks a 2 x 2 grid) saves one shard per rank,
+// resumes bit-identically on its grid, and consolidates into one model file that minitorch-eval reads.
+TEST(L09_PipelineCheckpointCli, SavesResumesBitIdenticallyAndConsolidates) {
+  mt_test::TempDir dir;
+  const std::string data = mt_test::write_corpus(dir), ckpt = dir.path("ckpt"), model = dir.path("model.safetensors");
+  const std::string config = mt_test::tiny_model_copy(dir, "configs/pipeline.json", /*n_layer=*/2);
+  auto r = train(4, config, data, 4, "--out '' --report " + dir.path("whole.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = train(4, config, data, 2, "--out " + ckpt);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("saved " + ckpt + " (4 shards and a manifest)"));
+  r = train(4, config, data, 4, "--resume " + ckpt + " --out '' --report " + dir.path("resumed.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::vector<double> a = losses_of(dir.path("whole.json")), b = losses_of(dir.path("resumed.json"));
+  ASSERT_EQ(a.size(), 4u);
+  ASSERT_EQ(b.size(), 2u);
+  EXPECT_EQ(b[0], a[2]);
+  EXPECT_EQ(b[1], a[3]);
+  r = run_command(mt_test::bin("minitorch-consolidate") + " " + ckpt + " " + model);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("(stage 0, 4 shards (2 data-parallel x 2 pipeline stages), step 2) -> " + model));
+  r = run_command(mt_test::bin("minitorch-eval") + " --checkpoint " + model + " --data " + data);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
 TEST(L06_ShardedCheckpointCli, OutThatIsAFileIsRefusedBeforeTraining) {
   mt_test::TempDir dir;
   const std::string file = dir.write("taken", "not a checkpoint");

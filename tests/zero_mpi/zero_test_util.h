@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <utility>
@@ -12,6 +13,7 @@
 
 #include "dist/process_group.h"
 #include "optim/adamw.h"
+#include "runtime/checkpoint_manifest.h"
 #include "train_util.h"
 #include "zero/partition.h"
 
@@ -109,5 +111,23 @@ inline double shard_gradient_error(const minitorch::zero::Partition& part, const
   EXPECT_EQ(seen, part.pieces().size());
   return worst / scale;
 }
+
+/// One directory every rank of the job sees under the same name (rank 0 makes and removes it).
+struct SharedDir {
+  std::string dir;
+  SharedDir() {
+    auto& world = minitorch::dist::world();
+    dir = (std::filesystem::temp_directory_path() / ("minitorch_sharded_" + minitorch::runtime::new_run_id(world))).string();
+    if (world.rank() == 0) std::filesystem::create_directories(dir);
+    world.barrier();
+  }
+  ~SharedDir() {
+    minitorch::dist::world().barrier();
+    if (minitorch::dist::world().rank() == 0) std::filesystem::remove_all(dir);
+  }
+  SharedDir(const SharedDir&) = delete;
+  SharedDir& operator=(const SharedDir&) = delete;
+  std::string path(const std::string& name) const { return dir + "/" + name; }
+};
 
 }  // namespace zero_test
