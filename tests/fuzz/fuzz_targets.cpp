@@ -303,26 +303,32 @@ Outcome run_sharded_manifest(std::string_view input) {
   }
 }
 
-/// What write_sharded_manifest writes for a 2-rank stage-3 bf16 save of a two-tensor model.
+/// What write_sharded_manifest writes for a 2-rank stage-3 bf16 save of a two-tensor model, and for a
+/// stage-0 save of a 2 x 2 data x pipeline grid (four shards).
 std::vector<std::string> sharded_manifest_seeds() {
-  runtime::ShardedManifest m;
-  m.run_id = "1718000000-4242-9f3a61c2";
-  m.step = 600;
-  m.stage = 3;
-  m.data_parallel_size = 2;
-  m.train_micro_batch_size_per_gpu = 8;
-  m.gradient_accumulation_steps = 2;
-  m.optimizer_steps = 600;
-  m.dtype = "bf16";
-  m.params = {{"transformer.wte.weight", {63, 24}}, {"transformer.ln_f.bias", {24}}};
-  m.numel = 63 * 24 + 24;
-  for (int r = 0; r < 2; ++r) m.shards.push_back({runtime::shard_file_name(r, 2), 4242u + static_cast<unsigned>(r), 0x0123456789abcdefull, 0});
-  const auto dir = std::filesystem::temp_directory_path() / ("minitorch_fuzz_seed_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  runtime::write_sharded_manifest(dir.string(), m);
-  std::string text = read_file(runtime::sharded_manifest_path(dir.string()));
-  std::filesystem::remove_all(dir);
-  return {text};
+  std::vector<std::string> seeds;
+  for (const bool pipeline : {false, true}) {
+    runtime::ShardedManifest m;
+    m.run_id = "1718000000-4242-9f3a61c2";
+    m.step = 600;
+    m.stage = pipeline ? 0 : 3;
+    m.data_parallel_size = 2;
+    m.pipeline_stages = pipeline ? 2 : 1;
+    m.train_micro_batch_size_per_gpu = 8;
+    m.gradient_accumulation_steps = 2;
+    m.optimizer_steps = 600;
+    m.dtype = pipeline ? "f32" : "bf16";
+    m.params = {{"transformer.wte.weight", {63, 24}}, {"transformer.ln_f.bias", {24}}};
+    m.numel = 63 * 24 + 24;
+    for (int r = 0; r < m.ranks(); ++r)
+      m.shards.push_back({runtime::shard_file_name(r, m.ranks()), 4242u + static_cast<unsigned>(r), 0x0123456789abcdefull, 0});
+    const auto dir = std::filesystem::temp_directory_path() / ("minitorch_fuzz_seed_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    runtime::write_sharded_manifest(dir.string(), m);
+    seeds.push_back(read_file(runtime::sharded_manifest_path(dir.string())));
+    std::filesystem::remove_all(dir);
+  }
+  return seeds;
 }
 
 // ---------------- frames.json (the players' input) ----------------

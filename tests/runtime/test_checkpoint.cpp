@@ -262,3 +262,40 @@ TEST(L03_Checkpoint, StepCountsInMetadataAreDecimalDigitsOnly) {
   EXPECT_EQ(error_of([&] { runtime::optimizer_steps_of(o); }),
             "optimizer state '" + p + ".optim' has no valid optimizer_steps metadata (the key is missing)");
 }
+
+// A pipeline's sharded manifest: pipeline_stages beside data_parallel_size, one shard per rank of the grid;
+// a save from before pipelines (no pipeline_stages) reads as one stage; stage 0 is sharded only for pipelines.
+TEST(L09_PipelineManifest, RoundTripsAndChecksTheGrid) {
+  mt_test::TempDir dir;
+  runtime::ShardedManifest m;
+  m.run_id = "run-a";
+  m.step = 3;
+  m.stage = 0;
+  m.data_parallel_size = 2;
+  m.pipeline_stages = 2;
+  m.train_micro_batch_size_per_gpu = 2;
+  m.gradient_accumulation_steps = 4;
+  m.dtype = "f32";
+  m.params = {{"transformer.wte.weight", {65, 24}}};
+  m.numel = 65 * 24;
+  for (int r = 0; r < 4; ++r) m.shards.push_back({runtime::shard_file_name(r, 4), 100, 1, 0});
+  runtime::write_sharded_manifest(dir.dir.string(), m);
+  const std::string text = mt_test::read_text(runtime::sharded_manifest_path(dir.dir.string()));
+  const runtime::ShardedManifest back = runtime::parse_sharded_manifest(text, "ck");
+  EXPECT_EQ(back.pipeline_stages, 2);
+  EXPECT_EQ(back.ranks(), 4);
+  EXPECT_EQ(back.shards.back().name, "shard-00003-of-00004.safetensors");
+
+  nlohmann::json j = nlohmann::json::parse(text);
+  j["pipeline_stages"] = 1;
+  EXPECT_TRUE(contains(error_of([&] { runtime::parse_sharded_manifest(j.dump(), "ck"); }),
+                       "stage 0 with one pipeline stage is saved as a single file, not sharded"));
+  j["stage"] = 1;
+  EXPECT_TRUE(contains(error_of([&] { runtime::parse_sharded_manifest(j.dump(), "ck"); }),
+                       "shards must list one file per rank (2)"));
+  j.erase("pipeline_stages");  // a save from before pipelines were saved: one stage
+  j["shards"] = {j["shards"][0], j["shards"][1]};
+  j["shards"][0]["name"] = runtime::shard_file_name(0, 2);
+  j["shards"][1]["name"] = runtime::shard_file_name(1, 2);
+  EXPECT_EQ(runtime::parse_sharded_manifest(j.dump(), "ck").pipeline_stages, 1);
+}
