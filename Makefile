@@ -189,7 +189,9 @@ fuzz: deps
 
 # 4 data-parallel ranks (DDP) on any machine: --oversubscribe lets them share fewer cores; as root Open MPI
 # wants its allow-run-as-root settings. Rank 0 prints and saves out/baby.safetensors.
-demo: build data
+# A newcomer's first command builds only what it runs (the trainer and the sampler), not every test and benchmark.
+demo: configure data
+	cmake --build $(BUILD) -j$(JOBS) --target minitorch-train minitorch-sample
 	@if [ "$$(id -u)" = 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi; \
 	  set -x; mpirun --oversubscribe --bind-to none -np 4 $(BUILD)/bin/minitorch-train --config configs/ddp.json --data datasets/kjv.txt
 	$(BUILD)/bin/minitorch-sample --checkpoint out/baby.safetensors --prompt "And God said" --tokens 400

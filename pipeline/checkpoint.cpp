@@ -3,7 +3,7 @@
 // puts the whole model back together, so it resumes on any grid and consolidates into one nanoGPT file.
 #include "pipeline/engine.h"
 
-#include "runtime/sharded_checkpoint.h"
+#include "runtime/save_and_resume.h"
 
 namespace minitorch::pipeline {
 

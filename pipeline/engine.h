@@ -37,8 +37,8 @@
 #include "dist/grid.h"
 #include "pipeline/partition.h"
 #include "pipeline/schedule.h"
-#include "runtime/checkpoint.h"
 #include "runtime/engine.h"
+#include "runtime/save_and_resume.h"
 
 namespace minitorch::pipeline {
 

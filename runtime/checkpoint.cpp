@@ -9,7 +9,6 @@
 #include "minitorch/json_limits.h"
 #include "minitorch/safetensors.h"
 #include "runtime/model_budget.h"
-#include "runtime/sharded_checkpoint.h"
 
 namespace minitorch::runtime {
 
@@ -108,9 +107,8 @@ void save_model(const std::string& path, const nn::GPT& model, const data::Token
   save_safetensors(path, model.state_dict(), checkpoint_metadata(model, tokenizer, step));
 }
 
-void save_checkpoint(const std::string& path, const Engine& engine, const data::Tokenizer& tokenizer,
-                     const std::string& run_id) {
-  if (engine.strategy().shards_optimizer_state()) return save_sharded_checkpoint(path, engine, tokenizer, run_id);
+void save_single_file_checkpoint(const std::string& path, const Engine& engine, const data::Tokenizer& tokenizer,
+                                 const std::string& run_id) {
   remove_stale_temp_files(path);
   // From here until the new manifest lands, the files at `path` are not one complete save; with the
   // old manifest gone, a kill in between is seen as "no manifest", never as a mixed pair.
@@ -141,18 +139,8 @@ void save_checkpoint(const std::string& path, const Engine& engine, const data::
   write_manifest(path, m);
 }
 
-CheckpointInfo read_checkpoint_info(const std::string& path) {
-  if (is_sharded_checkpoint(path)) {
-    const ShardedManifest m = check_complete_sharded(path);
-    CheckpointInfo info = checkpoint_info_of(load_safetensors(path + "/" + m.shards.front().name));
-    info.path = path;
-    return info;
-  }
-  return checkpoint_info_of(load_safetensors(path));
-}
-
 std::shared_ptr<nn::GPT> load_model(const std::string& path, CheckpointInfo* info_out) {
-  if (is_sharded_checkpoint(path))
+  if (std::filesystem::is_directory(path))
     throw std::runtime_error("'" + path + "' is a sharded checkpoint (a directory of per-rank shards); put it "
                              "together first: minitorch-consolidate " + path + " model.safetensors");
   return load_model(load_safetensors(path), info_out);
@@ -181,11 +169,6 @@ CheckpointManifest check_complete_save(const std::string& path) {
   check_size(path, path, m.model, "model file");
   if (m.optim) check_size(path, path + ".optim", *m.optim, "optimizer state");
   return m;
-}
-
-void check_complete(const std::string& path) {
-  if (is_sharded_checkpoint(path)) check_complete_sharded(path);
-  else check_complete_save(path);
 }
 
 FullState read_single_file_checkpoint(const std::string& path) {
@@ -240,31 +223,34 @@ FullState read_single_file_checkpoint(const std::string& path) {
   return st;
 }
 
-ResumeInfo resume_from(const std::string& path, Engine& engine) {
-  const FullState st = is_sharded_checkpoint(path) ? read_sharded_checkpoint(path) : read_single_file_checkpoint(path);
-  if (!(st.info.model == engine.model().config()))
-    resume_fail(path, "it holds " + st.info.model.describe() + " but the config builds " +
-                          engine.model().config().describe());
-  load_full_state(engine, st);
-  ResumeInfo r{st.run_id, st.info.step, st.data_parallel_size, {}};
-  const Config& c = engine.config();
-  const bool same_data = st.train_micro_batch_size_per_gpu == c.train_micro_batch_size_per_gpu &&
-                         st.gradient_accumulation_steps * st.data_parallel_size ==
-                             c.gradient_accumulation_steps * engine.dp_size();
-  if (st.data_parallel_size != engine.dp_size() || !same_data) {
-    std::string w = "checkpoint '" + path + "' was saved on " + std::to_string(st.data_parallel_size) +
-                    " data-parallel rank(s) with micro-batch " + std::to_string(st.train_micro_batch_size_per_gpu) +
-                    " x accumulation " + std::to_string(st.gradient_accumulation_steps) + " and resumes on " +
-                    std::to_string(engine.dp_size()) + " with " + std::to_string(c.train_micro_batch_size_per_gpu) +
-                    " x " + std::to_string(c.gradient_accumulation_steps) + ": ";
-    // Micro-batches are numbered (step * G + micro) * W + rank, so only B and G*W decide the data.
-    w += same_data ? "the data order changes among the ranks (each step sees the same micro-batches, summed in "
-                     "another order), so the losses match an uninterrupted run only up to rounding"
-                   : "the data order changes from here on (other micro-batches per step), so the losses will "
-                     "not match an uninterrupted run";
-    r.warnings.push_back(w);
+std::string engine_state_json(const Engine& engine) {
+  nlohmann::json j = {{"skipped_steps", engine.skipped_steps()}};
+  if (const LossScaler* s = engine.loss_scaler()) {
+    const LossScaler::State st = s->state();
+    j["loss_scaler"] = {{"scale", st.scale}, {"hysteresis_left", st.hysteresis_left}, {"iter", st.iter},
+                        {"last_overflow_iter", st.last_overflow_iter}, {"skipped", st.skipped}};
   }
-  return r;
+  return j.dump();
+}
+
+void restore_engine_state(Engine& engine, const std::string& json, const std::string& path) {
+  if (json.empty()) return;  // saved before engine states were kept: nothing was skipped
+  try {
+    const nlohmann::json j = parse_json_bounded(json, "engine_state");
+    engine.set_skipped_steps(j.at("skipped_steps").get<std::int64_t>());
+    if (engine.loss_scaler() && j.contains("loss_scaler")) {
+      const nlohmann::json& s = j.at("loss_scaler");
+      LossScaler::State st;
+      st.scale = s.at("scale").get<double>();
+      st.hysteresis_left = s.at("hysteresis_left").get<int>();
+      st.iter = s.at("iter").get<std::int64_t>();
+      st.last_overflow_iter = s.at("last_overflow_iter").get<std::int64_t>();
+      st.skipped = s.at("skipped").get<std::int64_t>();
+      engine.loss_scaler()->set_state(st);
+    }
+  } catch (const std::exception& e) {
+    resume_fail(path, "its engine_state metadata is unreadable (" + truncate_for_message(e.what(), 200) + ")");
+  }
 }
 
 }  // namespace minitorch::runtime

@@ -11,8 +11,8 @@
 /// its step count and the run id, for `--resume`. A save is one complete save or nothing: it removes
 /// the old manifest and what a killed save left (`*.tmp.<pid>`), writes both files atomically (temp
 /// file, fsync, rename), and writes `PATH.manifest.json` (runtime/checkpoint_manifest.h) last.
-/// resume_from() accepts only a save whose manifest, sizes, checksums, steps and run id agree;
-/// load_model() needs only `PATH`, so eval and sampling work on a model file alone.
+/// resume_from() (runtime/save_and_resume.h) accepts only a save whose manifest, sizes, checksums, steps
+/// and run id agree; load_model() needs only `PATH`, so eval and sampling work on a model file alone.
 #include <map>
 #include <memory>
 #include <string>
@@ -34,21 +34,31 @@ struct CheckpointInfo {
   std::int64_t step = 0;
 };
 
-/// What resume_from() found, and what the caller should tell the user (one line each).
-struct ResumeInfo {
-  std::string run_id;               ///< the run that saved it
-  std::int64_t step = 0;
-  int data_parallel_size = 1;       ///< ranks of the run that saved it
-  std::vector<std::string> warnings;  ///< e.g. the data order changes on another number of ranks
+/// A training state on no particular number of ranks: what a checkpoint holds, whole. Every checkpoint,
+/// single-file (read_single_file_checkpoint) or sharded (runtime/sharded_checkpoint.h), is read into one.
+struct FullState {
+  CheckpointInfo info;    ///< model args, tokenizer, step
+  nn::NamedTensors params;  ///< every parameter (named_parameters() order), its shape, dtype as saved
+  nn::NamedTensors optim;   ///< "exp_avg.<param>", "exp_avg_sq.<param>", "master.<param>" (f32), whole
+  std::int64_t optimizer_steps = 0;  ///< 0: no optimizer state
+  std::string engine_state;          ///< engine_state_json() of the saving engine ("" in older saves)
+  std::string run_id;
+  int data_parallel_size = 1;        ///< ranks of the run that saved it
+  std::int64_t train_micro_batch_size_per_gpu = 0, gradient_accumulation_steps = 0;
 };
 
-/// Writes the engine's state. Stage 0 (or one rank): the model (and, if it has stepped, its optimizer
-/// state) to `path` / `path.optim`, then `path.manifest.json`, by the one rank that calls it. A
-/// sharded optimizer state (stages 1–3 on N > 1 ranks): the directory `path` of
-/// runtime/sharded_checkpoint.h, and every rank calls it. `run_id`: new_run_id(), generated once per
-/// training run (by rank 0, the same on every rank).
-void save_checkpoint(const std::string& path, const Engine& engine, const data::Tokenizer& tokenizer,
-                     const std::string& run_id);
+/// Writes the engine's whole state as one file set: the model (and, if it has stepped, its optimizer
+/// state) to `path` / `path.optim`, then `path.manifest.json`, by the one rank that calls it (stage 0, or
+/// one rank). save_checkpoint (runtime/save_and_resume.h) picks this or a sharded save. `run_id`:
+/// new_run_id(), generated once per training run (by rank 0, the same on every rank).
+void save_single_file_checkpoint(const std::string& path, const Engine& engine, const data::Tokenizer& tokenizer,
+                                 const std::string& run_id);
+/// What a resume needs of the engine beyond weights and optimizer: the skipped (fp16 overflow) steps
+/// and the loss scaler's state, as JSON for a file's metadata ("engine_state").
+std::string engine_state_json(const Engine& engine);
+/// Restores it (a scaler state only into an fp16 engine; an fp16 engine resumed from another
+/// precision starts its scaler afresh, as DeepSpeed does). Throws std::runtime_error naming `path`.
+void restore_engine_state(Engine& engine, const std::string& json, const std::string& path);
 /// The safetensors metadata of a model file: format, model_args, tokenizer, vocab, step.
 std::map<std::string, std::string> checkpoint_metadata(const nn::GPT& model, const data::Tokenizer& tokenizer,
                                                        std::int64_t step);
@@ -64,9 +74,6 @@ std::shared_ptr<nn::GPT> load_model(const std::string& path, CheckpointInfo* inf
 /// The same from a file already read (load_safetensors of a path or of bytes in memory): what
 /// load_model(path) does after reading it. Errors name `file.path`.
 std::shared_ptr<nn::GPT> load_model(const SafetensorsFile& file, CheckpointInfo* info = nullptr);
-/// Reads only the metadata (the weights are validated but not kept). `path` may be a sharded
-/// checkpoint's directory (then its first shard's metadata).
-CheckpointInfo read_checkpoint_info(const std::string& path);
 /// The optimizer step count a `.optim` file records in its `optimizer_steps` metadata: a non-negative
 /// decimal integer, else std::runtime_error "optimizer state '<path>' has no valid optimizer_steps
 /// metadata ...". resume_from() reads it before loading the state (Optimizer::load_state).
@@ -74,13 +81,8 @@ std::int64_t optimizer_steps_of(const SafetensorsFile& optim_file);
 /// The cheap part of resume_from()'s checks, before anything is loaded: the manifest is there and
 /// readable, and `path` and `path.optim` have the sizes it names. Throws like resume_from().
 CheckpointManifest check_complete_save(const std::string& path);
-/// The same for either kind: a directory is checked as a sharded save (check_complete_sharded).
-void check_complete(const std::string& path);
-/// Restores weights, optimizer state and step count into an engine built for the same model shape,
-/// from a single-file or a sharded checkpoint, saved on any number of ranks at any stage
-/// (runtime/sharded_checkpoint.h; every rank calls it). Refuses, with one std::runtime_error naming the
-/// file and the problem, anything that is not one complete save: no manifest, a file or shard
-/// missing, truncated or changed (size, checksum), files from another run or another step.
-ResumeInfo resume_from(const std::string& path, Engine& engine);
+/// Reads a single-file checkpoint (PATH, PATH.optim, PATH.manifest.json) into a FullState, with
+/// resume_from's checks.
+FullState read_single_file_checkpoint(const std::string& path);
 
 }  // namespace minitorch::runtime

@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "optim/lr_schedule.h"
+#include "runtime/config_error.h"
 #include "zero/config.h"
 
 namespace minitorch::runtime {
@@ -48,11 +49,6 @@ namespace minitorch::runtime {
 using zero::OffloadConfig;
 using zero::ZeroConfig;
 
-/// Every configuration error: one clear message (file, key, what was expected).
-class ConfigError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 /// `fp16`: f16 parameters and gradients, f32 master weights, and DeepSpeed's loss scaler
 /// (runtime/loss_scaler.h has the rule). Defaults are DeepSpeed's.

@@ -7,7 +7,7 @@
 #include <set>
 
 #include "minitorch/json_limits.h"
-#include "runtime/config.h"
+#include "runtime/config_error.h"
 #include "runtime/config_keys.h"
 
 namespace minitorch::runtime {

@@ -7,6 +7,7 @@
 #include "autograd/engine.h"
 #include "minitorch/events.h"
 #include "runtime/model_budget.h"
+#include "zero/make_strategy.h"
 #include "zero/step_frames.h"
 
 namespace minitorch::runtime {

@@ -123,36 +123,6 @@ void check_shard_size(const std::string& dir, const ManifestFile& want) {
 }
 }  // namespace
 
-std::string engine_state_json(const Engine& engine) {
-  nlohmann::json j = {{"skipped_steps", engine.skipped_steps()}};
-  if (const LossScaler* s = engine.loss_scaler()) {
-    const LossScaler::State st = s->state();
-    j["loss_scaler"] = {{"scale", st.scale}, {"hysteresis_left", st.hysteresis_left}, {"iter", st.iter},
-                        {"last_overflow_iter", st.last_overflow_iter}, {"skipped", st.skipped}};
-  }
-  return j.dump();
-}
-
-void restore_engine_state(Engine& engine, const std::string& json, const std::string& path) {
-  if (json.empty()) return;  // saved before engine states were kept: nothing was skipped
-  try {
-    const nlohmann::json j = parse_json_bounded(json, "engine_state");
-    engine.set_skipped_steps(j.at("skipped_steps").get<std::int64_t>());
-    if (engine.loss_scaler() && j.contains("loss_scaler")) {
-      const nlohmann::json& s = j.at("loss_scaler");
-      LossScaler::State st;
-      st.scale = s.at("scale").get<double>();
-      st.hysteresis_left = s.at("hysteresis_left").get<int>();
-      st.iter = s.at("iter").get<std::int64_t>();
-      st.last_overflow_iter = s.at("last_overflow_iter").get<std::int64_t>();
-      st.skipped = s.at("skipped").get<std::int64_t>();
-      engine.loss_scaler()->set_state(st);
-    }
-  } catch (const std::exception& e) {
-    fail(path, "its engine_state metadata is unreadable (" + truncate_for_message(e.what(), 200) + ")");
-  }
-}
-
 bool is_sharded_checkpoint(const std::string& path) {
   std::error_code ec;
   return fs::is_directory(path, ec);

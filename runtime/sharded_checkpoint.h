@@ -26,6 +26,7 @@
 ///
 /// \code
 ///   runtime::save_checkpoint("out/ckpt", engine, tokenizer, run_id);   // every rank, stage 2 on 4 ranks
+///   // (runtime/save_and_resume.h picks the format)
 ///   // later, on 2 ranks (or 1, or 4; any stage):
 ///   runtime::resume_from("out/ckpt", engine);
 ///   runtime::consolidate("out/ckpt", "out/model.safetensors");          // nanoGPT's names, f32
@@ -37,25 +38,6 @@
 #include "runtime/checkpoint_manifest.h"
 
 namespace minitorch::runtime {
-
-/// A training state on no particular number of ranks: what a checkpoint holds, whole.
-struct FullState {
-  CheckpointInfo info;    ///< model args, tokenizer, step
-  nn::NamedTensors params;  ///< every parameter (named_parameters() order), its shape, dtype as saved
-  nn::NamedTensors optim;   ///< "exp_avg.<param>", "exp_avg_sq.<param>", "master.<param>" (f32), whole
-  std::int64_t optimizer_steps = 0;  ///< 0: no optimizer state
-  std::string engine_state;          ///< engine_state_json() of the saving engine ("" in older saves)
-  std::string run_id;
-  int data_parallel_size = 1;        ///< ranks of the run that saved it
-  std::int64_t train_micro_batch_size_per_gpu = 0, gradient_accumulation_steps = 0;
-};
-
-/// What a resume needs of the engine beyond weights and optimizer: the skipped (fp16 overflow) steps
-/// and the loss scaler's state, as JSON for a file's metadata ("engine_state").
-std::string engine_state_json(const Engine& engine);
-/// Restores it (a scaler state only into an fp16 engine; an fp16 engine resumed from another
-/// precision starts its scaler afresh, as DeepSpeed does). Throws std::runtime_error naming `path`.
-void restore_engine_state(Engine& engine, const std::string& json, const std::string& path);
 
 /// True if `path` is a directory (a sharded checkpoint, complete or not).
 bool is_sharded_checkpoint(const std::string& path);
@@ -87,9 +69,6 @@ ShardedManifest check_complete_sharded(const std::string& dir);
 /// run id, step and rank, and that the pieces cover every element of every parameter (and of every
 /// optimizer state) exactly once. Any problem is one std::runtime_error "cannot resume from '<dir>': ...".
 FullState read_sharded_checkpoint(const std::string& dir);
-/// Reads a single-file checkpoint (PATH, PATH.optim, PATH.manifest.json) into a FullState, with
-/// resume_from's checks.
-FullState read_single_file_checkpoint(const std::string& path);
 
 /// Loads `state` into `engine`: the parameters (Engine::strategy().load_parameters: a collective at
 /// stages 1–3), the optimizer state cut to this rank's pieces, the step count. The model's shape

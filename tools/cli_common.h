@@ -23,6 +23,13 @@ namespace minitorch::tools {
 constexpr int kExitFailure = 1, kExitUsage = 2;
 
 /// kExitUsage for a runtime::ConfigError, kExitFailure for anything else.
+/// Prints "warning: <what>" on stderr as one write: under mpirun a rank's stdout and stderr are merged, and
+/// a line written in pieces can be cut by another stream's output between them.
+inline void warn(const std::string& what) {
+  const std::string line = "warning: " + what + "\n";
+  std::fwrite(line.data(), 1, line.size(), stderr);
+}
+
 inline int exit_status_of(const std::exception& e) {
   return dynamic_cast<const runtime::ConfigError*>(&e) ? kExitUsage : kExitFailure;
 }

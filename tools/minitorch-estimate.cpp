@@ -425,7 +425,7 @@ void estimate_config(const std::string& path, const std::vector<int>& ranks, con
     runtime::Config cfg = runtime::Config::from_file(path, world);  // the batch arithmetic depends on N: as the run reads it
     if (!warned) {  // the config's own warnings, once; in the JSON so that stdout stays one object
       if (as_json) out["warnings"] = cfg.warnings;
-      else for (const auto& w : cfg.warnings) std::cerr << "warning: " << w << "\n";
+      else for (const auto& w : cfg.warnings) tools::warn(w);
     }
     warned = true;
     if (!tokenizer) {

@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <iostream>
 #include <optional>
+#include <sstream>
 #include <string>
 
 #include "cli_common.h"
@@ -25,12 +26,13 @@
 #include "minitorch/parallel.h"
 #include "pipeline/engine.h"
 #include "pipeline/schedule.h"
-#include "trace/html_player.h"
 #include "runtime/checkpoint.h"
 #include "runtime/engine.h"
 #include "runtime/report.h"
+#include "runtime/save_and_resume.h"
 #include "runtime/sharded_checkpoint.h"
 #include "runtime/step_trace.h"
+#include "trace/html_player.h"
 
 using namespace minitorch;
 
@@ -51,17 +53,19 @@ void train(const std::string& config_path, std::string data_path, const Override
   dist::ProcessGroup& world = dist::world();
   runtime::Config cfg = runtime::Config::from_file(config_path, world.size());
   if (world.rank() == 0)
-    for (const auto& w : cfg.warnings) std::cerr << "warning: " << w << "\n";
+    for (const auto& w : cfg.warnings) tools::warn(w);
   if (flags.steps >= 0) {
     // DeepSpeed's scheduler keeps its own horizon; --steps changes the run's length, not the schedule's.
     const auto& sc = cfg.scheduler;
     const bool decays = sc.type == optim::LRScheduleType::warmup_decay_lr || sc.type == optim::LRScheduleType::warmup_cosine_lr;
     if (world.rank() == 0 && decays && flags.steps != sc.total_num_steps) {
       const optim::LRSchedule sched = optim::make_lr_schedule(sc, static_cast<float>(cfg.optimizer.lr));
-      std::cerr << "warning: --steps " << flags.steps << " does not rescale scheduler.params.total_num_steps ("
-                << sc.total_num_steps << "): the learning rate still follows " << sched.describe()
-                << ", so the last step runs at lr " << sched.lr_for_update(std::max<std::int64_t>(0, flags.steps - 1))
-                << "; set total_num_steps to " << flags.steps << " in the config to decay over this run\n";
+      std::ostringstream w;
+      w << "--steps " << flags.steps << " does not rescale scheduler.params.total_num_steps (" << sc.total_num_steps
+        << "): the learning rate still follows " << sched.describe() << ", so the last step runs at lr "
+        << sched.lr_for_update(std::max<std::int64_t>(0, flags.steps - 1)) << "; set total_num_steps to "
+        << flags.steps << " in the config to decay over this run";
+      tools::warn(w.str());
     }
     cfg.training.steps = flags.steps;
   }
@@ -108,11 +112,11 @@ void train(const std::string& config_path, std::string data_path, const Override
   else whole = runtime::initialize(model, cfg, &world);
   runtime::Engine* engine = pipe ? &pipe->engine() : whole.get();
   if (world.rank() == 0)
-    for (const auto& w : engine->warnings()) std::cerr << "warning: " << w << "\n";
+    for (const auto& w : engine->warnings()) tools::warn(w);
   if (!resume.empty()) {
     runtime::ResumeInfo resumed = pipe ? pipe->resume(resume) : runtime::resume_from(resume, *engine);
     if (world.rank() == 0)
-      for (const auto& w : resumed.warnings) std::cerr << "warning: " << w << "\n";
+      for (const auto& w : resumed.warnings) tools::warn(w);
   }
 
   const std::int64_t B = cfg.train_micro_batch_size_per_gpu, T = mcfg.block_size;
@@ -123,9 +127,10 @@ void train(const std::string& config_path, std::string data_path, const Override
   const std::int64_t val_batches = std::max<std::int64_t>(1, val_windows / B);
   if (cfg.training.eval_interval > 0 && cfg.training.eval_iters > val_batches) {
     if (world.rank() == 0)
-      std::cerr << "warning: training.eval_iters " << cfg.training.eval_iters << " is more than the "
-                << val_batches << " batches of " << B << " windows of " << T + 1
-                << " tokens the validation split holds; evaluating " << val_batches << "\n";
+      tools::warn("training.eval_iters " + std::to_string(cfg.training.eval_iters) + " is more than the " +
+                  std::to_string(val_batches) + " batches of " + std::to_string(B) + " windows of " +
+                  std::to_string(T + 1) + " tokens the validation split holds; evaluating " +
+                  std::to_string(val_batches));
     cfg.training.eval_iters = val_batches;
   }
   std::printf("model %s: %.2fM parameters | data %s: %lld train / %lld val tokens, vocab %lld\n",

@@ -3,7 +3,7 @@
 /// What the engine drives: one object per ZeRO stage that owns gradient reduction and the
 /// optimizer step (docs/design.md §6). The engine counts micro-steps, times the phases and sets the
 /// learning rate; it never asks which stage runs. Stage 0 (DDP, and one rank) is zero/stage0.h;
-/// each ZeRO stage is one more file implementing this interface.
+/// each ZeRO stage is one more file implementing this interface, and zero/make_strategy.h picks one.
 ///
 /// The calls of one optimizer step with G micro-steps, in order:
 ///
@@ -12,7 +12,7 @@
 ///                      step({lr, max_norm, ...}) (norm, clip, update this rank's part, zero grads)
 ///
 /// \code
-///   auto s = zero::make_strategy(model, config.strategy(), &world);  // the only place the stage is chosen
+///   auto s = zero::make_strategy(model, config.strategy(), &world);  // zero/make_strategy.h chooses the stage
 ///   s->begin_backward(/*boundary=*/true);
 ///   autograd::backward(loss);
 ///   s->end_backward();
@@ -107,13 +107,6 @@ class GradientStrategy {
     optimizer().load_state(state, steps);
   }
 };
-
-/// The strategy for `config.zero.stage` on `group` (nullptr: one rank). Stage 0 = DDP.
-/// `params`: the parameters this rank trains, a pipeline stage's share of the model (pipeline/); nullptr
-/// = all of model->named_parameters(). Stages 0 and 1 take a share; 2 and 3 do not (the config refuses
-/// them with pipelines: runtime/config_keys.cpp).
-std::unique_ptr<GradientStrategy> make_strategy(std::shared_ptr<nn::GPT> model, const StrategyConfig& config,
-                                                dist::ProcessGroup* group, const nn::NamedTensors* params = nullptr);
 
 /// Σ g² of this rank's gradients plus the other pipeline stages' when `request.pipeline` is set (one scalar
 /// all-reduce over the pipeline, every pipeline stage gets the same sum); else `sum_squares` unchanged.

@@ -19,12 +19,13 @@
 #include "data/text_dataset.h"
 #include "minitorch/random.h"
 #include "minitorch/safetensors.h"
-#include "trace/frames.h"
-#include "trace/frames_reader.h"
 #include "runtime/checkpoint.h"
 #include "runtime/checkpoint_manifest.h"
 #include "runtime/config.h"
 #include "runtime/engine.h"
+#include "runtime/save_and_resume.h"
+#include "trace/frames.h"
+#include "trace/frames_reader.h"
 
 namespace mt_fuzz {
 

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "pipeline/engine.h"
+#include "runtime/save_and_resume.h"
 #include "runtime/sharded_checkpoint.h"
 #include "zero_mpi/zero_test_util.h"
 

@@ -8,9 +8,10 @@
 #include <nlohmann/json.hpp>
 #include <tuple>
 
+#include "runtime/checkpoint.h"
+#include "runtime/save_and_resume.h"
 #include "test_util.h"
 #include "train_util.h"
-#include "runtime/checkpoint.h"
 
 using namespace minitorch;
 using mt_test::contains;

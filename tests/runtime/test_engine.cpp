@@ -10,6 +10,7 @@
 #include "data/text_dataset.h"
 #include "runtime/checkpoint.h"
 #include "runtime/engine.h"
+#include "runtime/save_and_resume.h"
 #include "train_util.h"
 
 using namespace minitorch;

@@ -11,9 +11,10 @@
 #include <nlohmann/json.hpp>
 
 #include "minitorch/safetensors.h"
-#include "test_util.h"
 #include "runtime/checkpoint.h"
+#include "runtime/save_and_resume.h"
 #include "runtime/sharded_checkpoint.h"
+#include "test_util.h"
 #include "zero/stage3.h"
 #include "zero_mpi/zero_test_util.h"
 

@@ -1,0 +1,55 @@
+#include "runtime/save_and_resume.h"
+
+#include <stdexcept>
+
+namespace minitorch::runtime {
+
+void save_checkpoint(const std::string& path, const Engine& engine, const data::Tokenizer& tokenizer,
+                     const std::string& run_id) {
+  if (engine.strategy().shards_optimizer_state()) return save_sharded_checkpoint(path, engine, tokenizer, run_id);
+  save_single_file_checkpoint(path, engine, tokenizer, run_id);
+}
+
+CheckpointInfo read_checkpoint_info(const std::string& path) {
+  if (is_sharded_checkpoint(path)) {
+    const ShardedManifest m = check_complete_sharded(path);
+    CheckpointInfo info = checkpoint_info_of(load_safetensors(path + "/" + m.shards.front().name));
+    info.path = path;
+    return info;
+  }
+  return checkpoint_info_of(load_safetensors(path));
+}
+
+void check_complete(const std::string& path) {
+  if (is_sharded_checkpoint(path)) check_complete_sharded(path);
+  else check_complete_save(path);
+}
+
+ResumeInfo resume_from(const std::string& path, Engine& engine) {
+  const FullState st = is_sharded_checkpoint(path) ? read_sharded_checkpoint(path) : read_single_file_checkpoint(path);
+  if (!(st.info.model == engine.model().config()))
+    throw std::runtime_error("cannot resume from '" + path + "': it holds " + st.info.model.describe() +
+                             " but the config builds " + engine.model().config().describe());
+  load_full_state(engine, st);
+  ResumeInfo r{st.run_id, st.info.step, st.data_parallel_size, {}};
+  const Config& c = engine.config();
+  const bool same_data = st.train_micro_batch_size_per_gpu == c.train_micro_batch_size_per_gpu &&
+                         st.gradient_accumulation_steps * st.data_parallel_size ==
+                             c.gradient_accumulation_steps * engine.dp_size();
+  if (st.data_parallel_size != engine.dp_size() || !same_data) {
+    std::string w = "checkpoint '" + path + "' was saved on " + std::to_string(st.data_parallel_size) +
+                    " data-parallel rank(s) with micro-batch " + std::to_string(st.train_micro_batch_size_per_gpu) +
+                    " x accumulation " + std::to_string(st.gradient_accumulation_steps) + " and resumes on " +
+                    std::to_string(engine.dp_size()) + " with " + std::to_string(c.train_micro_batch_size_per_gpu) +
+                    " x " + std::to_string(c.gradient_accumulation_steps) + ": ";
+    // Micro-batches are numbered (step * G + micro) * W + rank, so only B and G*W decide the data.
+    w += same_data ? "the data order changes among the ranks (each step sees the same micro-batches, summed in "
+                     "another order), so the losses match an uninterrupted run only up to rounding"
+                   : "the data order changes from here on (other micro-batches per step), so the losses will "
+                     "not match an uninterrupted run";
+    r.warnings.push_back(w);
+  }
+  return r;
+}
+
+}  // namespace minitorch::runtime
