@@ -350,10 +350,6 @@ Config Config::from_json(const std::string& text, int world_size, const std::str
   return c;
 }
 
-}  // namespace minitorch::runtime
-
-namespace minitorch::runtime {
-
 zero::StrategyConfig Config::strategy() const {
   zero::StrategyConfig s;
   s.zero = zero;
