@@ -63,6 +63,9 @@ Tensor f32_to(const Tensor& t, DType dtype);
 void copy_into(Tensor& dst, const Tensor& src);
 /// dst[:] = value (contiguous dst, any dtype).
 void fill(Tensor& dst, float value);
+/// dst (any view on the device, same shape and dtype as packed) = packed (contiguous): a scatter through
+/// dst's strides, the bytes moved as they are.
+void scatter(const Tensor& packed, Tensor& dst);
 /// cudaSetDevice for the tensor's device.
 void use_device(const Tensor& t);
 /// Checks ids (contiguous i32 on the device) against [0, V), skipping `ignore` when `has_ignore`.

@@ -7,6 +7,7 @@
 
 #include "cuda/allocator.h"
 #include "cuda/common.cuh"
+#include "minitorch/not_implemented.h"
 
 namespace minitorch::cuda {
 
@@ -60,9 +61,30 @@ __global__ void gather_kernel(const Tin* in, Layout L, Tout* out, std::int64_t n
   }
 }
 
+// out[offset(i)] = in[i]   in: (n) contiguous, out: any view described by L (a destination view: no
+// element appears twice, so the writes never race)
+template <typename T>
+__global__ void scatter_kernel(const T* in, Layout L, T* out, std::int64_t n) {
+  for (std::int64_t i = gtid(); i < n; i += gstride()) {
+    std::int64_t rest = i, off = 0;
+    for (int d = L.nd - 1; d >= 0; --d) {
+      off += (rest % L.shape[d]) * L.stride[d];
+      rest /= L.shape[d];
+    }
+    out[off] = in[i];
+  }
+}
+
 template <typename T>
 __global__ void fill_kernel(T* out, std::int64_t n, T v) {
   for (std::int64_t i = gtid(); i < n; i += gstride()) out[i] = v;
+}
+
+// f16 tensors may travel to the device (Tensor::to copies bytes), but no kernel reads them yet.
+void refuse_f16(const char* op, const Tensor& t) {
+  if (t.dtype() == DType::f16)
+    throw NotImplemented(std::string("CUDA ") + op + " of f16 " + t.describe() +
+                         ": f16 kernels exist on the CPU only (use bf16 on the GPU)");
 }
 
 // Counts ids that are not ignored and keeps the first position of a bad one (atomicMin).
@@ -94,6 +116,8 @@ Tensor f32_empty(const Shape& shape, Device device) { return Tensor::empty(shape
 
 void copy_into(Tensor& dst, const Tensor& src) {
   use_device(dst);
+  refuse_f16("copy", src);
+  refuse_f16("copy", dst);
   const DType di = src.dtype(), dout = dst.dtype();
   void* o = dst.raw_data();
   if (di == DType::i32 || dout == DType::i32) {
@@ -138,7 +162,7 @@ void fill(Tensor& dst, float value) {
       fill_kernel<<<grid_for(n), kThreads>>>(static_cast<std::int32_t*>(dst.raw_data()), n,
                                              static_cast<std::int32_t>(value));
       break;
-    case DType::f16: throw std::invalid_argument("CUDA fill: f16 tensors live on the CPU only (for now)");
+    case DType::f16: refuse_f16("fill", dst);
   }
   MT_CUDA_CHECK_LAUNCH();
 }
@@ -175,20 +199,37 @@ std::int64_t check_ids(const char* op, const char* what, const Tensor& ids, std:
   return static_cast<std::int64_t>(host.counted);
 }
 
-// Tensor::copy_ / fill_ on the GPU. Writing through a strided destination (a view) needs a scatter
-// kernel that is not written yet: those calls fail clearly instead of writing the wrong elements.
+// Tensor::copy_ / fill_ on the GPU. A strided destination (autograd's NarrowBackward writes a block of a
+// larger gradient; a transposed view) is written in two passes: src gathered into a contiguous buffer of
+// dst's dtype, then scattered through dst's strides.
 void CudaBackend::copy_(Tensor& dst, const Tensor& src) {
-  if (!dst.is_contiguous())
-    throw std::invalid_argument("copy_ into a non-contiguous view on " + dst.device().str() +
-                                " is not implemented on CUDA yet: " + dst.describe());
-  copy_into(dst, src);
+  if (dst.is_contiguous()) return copy_into(dst, src);
+  refuse_f16("copy", dst);
+  Tensor packed = Tensor::empty(dst.shape(), dst.dtype(), dst.device());
+  copy_into(packed, src);
+  scatter(packed, dst);
 }
 
 void CudaBackend::fill_(Tensor& t, float value) {
-  if (!t.is_contiguous())
-    throw std::invalid_argument("fill_ of a non-contiguous view on " + t.device().str() +
-                                " is not implemented on CUDA yet: " + t.describe());
-  fill(t, value);
+  if (t.is_contiguous()) return fill(t, value);
+  refuse_f16("fill", t);
+  Tensor packed = Tensor::empty(t.shape(), t.dtype(), t.device());
+  fill(packed, value);
+  scatter(packed, t);
+}
+
+void scatter(const Tensor& packed, Tensor& dst) {
+  use_device(dst);
+  const std::int64_t n = dst.numel();
+  if (n == 0) return;
+  const Layout L = make_layout(dst);
+  if (dtype_size(dst.dtype()) == 4)
+    scatter_kernel<<<grid_for(n), kThreads>>>(static_cast<const std::uint32_t*>(packed.raw_data()), L,
+                                              static_cast<std::uint32_t*>(dst.raw_data()), n);
+  else
+    scatter_kernel<<<grid_for(n), kThreads>>>(static_cast<const std::uint16_t*>(packed.raw_data()), L,
+                                              static_cast<std::uint16_t*>(dst.raw_data()), n);
+  MT_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace minitorch::cuda

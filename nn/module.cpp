@@ -159,6 +159,19 @@ void Module::to(DType dtype) {
   }
 }
 
+void Module::to(Device device) {
+  TagScope scope(MemTag::param);
+  for (auto& t : parameters()) {
+    t.set_grad(Tensor());
+    if (t.device() == device) continue;
+    Tensor c = t.to(device);
+    TensorImpl& im = t.impl();
+    im.storage = c.storage();
+    im.strides = c.strides();
+    im.offset = c.offset();
+  }
+}
+
 void Module::train(bool on) {
   training_ = on;
   for (auto& [n, m] : children_) m->train(on);

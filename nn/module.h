@@ -104,6 +104,10 @@ class Module {
   /// Converts every parameter to `dtype` in place: the tensor handles stay the same (so tied weights
   /// stay tied and an optimizer built earlier still sees them); the new storage is tagged `param`.
   void to(DType dtype);
+  /// Moves every parameter to `device` in place, the same way: handles kept, tied weights stay tied, an
+  /// optimizer built afterwards allocates its state there (PyTorch's `model.to(device)`). Gradients are
+  /// dropped.
+  void to(Device device);
 
   /// Training / evaluation mode, set on the whole subtree (nothing depends on it yet: no dropout).
   void train(bool on = true);
