@@ -25,7 +25,7 @@ DEB_PACKAGES := g++ make cmake libeigen3-dev libopenmpi-dev openmpi-bin nlohmann
 # The notebooks (notebooks/, `make notebooks`): Debian's Jupyter, its Python kernel, numpy and matplotlib.
 NOTEBOOK_PACKAGES := jupyter-nbconvert python3-ipykernel python3-nbformat python3-numpy python3-matplotlib
 
-.PHONY: all deps configure build test notebooks sanitize fuzz data demo docs bench bench-pytorch clean
+.PHONY: all deps configure build test notebooks sanitize fuzz data demo docs bench bench-pytorch gpu-check gpu-check-dry clean
 
 all: build
 
@@ -284,6 +284,15 @@ BENCH_PYTORCH_PACKAGES := python3-torch libopenblas0-pthread
 bench-pytorch:
 	$(call install_missing,$(BENCH_PYTORCH_PACKAGES))
 	/usr/bin/python3 bench/pytorch_gpt.py --steps 5
+
+# The GPU check (docs/build.md, "The GPU check"): `make gpu-check` on the rented GPU machine, whose
+# packages come from .device/ (tools/device_setup.sh, run here once): it depends on nothing here, since
+# `deps` would call apt-get there. `make gpu-check-dry` proves the same script here, on the build of
+# $(BUILD). ARGS passes options: make gpu-check ARGS="--only table,cuda-tests".
+gpu-check:
+	tools/gpu_check.sh $(ARGS)
+gpu-check-dry: build
+	tools/gpu_check.sh --dry-run --build $(BUILD) $(ARGS)
 
 clean:
 	rm -rf $(BUILD) $(SANITIZE_BUILD) $(FUZZ_BUILD)

@@ -150,7 +150,7 @@ void backward(const Tensor& root, const Tensor& grad_root) {
     if (root.numel() != 1)
       throw std::invalid_argument("backward: grad_root can be implicit only for a one-element tensor, not " +
                                   root.describe());
-    g0 = Tensor::ones(root.shape());
+    g0 = Tensor::ones(root.shape(), DType::f32, root.device());  // where the loss lives (ones_like)
   } else if (g0.shape() != root.shape()) {
     throw std::invalid_argument("backward: grad_root " + g0.describe() + " does not match the root " +
                                 root.describe());

@@ -183,7 +183,7 @@ Tensor narrow(const Tensor& x, std::int64_t dim, std::int64_t start, std::int64_
   Shape in = x.shape();
   // out = x[.., start:start+length, ..]   =>   dx = zeros with dout written into that slice
   return view_op(x, x.narrow(dim, start, length), "NarrowBackward", [in, dim, start, length](const Tensor& g) {
-    Tensor dx = Tensor::zeros(in, g.dtype());
+    Tensor dx = Tensor::zeros(in, g.dtype(), g.device());
     Tensor slice = dx.narrow(dim, start, length);
     slice.copy_(g);
     return dx;

@@ -53,7 +53,7 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
       if (out.numel() != 1)
         throw std::invalid_argument("grad: grad_outputs[" + std::to_string(k) + "] can be implicit only for a " +
                                     "one-element output, not " + out.describe());
-      g = Tensor::ones(out.shape());
+      g = Tensor::ones(out.shape(), DType::f32, out.device());
     } else if (g.shape() != out.shape()) {
       throw std::invalid_argument("grad: grad_outputs[" + std::to_string(k) + "] " + g.describe() +
                                   " does not match the output " + out.describe());
