@@ -19,9 +19,10 @@ endif
 
 # Compiler, build tools and the libraries docs/design.md names (Eigen, Open MPI, nlohmann/json, CLI11,
 # GoogleTest, Doxygen) plus the KJV corpus; Chromium and Python 3 for the trace page's browser test
-# (tests/trace/browser_check.py drives headless Chromium over its DevTools pipe, standard library only).
+# (tests/trace/browser_check.py drives headless Chromium over its DevTools pipe, standard library only);
+# iproute2 for the two-machine test in network namespaces (tests/tools/two_nodes_netns.sh).
 DEB_PACKAGES := g++ make cmake libeigen3-dev libopenmpi-dev openmpi-bin nlohmann-json3-dev libcli11-dev \
-                libgtest-dev libgmock-dev doxygen bible-kjv chromium python3
+                libgtest-dev libgmock-dev doxygen bible-kjv chromium python3 iproute2
 # The notebooks (notebooks/, `make notebooks`): Debian's Jupyter, its Python kernel, numpy and matplotlib.
 NOTEBOOK_PACKAGES := jupyter-nbconvert python3-ipykernel python3-nbformat python3-numpy python3-matplotlib
 
