@@ -6,19 +6,21 @@
 
 namespace minitorch::dist::detail {
 
-void check_tensor(const Tensor& t, const char* op, bool reduction, const char* arg) {
+void check_tensor(const Tensor& t, const char* op, bool reduction, const char* arg, Device device) {
   std::string problem;
   if (!t.defined())
     problem = "an undefined tensor";
-  else if (!t.device().is_cpu())
-    problem = "a tensor on " + t.device().str() + " (the MPI backend takes CPU tensors)";
+  else if (t.device() != device)
+    problem = "a tensor on " + t.device().str() +
+              (device.is_cpu() ? " (the MPI backend takes CPU tensors)" : " (the NCCL backend takes tensors on its GPU)");
   else if (!t.is_contiguous())
     problem = "a non-contiguous view (call .contiguous() first)";
   else if (reduction && t.dtype() != DType::f32 && !is_half(t.dtype()))
     problem = std::string("dtype ") + dtype_name(t.dtype()) + " (reductions take f32, bf16 or f16)";
   if (problem.empty()) return;
   const std::string where = std::string(op) + ": " + (arg ? std::string(arg) + ": " : std::string());
-  throw std::invalid_argument(where + "expected a contiguous CPU tensor, got " + problem +
+  throw std::invalid_argument(where + "expected a contiguous " + (device.is_cpu() ? "CPU" : device.str()) +
+                              " tensor, got " + problem +
                               (t.defined() ? ": " + t.describe() : std::string()));
 }
 

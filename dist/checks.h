@@ -8,9 +8,11 @@
 
 namespace minitorch::dist::detail {
 
-/// `t` must be a defined, contiguous CPU tensor; for a reduction also f32 or bf16. `arg` (optional)
-/// names the argument in the message: "reduce_scatter_into: output_shard: expected a contiguous ...".
-void check_tensor(const Tensor& t, const char* op, bool reduction, const char* arg = nullptr);
+/// `t` must be a defined, contiguous tensor on `device` (the group's: the CPU for MPI, its GPU for NCCL);
+/// for a reduction also f32, bf16 or f16. `arg` (optional) names the argument in the message:
+/// "reduce_scatter_into: output_shard: expected a contiguous ...".
+void check_tensor(const Tensor& t, const char* op, bool reduction, const char* arg = nullptr,
+                  Device device = Device::cpu());
 
 /// `peer` must be a rank of a group of `size`; `what` says which ("root", "destination", ...).
 void check_peer(int peer, int size, const char* op, const char* what);

@@ -14,9 +14,9 @@ namespace {
 std::string who(int rank, int size) { return "rank " + std::to_string(rank) + " of " + std::to_string(size); }
 
 /// input: (numel) f32/bf16; output: chunk_size(numel, size, rank) elements of input's dtype.
-void check_reduce_scatter(const Tensor& output, const Tensor& input, int rank, int size, const char* op) {
-  detail::check_tensor(input, op, /*reduction=*/true, "input");
-  detail::check_tensor(output, op, /*reduction=*/true, "output_shard");
+void check_reduce_scatter(const Tensor& output, const Tensor& input, int rank, int size, const char* op, Device dev) {
+  detail::check_tensor(input, op, /*reduction=*/true, "input", dev);
+  detail::check_tensor(output, op, /*reduction=*/true, "output_shard", dev);
   if (output.dtype() != input.dtype())
     throw std::invalid_argument(std::string(op) + ": output_shard is " + dtype_name(output.dtype()) + " but input is " +
                                 dtype_name(input.dtype()) + " (they must match)");
@@ -28,9 +28,9 @@ void check_reduce_scatter(const Tensor& output, const Tensor& input, int rank, i
 }
 
 /// output: (numel) of any dtype; shard: chunk_size(numel, size, rank) elements of the same dtype.
-void check_all_gather(const Tensor& output, const Tensor& shard, int rank, int size, const char* op) {
-  detail::check_tensor(shard, op, /*reduction=*/false, "shard");
-  detail::check_tensor(output, op, /*reduction=*/false, "output");
+void check_all_gather(const Tensor& output, const Tensor& shard, int rank, int size, const char* op, Device dev) {
+  detail::check_tensor(shard, op, /*reduction=*/false, "shard", dev);
+  detail::check_tensor(output, op, /*reduction=*/false, "output", dev);
   if (output.dtype() != shard.dtype())
     throw std::invalid_argument(std::string(op) + ": output is " + dtype_name(output.dtype()) + " but shard is " +
                                 dtype_name(shard.dtype()) + " (they must match)");
@@ -43,69 +43,69 @@ void check_all_gather(const Tensor& output, const Tensor& shard, int rank, int s
 
 /// The chunk an allocating reduce-scatter returns (after checking the input): owned by the caller, so
 /// it is tagged with the caller's current MemTag.
-Tensor reduce_scatter_output(const Tensor& input, int rank, int size, const char* op) {
-  detail::check_tensor(input, op, /*reduction=*/true, "input");
-  return Tensor::empty({chunk_size(input.numel(), size, rank)}, input.dtype());
+Tensor reduce_scatter_output(const Tensor& input, int rank, int size, const char* op, Device dev) {
+  detail::check_tensor(input, op, /*reduction=*/true, "input", dev);
+  return Tensor::empty({chunk_size(input.numel(), size, rank)}, input.dtype(), dev);
 }
 
 /// The (numel) whole an allocating all-gather returns, after checking the chunk against numel.
-Tensor all_gather_output(const Tensor& chunk, std::int64_t numel, int rank, int size, const char* op) {
-  detail::check_tensor(chunk, op, /*reduction=*/false, "chunk");
+Tensor all_gather_output(const Tensor& chunk, std::int64_t numel, int rank, int size, const char* op, Device dev) {
+  detail::check_tensor(chunk, op, /*reduction=*/false, "chunk", dev);
   if (numel < 0) throw std::invalid_argument(std::string(op) + ": numel " + std::to_string(numel) + " is negative");
   const std::int64_t mine = chunk_size(numel, size, rank);
   if (chunk.numel() != mine)
     throw std::invalid_argument(std::string(op) + ": " + who(rank, size) + " owns " + std::to_string(mine) + " of " +
                                 std::to_string(numel) + " elements, got a chunk of " + std::to_string(chunk.numel()));
-  return Tensor::empty({numel}, chunk.dtype());
+  return Tensor::empty({numel}, chunk.dtype(), dev);
 }
 
 }  // namespace
 
 // ---------------- reduce-scatter ----------------
 Tensor ProcessGroup::reduce_scatter(const Tensor& input, ReduceOp op) {
-  Tensor out = reduce_scatter_output(input, rank_, size_, "reduce_scatter");
+  Tensor out = reduce_scatter_output(input, rank_, size_, "reduce_scatter", device());
   start_reduce_scatter(out, input, op)->wait();
   return out;
 }
 
 AsyncTensor ProcessGroup::reduce_scatter_async(const Tensor& input, ReduceOp op) {
   AsyncTensor result;
-  result.tensor = reduce_scatter_output(input, rank_, size_, "reduce_scatter_async");
+  result.tensor = reduce_scatter_output(input, rank_, size_, "reduce_scatter_async", device());
   result.work = start_reduce_scatter(result.tensor, input, op);
   return result;
 }
 
 void ProcessGroup::reduce_scatter_into(Tensor& output_shard, const Tensor& input, ReduceOp op) {
-  check_reduce_scatter(output_shard, input, rank_, size_, "reduce_scatter_into");
+  check_reduce_scatter(output_shard, input, rank_, size_, "reduce_scatter_into", device());
   start_reduce_scatter(output_shard, input, op)->wait();
 }
 
 std::unique_ptr<Work> ProcessGroup::reduce_scatter_into_async(Tensor& output_shard, const Tensor& input, ReduceOp op) {
-  check_reduce_scatter(output_shard, input, rank_, size_, "reduce_scatter_into_async");
+  check_reduce_scatter(output_shard, input, rank_, size_, "reduce_scatter_into_async", device());
   return start_reduce_scatter(output_shard, input, op);
 }
 
 // ---------------- all-gather ----------------
 Tensor ProcessGroup::all_gather(const Tensor& chunk, std::int64_t numel) {
-  Tensor out = all_gather_output(chunk, numel, rank_, size_, "all_gather");
+  Tensor out = all_gather_output(chunk, numel, rank_, size_, "all_gather", device());
   start_all_gather(out, chunk)->wait();
   return out;
 }
 
 AsyncTensor ProcessGroup::all_gather_async(const Tensor& chunk, std::int64_t numel) {
   AsyncTensor result;
-  result.tensor = all_gather_output(chunk, numel, rank_, size_, "all_gather_async");
+  result.tensor = all_gather_output(chunk, numel, rank_, size_, "all_gather_async", device());
   result.work = start_all_gather(result.tensor, chunk);
   return result;
 }
 
 void ProcessGroup::all_gather_into(Tensor& output, const Tensor& shard) {
-  check_all_gather(output, shard, rank_, size_, "all_gather_into");
+  check_all_gather(output, shard, rank_, size_, "all_gather_into", device());
   start_all_gather(output, shard)->wait();
 }
 
 std::unique_ptr<Work> ProcessGroup::all_gather_into_async(Tensor& output, const Tensor& shard) {
-  check_all_gather(output, shard, rank_, size_, "all_gather_into_async");
+  check_all_gather(output, shard, rank_, size_, "all_gather_into_async", device());
   return start_all_gather(output, shard);
 }
 

@@ -118,6 +118,8 @@ class ProcessGroup {
   virtual ~ProcessGroup() = default;
   int rank() const { return rank_; }
   int size() const { return size_; }
+  /// Where this group's tensors live: the CPU (MPI), or the rank's GPU (NCCL, dist/nccl_group.h).
+  virtual Device device() const { return Device::cpu(); }
 
   // Tensors: contiguous CPU tensors (any shape; numel is what counts). The reductions take f32 or bf16
   // (bf16 is summed in f32 and rounded once at the end); all_gather, broadcast, send/recv take any

@@ -9,7 +9,7 @@
 # meant to take under 5 minutes on 16 cores.
 #
 # Usage: tools/gpu_check.sh [--dry-run] [--only PART[,PART...]] [--results DIR] [--build DIR]
-#   parts, in order: setup deps configure build table cuda-tests train ranks bench bench-pytorch
+#   parts, in order: setup deps configure build table cuda-tests train nccl ranks bench bench-pytorch
 #   --only      run these parts; setup always runs (the others need its environment). A part needs the
 #               parts before it that it builds on, among those selected: `--only table` reuses DIR's
 #               binaries, `--only build,table` rebuilds first.
@@ -23,7 +23,7 @@
 set -uo pipefail  # no -e: a part's failure is recorded, and the next parts go on
 cd "$(dirname "$0")/.." || exit 2
 
-PARTS=(setup deps configure build table cuda-tests train ranks bench bench-pytorch)
+PARTS=(setup deps configure build table cuda-tests train nccl ranks bench bench-pytorch)
 TARGETS=(test-backend_ops test-cuda minitorch-train bench-gpu)  # built, among those the tree has
 P=/tmp/mt-deps          # the prefix the .deb files are unpacked into
 ARCH_LIB=usr/lib/x86_64-linux-gnu
@@ -31,7 +31,7 @@ ARCH_LIB=usr/lib/x86_64-linux-gnu
 FALLBACK_PKGS=(libudev1 libnuma1)
 JOBS=$(nproc)
 # Seconds each part may run; the machine is ours for 15 minutes, all parts together.
-declare -A LIMIT=([configure]=120 [build]=420 [table]=180 [cuda-tests]=240 [train]=240 [ranks]=180
+declare -A LIMIT=([configure]=120 [build]=420 [table]=180 [cuda-tests]=240 [train]=240 [nccl]=120 [ranks]=180
                   [bench]=240 [bench-pytorch]=240)
 
 usage() { sed -n '/^# Usage:/,/^# summary.txt/p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
@@ -284,6 +284,12 @@ part_configure() {
     echo "(dry run: the build in $BUILD is reused, not configured)"
     return 0
   fi
+  # NCCL: the toolkit's, else the one PyTorch's pip wheels bring (nvidia-nccl), found through python3
+  if [[ -z ${NCCL_ROOT:-} && ! -f /usr/local/cuda/include/nccl.h ]]; then
+    NCCL_ROOT=$(PATH=$ORIG_PATH LD_LIBRARY_PATH=$ORIG_LD_LIBRARY_PATH python3 -c \
+      'import nvidia.nccl as n; print(list(n.__path__)[0])' 2>/dev/null) && export NCCL_ROOT &&
+      echo "NCCL_ROOT=$NCCL_ROOT (PyTorch's nvidia-nccl wheel)"
+  fi
   local gen=(-G Ninja)
   command -v ninja > /dev/null || { gen=(); echo "(no ninja: CMake's default generator)"; }
   limited cmake -S . -B "$BUILD" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
@@ -354,7 +360,7 @@ part_table() {
 part_cuda-tests() {
   built test-cuda || return
   ((DRY)) && { not_run "--dry-run: needs the GPU (test-cuda is built)"; return; }
-  limited "$BUILD/bin/test-cuda" --gtest_filter='-L04_CudaTrain*'
+  limited "$BUILD/bin/test-cuda" --gtest_filter='-L04_CudaTrain*:L05_Nccl*'
   gtest_verdict $?
 }
 
@@ -365,6 +371,16 @@ part_train() {
     { not_built "test-cuda has no L04_CudaTrain* test"; return; }
   ((DRY)) && { not_run "--dry-run: needs the GPU (test-cuda has L04_CudaTrain*)"; return; }
   limited "$BUILD/bin/test-cuda" --gtest_filter='L04_CudaTrain*'
+  gtest_verdict $?
+}
+
+# nccl: the NCCL process group (dist/nccl_group.h) on one rank against the MPI group (tests/cuda/test_nccl.cpp).
+part_nccl() {
+  built test-cuda || return
+  "$BUILD/bin/test-cuda" --gtest_list_tests --gtest_filter='L05_Nccl*' 2>&1 | grep -q '^  ' ||
+    { not_built "test-cuda has no L05_Nccl* test"; return; }
+  ((DRY)) && { not_run "--dry-run: needs the GPU (test-cuda has L05_Nccl*)"; return; }
+  limited "$BUILD/bin/test-cuda" --gtest_filter='L05_Nccl*'
   gtest_verdict $?
 }
 
@@ -401,7 +417,7 @@ part_bench-pytorch() {
 # ---------------------------------------------------------------------------------------------------
 # What each part builds on (among the selected parts).
 declare -A NEEDS=([deps]=setup [configure]=setup [build]=configure [table]=build [cuda-tests]=build
-                  [train]=build [ranks]="build deps" [bench]=build [bench-pytorch]=setup)
+                  [train]=build [nccl]=build [ranks]="build deps" [bench]=build [bench-pytorch]=setup)
 selected() { [[ $1 == setup || -z $ONLY || ",$ONLY," == *",$1,"* ]]; }
 
 declare -A RESULT
