@@ -364,25 +364,19 @@ part_cuda-tests() {
   gtest_verdict $?
 }
 
+# One suite of test-cuda on the GPU: run_cuda_suite PATTERN ("not built" when the binary has none).
+run_cuda_suite() {
+  built test-cuda || return
+  "$BUILD/bin/test-cuda" --gtest_list_tests --gtest_filter="$1" 2>&1 | grep -q '^  ' ||
+    { not_built "test-cuda has no $1 test"; return; }
+  ((DRY)) && { not_run "--dry-run: needs the GPU (test-cuda has $1)"; return; }
+  limited "$BUILD/bin/test-cuda" --gtest_filter="$1"
+  gtest_verdict $?
+}
 # train: the baby GPT trained 50 steps on the GPU against the CPU (tests/cuda/, L04_CudaTrain*).
-part_train() {
-  built test-cuda || return
-  "$BUILD/bin/test-cuda" --gtest_list_tests --gtest_filter='L04_CudaTrain*' 2>&1 | grep -q '^  ' ||
-    { not_built "test-cuda has no L04_CudaTrain* test"; return; }
-  ((DRY)) && { not_run "--dry-run: needs the GPU (test-cuda has L04_CudaTrain*)"; return; }
-  limited "$BUILD/bin/test-cuda" --gtest_filter='L04_CudaTrain*'
-  gtest_verdict $?
-}
-
+part_train() { run_cuda_suite 'L04_CudaTrain*'; }
 # nccl: the NCCL process group (dist/nccl_group.h) on one rank against the MPI group (tests/cuda/test_nccl.cpp).
-part_nccl() {
-  built test-cuda || return
-  "$BUILD/bin/test-cuda" --gtest_list_tests --gtest_filter='L05_Nccl*' 2>&1 | grep -q '^  ' ||
-    { not_built "test-cuda has no L05_Nccl* test"; return; }
-  ((DRY)) && { not_run "--dry-run: needs the GPU (test-cuda has L05_Nccl*)"; return; }
-  limited "$BUILD/bin/test-cuda" --gtest_filter='L05_Nccl*'
-  gtest_verdict $?
-}
+part_nccl() { run_cuda_suite 'L05_Nccl*'; }
 
 # ranks: 2 ranks (DDP) on the one GPU through the prefix's mpirun.
 part_ranks() {
