@@ -120,6 +120,7 @@ int main(int argc, char** argv) {
       args.push_back(argv[i]);
   }
   int n = static_cast<int>(args.size());
+  args.push_back(nullptr);  // argv[argc] == nullptr: InitGoogleTest moves the terminator when it removes a flag
   ::testing::InitGoogleTest(&n, args.data());
 
   backend_ops::ReferenceBackend reference;
