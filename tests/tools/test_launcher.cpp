@@ -11,10 +11,12 @@ using mt_test::run_command;
 using mt_test::TempDir;
 
 // The launcher in a clean environment (no CUDA_VISIBLE_DEVICES unless `env` sets it; root allowed, so
-// no --allow-run-as-root in the line), with `args`.
+// no --allow-run-as-root in the line), with `args`. The sanitizer settings pass through (make sanitize:
+// Open MPI's leak suppressions, as mpirun_command passes them).
 mt_test::CommandResult launcher(const std::string& args, const std::string& env = "") {
-  return run_command("env -i PATH=\"$PATH\" OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 " + env + " " +
-                     bin("minitorch-run") + " " + args);
+  return run_command("env -i PATH=\"$PATH\" HOME=\"$HOME\" LD_LIBRARY_PATH=\"$LD_LIBRARY_PATH\" LD_PRELOAD=\"$LD_PRELOAD\" "
+                     "ASAN_OPTIONS=\"$ASAN_OPTIONS\" LSAN_OPTIONS=\"$LSAN_OPTIONS\" UBSAN_OPTIONS=\"$UBSAN_OPTIONS\" "
+                     "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 " + env + " " + bin("minitorch-run") + " " + args);
 }
 
 constexpr const char* kPrefix = "mpirun --bind-to none -x MASTER_ADDR=";
