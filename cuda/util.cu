@@ -48,31 +48,27 @@ template <typename Tin, typename Tout> __device__ inline Tout convert(Tin v) {
   if constexpr (std::is_same_v<Tin, Tout>) return v; else return from_f<Tout>(to_f(v));
 }
 
+// The element offset of the view's element with row-major index i.
+__device__ inline std::int64_t offset_of(std::int64_t i, const Layout& L) {
+  std::int64_t off = 0;
+  for (int d = L.nd - 1; d >= 0; --d) {
+    off += (i % L.shape[d]) * L.stride[d];
+    i /= L.shape[d];
+  }
+  return off;
+}
+
 // out[i] = convert(in[offset(i)])   in: any view described by L, out: (n) contiguous
 template <typename Tin, typename Tout>
 __global__ void gather_kernel(const Tin* in, Layout L, Tout* out, std::int64_t n) {
-  for (std::int64_t i = gtid(); i < n; i += gstride()) {
-    std::int64_t rest = i, off = 0;
-    for (int d = L.nd - 1; d >= 0; --d) {
-      off += (rest % L.shape[d]) * L.stride[d];
-      rest /= L.shape[d];
-    }
-    out[i] = convert<Tin, Tout>(in[off]);
-  }
+  for (std::int64_t i = gtid(); i < n; i += gstride()) out[i] = convert<Tin, Tout>(in[offset_of(i, L)]);
 }
 
 // out[offset(i)] = in[i]   in: (n) contiguous, out: any view described by L (a destination view: no
 // element appears twice, so the writes never race)
 template <typename T>
 __global__ void scatter_kernel(const T* in, Layout L, T* out, std::int64_t n) {
-  for (std::int64_t i = gtid(); i < n; i += gstride()) {
-    std::int64_t rest = i, off = 0;
-    for (int d = L.nd - 1; d >= 0; --d) {
-      off += (rest % L.shape[d]) * L.stride[d];
-      rest /= L.shape[d];
-    }
-    out[off] = in[i];
-  }
+  for (std::int64_t i = gtid(); i < n; i += gstride()) out[offset_of(i, L)] = in[i];
 }
 
 template <typename T>
