@@ -15,7 +15,7 @@
 #include <cstdio>
 #include <vector>
 
-#include <CLI/CLI.hpp>
+#include "tools/cli/cli.h"
 
 #include "data/text_dataset.h"
 #include "minitorch/events.h"
@@ -75,11 +75,11 @@ struct TrainSetup {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"bench-events: the cost of the event sink"};
+  cli::Parser parser{"bench-events: the cost of the event sink"};
   int steps = 10, rounds = 5;
-  app.add_option("--steps", steps, "training steps per timed run")->check(CLI::PositiveNumber);
-  app.add_option("--rounds", rounds, "alternating runs with and without a sink")->check(CLI::PositiveNumber);
-  CLI11_PARSE(app, argc, argv);
+  parser.option("--steps", steps, "training steps per timed run")->check(cli::positive_number());
+  parser.option("--rounds", rounds, "alternating runs with and without a sink")->check(cli::positive_number());
+  if (int status = parser.parse(argc, argv); status >= 0) return status;
 
   const int n = 10'000'000;
   auto t0 = std::chrono::steady_clock::now();

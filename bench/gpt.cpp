@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
+#include "tools/cli/cli.h"
 
 #include "autograd/engine.h"
 #include "minitorch/parallel.h"
@@ -64,14 +64,14 @@ void report(const char* label, const nn::GPTConfig& cfg, std::int64_t B, std::in
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"bench-gpt: one-rank training-step time of the baby and gpt2 GPTs"};
+  cli::Parser parser{"bench-gpt: one-rank training-step time of the baby and gpt2 GPTs"};
   int steps = 5, warmup = 1, threads = 0;
   std::string only;
-  app.add_option("--steps", steps, "timed steps (median reported)")->check(CLI::PositiveNumber);
-  app.add_option("--warmup", warmup, "untimed steps first")->check(CLI::NonNegativeNumber);
-  app.add_option("--only", only, "baby or gpt2")->check(CLI::IsMember({"baby", "gpt2"}));
-  app.add_option("--threads", threads, "threads (default: all cores)");
-  CLI11_PARSE(app, argc, argv);
+  parser.option("--steps", steps, "timed steps (median reported)")->check(cli::positive_number());
+  parser.option("--warmup", warmup, "untimed steps first")->check(cli::non_negative_number());
+  parser.option("--only", only, "baby or gpt2")->check(cli::one_of({"baby", "gpt2"}));
+  parser.option("--threads", threads, "threads (default: all cores)");
+  if (int status = parser.parse(argc, argv); status >= 0) return status;
   if (threads > 0) set_num_threads(threads);
   std::printf("bench-gpt: fp32, %d threads, forward + backward + AdamW per step\n", num_threads());
   if (only.empty() || only == "baby") {

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
+#include "tools/cli/cli.h"
 
 #include "autograd/engine.h"
 #include "nn/gpt.h"
@@ -22,18 +22,18 @@
 using namespace minitorch;
 
 int main(int argc, char** argv) {
-  CLI::App app{"bench-gpu: a GPT-2 124M training step on one GPU (bf16, f32 master weights)"};
+  cli::Parser parser{"bench-gpu: a GPT-2 124M training step on one GPU (bf16, f32 master weights)"};
   int steps = 10, warmup = 2;
   std::int64_t B = 8, T = 1024;
   bool fp32 = false;
   double peak_tflops = 989.0;
-  app.add_option("--steps", steps, "timed steps (median reported)")->check(CLI::PositiveNumber);
-  app.add_option("--warmup", warmup, "untimed steps first")->check(CLI::NonNegativeNumber);
-  app.add_option("--batch", B, "micro-batch size B")->check(CLI::PositiveNumber);
-  app.add_option("--seq", T, "sequence length T (at most 1024)")->check(CLI::Range(1, 1024));
-  app.add_flag("--fp32", fp32, "f32 weights and activations instead of bf16");
-  app.add_option("--peak-tflops", peak_tflops, "the card's dense peak in TFLOP/s for the MFU")->check(CLI::PositiveNumber);
-  CLI11_PARSE(app, argc, argv);
+  parser.option("--steps", steps, "timed steps (median reported)")->check(cli::positive_number());
+  parser.option("--warmup", warmup, "untimed steps first")->check(cli::non_negative_number());
+  parser.option("--batch", B, "micro-batch size B")->check(cli::positive_number());
+  parser.option("--seq", T, "sequence length T (at most 1024)")->check(cli::range(1, 1024));
+  parser.flag("--fp32", fp32, "f32 weights and activations instead of bf16");
+  parser.option("--peak-tflops", peak_tflops, "the card's dense peak in TFLOP/s for the MFU")->check(cli::positive_number());
+  if (int status = parser.parse(argc, argv); status >= 0) return status;
 #if !MINITORCH_WITH_CUDA
   std::fprintf(stderr, "bench-gpu: this build has no CUDA layer (nvcc not found, or -DMINITORCH_CUDA=OFF)\n");
   return 2;

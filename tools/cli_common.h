@@ -13,9 +13,9 @@
 #include <stdexcept>
 #include <string>
 
-#include <CLI/CLI.hpp>
 
 #include "runtime/config.h"
+#include "tools/cli/cli.h"
 
 namespace minitorch::tools {
 
@@ -34,34 +34,11 @@ inline int exit_status_of(const std::exception& e) {
   return dynamic_cast<const runtime::ConfigError*>(&e) ? kExitUsage : kExitFailure;
 }
 
-/// A check for an integer option: decimal digits only, within [min, the type's max]. CLI11 2.1 reads
-/// integers with strtoll/strtoull, which saturate (--steps 1e20 digits became INT64_MAX silently),
-/// wrap "-1" for unsigned types and read "010" as octal; a failed check is a usage error (exit 2).
-template <typename Int>
-CLI::Validator decimal(Int min = std::numeric_limits<Int>::min()) {
-  return CLI::Validator(
-      [min](std::string& s) -> std::string {
-        Int v{};
-        const char* end = s.data() + s.size();
-        auto [p, ec] = std::from_chars(s.data(), end, v);
-        if (ec == std::errc::result_out_of_range)
-          return "'" + s + "' is out of range (at most " + std::to_string(std::numeric_limits<Int>::max()) + ")";
-        if (ec != std::errc() || p != end) return "'" + s + "' is not a decimal integer";
-        if (v < min) return "must be at least " + std::to_string(min) + ", got " + s;
-        return "";
-      },
-      "INTEGER >= " + std::to_string(min));
-}
-
 /// Parses the command line and runs `body`; a usage error prints CLI11's message and exits 2
 /// (CLI11's own codes, 105-111, would say nothing to a shell), --help exits 0; any failure in `body`
 /// prints "error: <what>" and exits 2 for a configuration error, 1 for anything else.
-inline int run_tool(CLI::App& app, int argc, char** argv, const std::function<void()>& body) {
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : kExitUsage;
-  }
+inline int run_tool(cli::Parser& parser, int argc, char** argv, const std::function<void()>& body) {
+  if (int status = parser.parse(argc, argv); status >= 0) return status;
   try {
     body();
   } catch (const std::exception& e) {

@@ -13,12 +13,12 @@
 using namespace minitorch;
 
 int main(int argc, char** argv) {
-  CLI::App app{"minitorch-consolidate: one f32 model file from a sharded checkpoint"};
+  cli::Parser parser{"minitorch-consolidate: one f32 model file from a sharded checkpoint"};
   std::string dir, out;
-  app.add_option("CKPT_DIR", dir, "sharded checkpoint directory written by minitorch-train (stage >= 1, N > 1)")
+  parser.option("CKPT_DIR", dir, "sharded checkpoint directory written by minitorch-train (stage >= 1, N > 1)")
       ->required();
-  app.add_option("OUT", out, "the model file to write (safetensors)")->required();
-  return tools::run_tool(app, argc, argv, [&] {
+  parser.option("OUT", out, "the model file to write (safetensors)")->required();
+  return tools::run_tool(parser, argc, argv, [&] {
     if (!runtime::is_sharded_checkpoint(dir))
       throw std::runtime_error("'" + dir + "' is not a sharded checkpoint directory" +
                                (std::filesystem::exists(dir) ? " (a single-file checkpoint is already whole: use it as it is)"

@@ -54,8 +54,7 @@ std::vector<std::string> split(const std::string& s) {
 std::vector<int> parse_counts(const std::string& option, const std::string& text) {
   std::vector<int> out;
   for (const std::string& item : split(text)) {
-    std::string s = item;
-    if (!tools::decimal<int>(1)(s).empty() || std::stoi(item) > (1 << 24))
+    if (!cli::decimal<int>(1)(item).empty() || std::stoi(item) > (1 << 24))
       throw ConfigError(option + " '" + text + "': '" + item + "' is not a whole number from 1 to 16777216");
     out.push_back(std::stoi(item));
   }
@@ -564,25 +563,25 @@ void estimate_config(const std::string& path, const std::vector<int>& ranks, con
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"minitorch-estimate: model-state bytes per rank for DDP and each ZeRO stage (GB = 1e9 bytes)"};
+  cli::Parser parser{"minitorch-estimate: model-state bytes per rank for DDP and each ZeRO stage (GB = 1e9 bytes)"};
   std::optional<std::string> params, ranks, stage, offload, config, data, gpus_per_node, largest;
   bool bf16 = false, fp32 = false, table1 = false, as_json = false;
-  app.add_option("--params", params, "parameter counts, e.g. 124M,7.5B,1T or 7.5e9 (a comma list)");
-  app.add_option("--ranks", ranks, "data-parallel ranks N, e.g. 1,4,16,64 (a comma list)");
-  app.add_option("--stage", stage, "show only this stage: 0 (DDP), 1, 2 or 3 (default: all four)");
-  app.add_flag("--bf16", bf16, "mixed precision: P = G = 2, K = 12 (the default, the paper's)");
-  app.add_flag("--fp32", fp32, "fp32: P = G = 4, K = 8");
-  app.add_option("--offload", offload,
+  parser.option("--params", params, "parameter counts, e.g. 124M,7.5B,1T or 7.5e9 (a comma list)");
+  parser.option("--ranks", ranks, "data-parallel ranks N, e.g. 1,4,16,64 (a comma list)");
+  parser.option("--stage", stage, "show only this stage: 0 (DDP), 1, 2 or 3 (default: all four)");
+  parser.flag("--bf16", bf16, "mixed precision: P = G = 2, K = 12 (the default, the paper's)");
+  parser.flag("--fp32", fp32, "fp32: P = G = 4, K = 8");
+  parser.option("--offload", offload,
                  "optimizer (ZeRO-Offload: optimizer states and reduced gradients on the CPU; stages 1-3) or param "
                  "(ZeRO-Infinity: every sharded state on the CPU; stage 3): device and CPU bytes, an estimate only");
-  app.add_option("--config", config, "a DeepSpeed-style config: the exact bytes its run measures on each rank");
-  app.add_option("--data", data, "with --config: the text its char tokenizer learns the vocabulary from "
+  parser.option("--config", config, "a DeepSpeed-style config: the exact bytes its run measures on each rank");
+  parser.option("--data", data, "with --config: the text its char tokenizer learns the vocabulary from "
                                  "(default: training.data, else datasets/kjv.txt)");
-  app.add_option("--gpus-per-node", gpus_per_node, "for DeepSpeed's CPU estimates (default: all N on one node)");
-  app.add_option("--largest-layer", largest, "parameters of the largest layer, for DeepSpeed's ZeRO-3 estimate (4L)");
-  app.add_flag("--table1", table1, "the ZeRO paper's Table 1: 7.5B, 128B, 1T on 1, 4, 16, 64, 256, 1024 ranks");
-  app.add_flag("--json", as_json, "machine-readable output (one JSON object)");
-  return tools::run_tool(app, argc, argv, [&] {
+  parser.option("--gpus-per-node", gpus_per_node, "for DeepSpeed's CPU estimates (default: all N on one node)");
+  parser.option("--largest-layer", largest, "parameters of the largest layer, for DeepSpeed's ZeRO-3 estimate (4L)");
+  parser.flag("--table1", table1, "the ZeRO paper's Table 1: 7.5B, 128B, 1T on 1, 4, 16, 64, 256, 1024 ranks");
+  parser.flag("--json", as_json, "machine-readable output (one JSON object)");
+  return tools::run_tool(parser, argc, argv, [&] {
     const int modes = (params ? 1 : 0) + (config ? 1 : 0) + (table1 ? 1 : 0);
     if (modes != 1)
       throw ConfigError("give one of --params P --ranks N, --config CONFIG --ranks N, or --table1");

@@ -35,11 +35,11 @@ void evaluate(const std::string& checkpoint, const std::string& data_path, std::
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"minitorch-eval: mean cross-entropy of a checkpoint on a text"};
+  cli::Parser parser{"minitorch-eval: mean cross-entropy of a checkpoint on a text"};
   std::string checkpoint, data;
   std::int64_t batch = 32;
-  app.add_option("--checkpoint", checkpoint, "safetensors checkpoint written by minitorch-train")->required();
-  app.add_option("--data", data, "UTF-8 text file")->required();
-  app.add_option("--batch", batch, "windows per forward pass")->check(tools::decimal<std::int64_t>(1));
-  return tools::run_tool(app, argc, argv, [&] { evaluate(checkpoint, data, batch); });
+  parser.option("--checkpoint", checkpoint, "safetensors checkpoint written by minitorch-train")->required();
+  parser.option("--data", data, "UTF-8 text file")->required();
+  parser.option("--batch", batch, "windows per forward pass")->check(cli::decimal<std::int64_t>(1));
+  return tools::run_tool(parser, argc, argv, [&] { evaluate(checkpoint, data, batch); });
 }

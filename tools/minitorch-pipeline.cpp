@@ -12,19 +12,19 @@
 using namespace minitorch;
 
 int main(int argc, char** argv) {
-  CLI::App app{"minitorch-pipeline: a pipeline schedule's timeline, bubble and activation stash"};
+  cli::Parser parser{"minitorch-pipeline: a pipeline schedule's timeline, bubble and activation stash"};
   int stages = 4, micro = 8;
   double backward_cost = 2;
   std::string schedule = "1f1b";
   bool list = false;
-  app.add_option("--stages", stages, "pipeline stages P")->check(tools::decimal<int>(1))->capture_default_str();
-  app.add_option("--micro", micro, "micro-batches per step M")->check(tools::decimal<int>(1))->capture_default_str();
-  app.add_option("--schedule", schedule, "gpipe or 1f1b")->check(CLI::IsMember({"gpipe", "1f1b"}))->capture_default_str();
-  app.add_option("--backward-cost", backward_cost, "a backward's time in forwards")
-      ->check(CLI::Range(0.5, 10.0))
-      ->capture_default_str();
-  app.add_flag("--list", list, "also print every stage's instruction list");
-  return tools::run_tool(app, argc, argv, [&] {
+  parser.option("--stages", stages, "pipeline stages P")->check(cli::decimal<int>(1))->show_default();
+  parser.option("--micro", micro, "micro-batches per step M")->check(cli::decimal<int>(1))->show_default();
+  parser.option("--schedule", schedule, "gpipe or 1f1b")->check(cli::one_of({"gpipe", "1f1b"}))->show_default();
+  parser.option("--backward-cost", backward_cost, "a backward's time in forwards")
+      ->check(cli::range(0.5, 10.0))
+      ->show_default();
+  parser.flag("--list", list, "also print every stage's instruction list");
+  return tools::run_tool(parser, argc, argv, [&] {
     const pipeline::Schedule s = pipeline::make_schedule(schedule, stages, micro);
     pipeline::check(s);
     const pipeline::Timeline t = pipeline::simulate(s, 1.0, backward_cost);

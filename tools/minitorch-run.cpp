@@ -188,7 +188,10 @@ int local_gpu_count() {
 
 std::string joined(const std::vector<int>& v) {
   std::string out;
-  for (int x : v) out += (out.empty() ? "" : ",") + std::to_string(x);
+  for (int x : v) {
+    if (!out.empty()) out += ',';
+    out += std::to_string(x);
+  }
   return out;
 }
 
@@ -206,21 +209,21 @@ bool is_local(const std::string& host) { return host == "localhost" || host == "
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"minitorch-run: DeepSpeed's launcher options, run as one mpirun line (docs/multinode.md)"};
+  minitorch::cli::Parser parser{"minitorch-run: DeepSpeed's launcher options, run as one mpirun line (docs/multinode.md)"};
   Options o;
-  app.add_option("-H,--hostfile", o.hostfile, "DeepSpeed hostfile: one 'HOST slots=N' line per machine (default: this machine alone)");
-  app.add_option("-i,--include", o.include, "the slots to use: HOST[:SLOT,SLOT]@HOST..., e.g. localhost:0,1 or worker-1:0,2@worker-2");
-  app.add_option("-e,--exclude", o.exclude, "the slots not to use, same form");
-  app.add_option("--num_nodes", o.num_nodes, "use the first N hosts")->check(minitorch::tools::decimal<int>(1));
-  app.add_option("--num_gpus", o.num_gpus, "use the first N slots of each host (GPUs with --device cuda, else ranks)")
-      ->check(minitorch::tools::decimal<int>(1));
-  app.add_option("--master_addr", o.master_addr, "exported as MASTER_ADDR (default: the first host; 127.0.0.1 for this machine)");
-  app.add_option("--master_port", o.master_port, "exported as MASTER_PORT (default 29500)")
-      ->check(minitorch::tools::decimal<int>(1))->check(CLI::Range(1, 65535));
-  app.add_flag("--dry-run", o.dry_run, "print the mpirun line, run nothing");
-  app.prefix_command();  // everything from the program on is the program's
-  return minitorch::tools::run_tool(app, argc, argv, [&] {
-    const std::vector<std::string> program = app.remaining();
+  parser.option("-H,--hostfile", o.hostfile, "DeepSpeed hostfile: one 'HOST slots=N' line per machine (default: this machine alone)");
+  parser.option("-i,--include", o.include, "the slots to use: HOST[:SLOT,SLOT]@HOST..., e.g. localhost:0,1 or worker-1:0,2@worker-2");
+  parser.option("-e,--exclude", o.exclude, "the slots not to use, same form");
+  parser.option("--num_nodes", o.num_nodes, "use the first N hosts")->check(minitorch::cli::decimal<int>(1));
+  parser.option("--num_gpus", o.num_gpus, "use the first N slots of each host (GPUs with --device cuda, else ranks)")
+      ->check(minitorch::cli::decimal<int>(1));
+  parser.option("--master_addr", o.master_addr, "exported as MASTER_ADDR (default: the first host; 127.0.0.1 for this machine)");
+  parser.option("--master_port", o.master_port, "exported as MASTER_PORT (default 29500)")
+      ->check(minitorch::cli::decimal<int>(1))->check(minitorch::cli::range(1, 65535));
+  parser.flag("--dry-run", o.dry_run, "print the mpirun line, run nothing");
+  parser.prefix_command();  // everything from the program on is the program's
+  return minitorch::tools::run_tool(parser, argc, argv, [&] {
+    const std::vector<std::string> program = parser.remaining();
     if (program.empty()) throw ConfigError("no program to run: minitorch-run [OPTIONS] PROGRAM [ARGS...]");
     const bool cuda = program_uses_cuda(program);
     const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES");
@@ -272,7 +275,10 @@ int main(int argc, char** argv) {
       cmd.insert(cmd.end(), program.begin(), program.end());
     }
     std::string line;
-    for (const std::string& a : cmd) line += (line.empty() ? "" : " ") + shell_quoted(a);
+    for (const std::string& a : cmd) {
+      if (!line.empty()) line += ' ';
+      line += shell_quoted(a);
+    }
     if (o.dry_run) {
       std::printf("%s\n", line.c_str());
       return;

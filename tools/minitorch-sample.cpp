@@ -8,18 +8,18 @@
 using namespace minitorch;
 
 int main(int argc, char** argv) {
-  CLI::App app{"minitorch-sample: generate text from a checkpoint"};
+  cli::Parser parser{"minitorch-sample: generate text from a checkpoint"};
   std::string checkpoint, prompt = "\n";
   std::int64_t tokens = 200, top_k = 0;
   float temperature = 0.8f;
   std::uint64_t seed = 1337;
-  app.add_option("--checkpoint", checkpoint, "safetensors checkpoint written by minitorch-train")->required();
-  app.add_option("--prompt", prompt, "text to continue (default: a newline)");
-  app.add_option("--tokens", tokens, "tokens to generate")->check(tools::decimal<std::int64_t>(0));
-  app.add_option("--temperature", temperature, "softmax temperature (> 0)")->check(CLI::PositiveNumber);
-  app.add_option("--seed", seed, "sampling seed")->check(tools::decimal<std::uint64_t>());
-  app.add_option("--top-k", top_k, "sample among the k most likely tokens (0 = all)")->check(tools::decimal<std::int64_t>(0));
-  return tools::run_tool(app, argc, argv, [&] {
+  parser.option("--checkpoint", checkpoint, "safetensors checkpoint written by minitorch-train")->required();
+  parser.option("--prompt", prompt, "text to continue (default: a newline)");
+  parser.option("--tokens", tokens, "tokens to generate")->check(cli::decimal<std::int64_t>(0));
+  parser.option("--temperature", temperature, "softmax temperature (> 0)")->check(cli::positive_number());
+  parser.option("--seed", seed, "sampling seed")->check(cli::decimal<std::uint64_t>());
+  parser.option("--top-k", top_k, "sample among the k most likely tokens (0 = all)")->check(cli::decimal<std::int64_t>(0));
+  return tools::run_tool(parser, argc, argv, [&] {
     runtime::CheckpointInfo info;
     auto model = runtime::load_model(checkpoint, &info);
     if (prompt.empty()) throw std::runtime_error("--prompt must not be empty");

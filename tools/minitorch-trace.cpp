@@ -18,16 +18,16 @@
 using namespace minitorch;
 
 int main(int argc, char** argv) {
-  CLI::App app{"minitorch-trace: replay a traced step (DIR/frames.json) in the terminal, or write DIR/trace.html"};
+  cli::Parser parser{"minitorch-trace: replay a traced step (DIR/frames.json) in the terminal, or write DIR/trace.html"};
   std::string dir;
   bool plain = false, autoplay = false, html = false;
   long long frame = 0;
-  app.add_option("DIR", dir, "the trace directory (minitorch-train --trace DIR): holds frames.json")->required();
-  app.add_flag("--plain", plain, "no ANSI colours: characters only");
-  app.add_flag("--auto", autoplay, "print every frame without waiting for Enter");
-  app.add_option("--frame", frame, "print frame K only (1-based)")->type_name("K")->check(tools::decimal<long long>(1));
-  app.add_flag("--html", html, "write DIR/trace.html from DIR/frames.json (and play nothing)");
-  return tools::run_tool(app, argc, argv, [&] {
+  parser.option("DIR", dir, "the trace directory (minitorch-train --trace DIR): holds frames.json")->required();
+  parser.flag("--plain", plain, "no ANSI colours: characters only");
+  parser.flag("--auto", autoplay, "print every frame without waiting for Enter");
+  parser.option("--frame", frame, "print frame K only (1-based)")->type_name("K")->check(cli::decimal<long long>(1));
+  parser.flag("--html", html, "write DIR/trace.html from DIR/frames.json (and play nothing)");
+  return tools::run_tool(parser, argc, argv, [&] {
     namespace fs = std::filesystem;
     std::error_code ec;
     if (!fs::is_directory(dir, ec))

@@ -38,8 +38,10 @@ using namespace minitorch;
 
 namespace {
 std::string progress_bar(std::int64_t done, std::int64_t total, int width = 20) {
-  int filled = total > 0 ? static_cast<int>(width * done / total) : width;
-  return "[" + std::string(static_cast<std::size_t>(filled), '#') + std::string(static_cast<std::size_t>(width - filled), '.') + "]";
+  const int filled = total > 0 ? std::clamp(static_cast<int>(width * done / total), 0, width) : width;
+  std::string bar = "[" + std::string(static_cast<std::size_t>(width), '.') + "]";  // [####....]
+  bar.replace(1, static_cast<std::size_t>(filled), static_cast<std::size_t>(filled), '#');
+  return bar;
 }
 
 /// The command line's overrides of config values (-1 / empty: keep the config's).
@@ -255,31 +257,31 @@ int main(int argc, char** argv) {
   dist::ProcessGroup& world = dist::init(&argc, &argv);
   if (world.rank() != 0 && !std::freopen("/dev/null", "w", stdout))  // rank 0 speaks for the job
     dist::abort_job("cannot silence stdout");
-  CLI::App app{"minitorch-train: train a GPT from a DeepSpeed-style config"};
+  cli::Parser parser{"minitorch-train: train a GPT from a DeepSpeed-style config"};
   std::string config, data, resume, report, trace_dir;
   std::optional<std::string> out;
   Overrides flags;
-  app.add_option("--config", config, "DeepSpeed-style JSON config (configs/*.json)")->required();
-  app.add_option("--data", data, "UTF-8 text file to train on (default: training.data, else datasets/kjv.txt)");
-  app.add_option("--steps", flags.steps, "optimizer steps (overrides training.steps)")->check(tools::decimal<std::int64_t>(0));
-  app.add_option("--seed", flags.seed, "seed for init and batches (overrides training.seed)")->check(tools::decimal<std::int64_t>(0));
-  app.add_option("--eval-iters", flags.eval_iters, "batches per validation (overrides training.eval_iters; >= 1)")
-      ->check(tools::decimal<std::int64_t>(1));
-  app.add_option("--resume", resume, "checkpoint to continue from: one complete save (CKPT, CKPT.optim, CKPT.manifest.json; or a sharded CKPT/ "
+  parser.option("--config", config, "DeepSpeed-style JSON config (configs/*.json)")->required();
+  parser.option("--data", data, "UTF-8 text file to train on (default: training.data, else datasets/kjv.txt)");
+  parser.option("--steps", flags.steps, "optimizer steps (overrides training.steps)")->check(cli::decimal<std::int64_t>(0));
+  parser.option("--seed", flags.seed, "seed for init and batches (overrides training.seed)")->check(cli::decimal<std::int64_t>(0));
+  parser.option("--eval-iters", flags.eval_iters, "batches per validation (overrides training.eval_iters; >= 1)")
+      ->check(cli::decimal<std::int64_t>(1));
+  parser.option("--resume", resume, "checkpoint to continue from: one complete save (CKPT, CKPT.optim, CKPT.manifest.json; or a sharded CKPT/ "
                  "directory), from any number of ranks, any ZeRO stage and any pipeline grid: bit-identical on the "
                  "grid that saved it");
-  app.add_option("--report", report, "write the run report (JSON, docs/report.md) to this path at the end");
-  app.add_option("--trace", trace_dir,
+  parser.option("--report", report, "write the run report (JSON, docs/report.md) to this path at the end");
+  parser.option("--trace", trace_dir,
                  "record every rank's step trace and write DIR/trace.json (Chrome trace format: Perfetto, "
                  "chrome://tracing; docs/trace.md), DIR/frames.json (the state after each phase; docs/frames.md) and "
                  "DIR/trace.html (its animated player) at the end. Meant for a few steps");
-  app.add_option("--out", out, "where to save the checkpoint (overrides training.checkpoint; \"\" = don't save): a file, or a "
+  parser.option("--out", out, "where to save the checkpoint (overrides training.checkpoint; \"\" = don't save): a file, or a "
                  "directory of shards for ZeRO stages 1-3 on several ranks and for pipelines");
-  app.add_option("--comm-timeout", flags.comm_timeout,
+  parser.option("--comm-timeout", flags.comm_timeout,
                  "seconds a rank waits for the others in one collective or receive before it ends the job "
                  "(overrides comm.timeout_s; default 300)")
-      ->check(CLI::PositiveNumber);
-  return tools::run_tool(app, argc, argv, [&] {
+      ->check(cli::positive_number());
+  return tools::run_tool(parser, argc, argv, [&] {
     try {
       train(config, data, flags, resume, out, report, trace_dir);
     } catch (const std::exception& e) {

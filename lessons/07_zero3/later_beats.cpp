@@ -31,7 +31,10 @@ void table_beats(lesson::Beats& beats, double flat, int N) {
       const double gb = runtime::model_state_bytes(stage, row.psi, row.world, mixed).total() / 1e9;
       const char* printed = row.gb[static_cast<std::size_t>(stage - 1)];
       agree = agree && runtime::agrees_with_printed(gb, printed);
-      std::printf(" %8.2f %-7s", gb, ("[" + std::string(printed) + "]").c_str());
+      std::string cell = "[";
+      cell += printed;
+      cell += ']';
+      std::printf(" %8.2f %-7s", gb, cell.c_str());
     }
     std::printf("\n");
   }

@@ -101,7 +101,8 @@ int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
   std::printf("1F1B, stage 1's first instructions:");
   for (std::size_t k = 0; k < 10; ++k) {
     const pipeline::Instruction& in = f[1][k];
-    std::printf(" %s%s", pipeline::op_name(in.op), in.micro >= 0 ? ("(" + std::to_string(in.micro) + ")").c_str() : "");
+    std::printf(" %s", pipeline::op_name(in.op));
+    if (in.micro >= 0) std::printf("(%d)", in.micro);
   }
   std::printf(" ...\n");
   for (const auto& [name, s] : {std::pair<const char*, const pipeline::Schedule&>{"GPipe", g}, {"1F1B", f}}) {

@@ -41,7 +41,7 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
+#include "tools/cli/cli.h"
 
 namespace lesson {
 
@@ -53,28 +53,28 @@ struct UsageError : std::runtime_error {
 class Beats {
  public:
   /// `total`: how many beats the lesson has (the counter prints "beat k/total").
-  Beats(std::string title, int total) : title_(std::move(title)), total_(total), app_(title_) {
-    app_.set_help_flag("--help,-h", "print these options and exit");
-    app_.add_flag("--auto", auto_, "run every beat without waiting for Enter");
-    app_.add_flag("--quick", quick_, "the small, fast run the tests use (see the options that name it)");
-    app_.add_option("--beat", start_, "run beats 1..N-1 silently, then show beat N on (1.." + std::to_string(total_) + ")")
+  Beats(std::string title, int total) : title_(std::move(title)), total_(total), parser_(title_) {
+    parser_.help_flag("--help,-h", "print these options and exit");
+    parser_.flag("--auto", auto_, "run every beat without waiting for Enter");
+    parser_.flag("--quick", quick_, "the small, fast run the tests use (see the options that name it)");
+    parser_.option("--beat", start_, "run beats 1..N-1 silently, then show beat N on (1.." + std::to_string(total_) + ")")
         ->type_name("N")
         ->check(positive<int>());
-    app_.allow_extras();  // unknown arguments are collected and reported by run() in one line
+    parser_.allow_extras();  // unknown arguments are collected and reported by run() in one line
     names_ = {"--auto", "--quick", "--beat N"};
   }
 
   /// A text option: `value` holds the default and receives what the command line says.
   void option(const std::string& name, std::string& value, const std::string& type, const std::string& help) {
-    app_.add_option(name, value, help + " (default: " + (value.empty() ? "none" : value) + ")")->type_name(type);
+    parser_.option(name, value, help + " (default: " + (value.empty() ? "none" : value) + ")")->type_name(type);
     names_.push_back(name + " " + type);
   }
   /// A positive integer option; with --quick (and the option not given) it takes `quick` if > 0.
   void option(const std::string& name, long long& value, const std::string& help, long long quick = 0) {
     std::string text = help + " (default: " + std::to_string(value);
     if (quick > 0) text += "; --quick: " + std::to_string(quick);
-    CLI::Option* opt = app_.add_option(name, value, text + ")")->type_name("N")->check(positive<long long>());
-    if (quick > 0) quick_values_.push_back([opt, &value, quick] { if (opt->count() == 0) value = quick; });
+    minitorch::cli::Option* opt = parser_.option(name, value, text + ")")->type_name("N")->check(positive<long long>());
+    if (quick > 0) quick_values_.push_back([opt, &value, quick] { if (!opt->given()) value = quick; });
     names_.push_back(name + " N");
   }
 
@@ -134,7 +134,7 @@ class Beats {
   bool is_auto() const { return auto_; }
   bool quick() const { return quick_; }
   /// True if the option `name` ("--prompt") was on the command line (not just its default).
-  bool given(const std::string& name) const { return app_.count(name) > 0; }
+  bool given(const std::string& name) const { return parser_.given(name); }
 
  private:
   struct Quit {};
@@ -143,17 +143,19 @@ class Beats {
   int parse(int argc, char** argv) {
     std::string program = argc > 0 ? argv[0] : "lesson";
     program = program.substr(program.find_last_of('/') + 1);
-    app_.name(program);
-    try {
-      app_.parse(argc, argv);
-    } catch (const CLI::CallForHelp& e) {
-      if (rank_ == 0) app_.exit(e);
-      return 0;
-    } catch (const CLI::ParseError& e) {
-      error(e.what(), program);
-      return 2;
+    parser_.program_name(program);
+    std::string message;
+    switch (parser_.parse_quietly(argc, argv, message)) {
+      case minitorch::cli::Parser::Outcome::help:
+        if (rank_ == 0) parser_.print_help();
+        return 0;
+      case minitorch::cli::Parser::Outcome::usage_error:
+        error(message, program);
+        return 2;
+      case minitorch::cli::Parser::Outcome::run:
+        break;
     }
-    if (const std::vector<std::string> rest = app_.remaining(); !rest.empty()) {
+    if (const std::vector<std::string> rest = parser_.remaining(); !rest.empty()) {
       const std::string& arg = rest.front();
       if (arg.rfind('-', 0) == 0) error("unknown option '" + arg.substr(0, arg.find('=')) + "'", program);
       else error("unexpected argument '" + arg + "'", program);
@@ -219,9 +221,9 @@ class Beats {
 
   /// Decimal digits only, >= 1: CLI11 2.1 would read "010" as octal and saturate huge values.
   template <typename Int>
-  static CLI::Validator positive() {
-    return CLI::Validator(
-        [](std::string& s) -> std::string {
+  static minitorch::cli::Check positive() {
+    return minitorch::cli::Check(
+        [](const std::string& s) -> std::string {
           Int v{};
           auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
           if (ec == std::errc::result_out_of_range) return "'" + s + "' is too large";
@@ -233,7 +235,7 @@ class Beats {
 
   std::string title_;
   int total_;
-  CLI::App app_;
+  minitorch::cli::Parser parser_;
   std::vector<std::string> names_;                    // the options, for the error message
   std::vector<std::function<void()>> quick_values_;  // applied after parsing when --quick
   bool auto_ = false, quick_ = false;
