@@ -42,24 +42,31 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }
 }  // namespace
 
-// The lesson's six beats; main() below parses the options and runs it.
-int run(lesson::Beats& beats) {
+// What the beats hand on: x and its transposed view, and the random stream.
+struct State {
+  Tensor x, xt;
+  Generator gen{1337};
+};
 
-  // ------------------------------------------------------------------------------------------
+void storage_shape_strides_offset(lesson::Beats& beats, State& s) {
   beats.beat("storage, shape, strides, offset",
              "A tensor is a view onto a flat block of bytes. Element (i, j) lives at\n"
              "storage[offset + i*stride0 + j*stride1]. Row-major strides of (2, 3) are (3, 1).");
-  Tensor x = Tensor::from_vector({0, 1, 2, 3, 4, 5}, {2, 3});  // (2, 3) f32
+  s.x = Tensor::from_vector({0, 1, 2, 3, 4, 5}, {2, 3});  // (2, 3) f32
+  const Tensor& x = s.x;
   show("x", x);
   show_storage("x", x);
   std::printf("x.at({1, 2}) = %g = storage[%lld + 1*%lld + 2*%lld]\n", x.at({1, 2}), static_cast<long long>(x.offset()),
               static_cast<long long>(x.strides()[0]), static_cast<long long>(x.strides()[1]));
+}
 
-  // ------------------------------------------------------------------------------------------
+void views_share_storage(lesson::Beats& beats, State& s) {
   beats.beat("views share storage",
              "transpose() swaps the strides and copies nothing; narrow() moves the offset.\n"
              "Writing through a view writes into the original.");
-  Tensor xt = x.transpose(0, 1);  // (3, 2) view, strides (1, 3)
+  const Tensor& x = s.x;
+  s.xt = x.transpose(0, 1);  // (3, 2) view, strides (1, 3)
+  const Tensor& xt = s.xt;
   show("xt = x.transpose(0, 1)", xt);
   std::printf("same storage as x: %s\n", xt.storage() == x.storage() ? "yes" : "no");
   Tensor row2 = xt.narrow(0, 2, 1);  // (1, 2): row 2 of xt = column 2 of x, offset 2
@@ -68,11 +75,13 @@ int run(lesson::Beats& beats) {
   std::printf("after row2.fill_(-1):\n");
   show("x", x);
   show_storage("x", x);
+}
 
-  // ------------------------------------------------------------------------------------------
+void contiguous_copies(lesson::Beats& beats, State& s) {
   beats.beat("contiguous() copies",
              "Ops want row-major memory. contiguous() of a transposed view allocates new storage\n"
              "and copies the elements in the view's order; view() refuses a non-contiguous tensor.");
+  const Tensor &x = s.x, &xt = s.xt;
   Tensor c = xt.contiguous();  // (3, 2), strides (2, 1), new storage
   show("c = xt.contiguous()", c);
   show_storage("c", c);
@@ -86,8 +95,9 @@ int run(lesson::Beats& beats) {
               xt.reshape({6}).storage() == x.storage() ? "yes" : "no");
   std::printf("x.view({6}) is free (x is contiguous), shares storage with x: %s\n",
               x.view({6}).storage() == x.storage() ? "yes" : "no");
+}
 
-  // ------------------------------------------------------------------------------------------
+void bf16_is_a_storage_type(lesson::Beats& beats, State& s) {
   beats.beat("bf16 is a storage type",
              "bf16 keeps f32's 8 exponent bits and 7 of its 23 mantissa bits: the top half of an f32.\n"
              "8 significant bits: rounding to nearest even costs at most 2^-8 = 0.39% relative error.\n"
@@ -97,8 +107,7 @@ int run(lesson::Beats& beats) {
   std::printf("0.1 as f32  = %.12f\n", static_cast<double>(tenth.item()));
   std::printf("0.1 as bf16 = %.12f  (bits 0x%04x; relative error %.2e)\n", static_cast<double>(tenth16.item()),
               f32_to_bf16(0.1f), static_cast<double>((tenth16.item() - 0.1f) / 0.1f));
-  Generator gen(1337);
-  Tensor big = Tensor::randn({1024, 1024}, gen);  // (1024, 1024) f32
+  Tensor big = Tensor::randn({1024, 1024}, s.gen);  // (1024, 1024) f32
   Tensor big16 = big.to(DType::bf16);             // same values, rounded
   std::vector<float> a = big.to_vector(), b = big16.to_vector();
   double worst = 0;
@@ -106,12 +115,12 @@ int run(lesson::Beats& beats) {
     if (a[i] != 0.f) worst = std::max(worst, std::abs(static_cast<double>(b[i] - a[i]) / a[i]));
   std::printf("randn (1024, 1024): f32 %zu bytes, bf16 %zu bytes; worst relative rounding error %.2e (bound 2^-8 = %.2e)\n",
               big.nbytes(), big16.nbytes(), worst, 1.0 / 256);
+}  // the 6 MiB of big and big16 are freed here
 
-  // ------------------------------------------------------------------------------------------
+void tagged_memory_accounting(lesson::Beats& beats) {
   beats.beat("tagged memory accounting",
              "Every allocation carries a tag (param, grad, optim, activation, comm, other); the allocator\n"
              "keeps current and peak bytes per tag. bytes = numel x dtype size, to the byte.");
-  big = Tensor(), big16 = Tensor();  // free the 6 MiB from the last beat
   const MemoryStats before = memory_stats();
   Tensor w, bias, w16;
   {
@@ -137,14 +146,15 @@ int run(lesson::Beats& beats) {
   std::printf("after freeing: param current %lld bytes above the start, peak kept: %lld bytes\n",
               static_cast<long long>(memory_stats().current(MemTag::param) - before.current(MemTag::param)),
               static_cast<long long>(memory_stats().peak(MemTag::param)));
+}
 
-  // ------------------------------------------------------------------------------------------
+void matmul_through_eigen_and_threads(lesson::Beats& beats, State& s) {
   beats.beat("matmul through Eigen, and threads",
              "A (M, K) x (K, N) product costs 2*M*N*K flops. ops::matmul maps the operands as Eigen\n"
              "matrices (no copy, even for transposed views) and runs Eigen's blocked GEMM on\n"
              "num_threads() threads (MINITORCH_NUM_THREADS, default: cores / ranks on the node).");
   const std::int64_t n = 512;
-  Tensor A = Tensor::randn({n, n}, gen), B = Tensor::randn({n, n}, gen);  // (512, 512) each
+  Tensor A = Tensor::randn({n, n}, s.gen), B = Tensor::randn({n, n}, s.gen);  // (512, 512) each
   Tensor C = ops::matmul(A, B);                                           // (512, 512)
   double dot = 0;
   for (std::int64_t k = 0; k < n; ++k) dot += static_cast<double>(A.at({3, k})) * B.at({k, 5});
@@ -169,12 +179,22 @@ int run(lesson::Beats& beats) {
   }
   set_num_threads(default_threads);
   std::printf("(this run's default: %d thread(s); %d core(s) on this machine)\n", default_threads, cores);
+}
 
+// The lesson: its six beats in order.
+int run(lesson::Beats& beats) {
+  State s;
+  storage_shape_strides_offset(beats, s);
+  views_share_storage(beats, s);
+  contiguous_copies(beats, s);
+  bf16_is_a_storage_type(beats, s);
+  tagged_memory_accounting(beats);
+  matmul_through_eigen_and_threads(beats, s);
   std::printf("\nLesson 01 done. Next: make lesson-02 (autograd).\n");
   return 0;
 }
 
 int main(int argc, char** argv) {
-  lesson::Beats beats("Lesson 01: the tensor", 6);
-  return beats.run(argc, argv, [&] { return run(beats); });
+  return lesson::main_on_one_process(argc, argv, "Lesson 01: the tensor", 6, [](lesson::Beats&) {},
+                                     [](lesson::Beats& beats) { return run(beats); });
 }

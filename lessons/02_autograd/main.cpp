@@ -64,35 +64,45 @@ struct MLP : nn::Module {
 long long kib(std::int64_t bytes) { return static_cast<long long>(bytes / 1024); }
 }  // namespace
 
-// The lesson's seven beats; main() below parses the options and runs it.
-int run(lesson::Beats& beats) {
+// What the beats hand on: the tiny graph's tensors, the random stream and the small MLP.
+struct State {
+  Tensor w, b, x, y;
+  Generator gen{1337};
+  std::unique_ptr<MLP> mlp;
+};
 
-  // ------------------------------------------------------------------------------------------
+void a_tiny_graph(lesson::Beats& beats, State& s) {
   beats.beat("a tiny graph: y = tanh(w.x + b)",
              "Leaves (w, b) are marked requires_grad. Each op's output holds grad_fn, the node that\n"
              "knows how to turn dL/d(output) into dL/d(inputs). x needs no gradient, so it has no edge.");
-  Tensor w = Tensor::from_vector({0.5f, -0.3f, 0.8f}, {3}).set_requires_grad();  // (3)
-  Tensor b = Tensor::from_vector({0.1f}, {1}).set_requires_grad();               // (1)
-  Tensor x = Tensor::from_vector({1.f, 2.f, 3.f}, {3});                          // (3), a constant
+  s.w = Tensor::from_vector({0.5f, -0.3f, 0.8f}, {3}).set_requires_grad();  // (3)
+  s.b = Tensor::from_vector({0.1f}, {1}).set_requires_grad();               // (1)
+  s.x = Tensor::from_vector({1.f, 2.f, 3.f}, {3});                          // (3), a constant
+  Tensor &w = s.w, &b = s.b, &x = s.x;
   w.set_name("w"), b.set_name("b"), x.set_name("x");
-  Tensor y = tiny(w, x, b);  // (1)
+  s.y = tiny(w, x, b);  // (1)
+  const Tensor& y = s.y;
   std::printf("y = %.6f   (w.x + b = %.2f)\n", static_cast<double>(y.item()), 0.5 - 0.6 + 2.4 + 0.1);
   print_graph(y);
+}
 
-  // ------------------------------------------------------------------------------------------
+void backward_the_chain_rule_node_by_node(lesson::Beats& beats, State& s) {
   beats.beat("backward: the chain rule, node by node",
              "backward(y) seeds dy/dy = 1 and walks the graph in reverse topological order.\n"
              "By hand: dy/dz = 1 - y^2 (z = w.x + b), so dy/dw = (1 - y^2) x and dy/db = 1 - y^2.");
+  const Tensor &w = s.w, &b = s.b, &y = s.y;
   ag::backward(y);
   const float d = 1.f - y.item() * y.item();
   std::printf("w.grad() = %s\n   by hand  [ %f %f %f ]\n", vec_str(w.grad()).c_str(), static_cast<double>(d * 1),
               static_cast<double>(d * 2), static_cast<double>(d * 3));
   std::printf("b.grad() = %s\n   by hand  [ %f ]\n", vec_str(b.grad()).c_str(), static_cast<double>(d));
+}
 
-  // ------------------------------------------------------------------------------------------
+void check_it_against_finite_differences(lesson::Beats& beats, State& s) {
   beats.beat("check it against finite differences",
              "The derivative is the slope: (f(w + eps) - f(w - eps)) / 2eps, error O(eps^2).\n"
              "autograd::gradcheck does this for every element of every input of any function.");
+  Tensor &w = s.w, &b = s.b, &x = s.x;
   {
     ag::NoGradGuard no_grad;  // the nudged forwards need no graph
     const float eps = 1e-2f;
@@ -108,7 +118,7 @@ int run(lesson::Beats& beats) {
                   static_cast<double>(w.grad().at({i})));
     }
   }
-  Generator gen(1337);
+  Generator& gen = s.gen;
   auto layer = [](const std::vector<Tensor>& in) { return ag::tanh(ag::linear(in[0], in[1], in[2])); };
   std::vector<Tensor> inputs = {Tensor::randn({4, 5}, gen),                       // x (4, 5)
                                 Tensor::randn({3, 5}, gen).set_requires_grad(),   // W (3, 5)
@@ -116,12 +126,14 @@ int run(lesson::Beats& beats) {
   ag::GradcheckResult r = ag::gradcheck(layer, inputs);
   std::printf("gradcheck(tanh(linear(x, W, b))): %s, max |analytic - numeric| = %.2e\n%s", r.ok ? "ok" : "FAILED",
               r.max_abs_error, r.report.c_str());
+}
 
-  // ------------------------------------------------------------------------------------------
+void gradients_accumulate_zero_grad_clears_them(lesson::Beats& beats, State& s) {
   beats.beat("gradients accumulate; zero_grad clears them",
              "backward() adds into .grad (as PyTorch does): two backwards give twice the gradient.\n"
              "That is gradient accumulation. zero_grad() sets the gradients to none before the next step.\n"
              "A graph is freed by its backward: a second backward through it is an error.");
+  Tensor &w = s.w, &b = s.b, &x = s.x, &y = s.y;
   std::printf("after 1 backward: b.grad() = %s\n", vec_str(b.grad()).c_str());
   ag::backward(tiny(w, x, b));  // a fresh graph, same values: adds the same gradient again
   std::printf("after 2 backwards: b.grad() = %s  (doubled)\n", vec_str(b.grad()).c_str());
@@ -132,13 +144,16 @@ int run(lesson::Beats& beats) {
   }
   w.set_grad(Tensor()), b.set_grad(Tensor());  // what Module::zero_grad() does to every parameter
   std::printf("after zero_grad: w.grad() defined? %s\n", w.grad().defined() ? "yes" : "no");
+}
 
-  // ------------------------------------------------------------------------------------------
+void gradient_hooks_fire_in_reverse_order_of_use(lesson::Beats& beats, State& s) {
   beats.beat("gradient hooks fire in reverse order of use",
              "A hook on a leaf runs as soon as that leaf's gradient is final, while backward goes on.\n"
              "The last layer's gradients are ready first: DDP starts all-reducing them from this hook\n"
              "while the earlier layers are still in backward (communication hidden under compute).");
-  MLP mlp(16, 32, 4, gen);
+  Generator& gen = s.gen;
+  s.mlp = std::make_unique<MLP>(16, 32, 4, gen);
+  MLP& mlp = *s.mlp;
   std::vector<std::string> order;
   std::vector<HookHandle> hooks;  // a hook lives as long as its handle
   for (auto& [name, p] : mlp.named_parameters()) {
@@ -154,12 +169,14 @@ int run(lesson::Beats& beats) {
   }
   std::printf("forward order: fc1, fc2, fc3. backward of mean(mlp(x)):\n");
   ag::backward(ag::mean(mlp.forward(Tensor::randn({8, 16}, gen))));  // x (8, 16) -> (8, 4) -> scalar
+}
 
-  // ------------------------------------------------------------------------------------------
+void no_grad_forward_without_a_graph(lesson::Beats& beats, State& s) {
   beats.beat("no_grad: forward without a graph",
              "Evaluation and sampling need no gradients. Under NoGradGuard ops record nothing, so no\n"
              "activations are kept alive for a backward that will never come.");
-  Tensor xs = Tensor::randn({256, 16}, gen);  // (256, 16)
+  const MLP& mlp = *s.mlp;
+  Tensor xs = Tensor::randn({256, 16}, s.gen);  // (256, 16)
   {
     ag::NoGradGuard guard;
     Tensor out = mlp.forward(xs);  // (256, 4)
@@ -170,12 +187,14 @@ int run(lesson::Beats& beats) {
   std::printf("with grad:     out.requires_grad() = %s, grad_fn = %s\n", out.requires_grad() ? "true" : "false",
               out.grad_fn()->name());
   out = Tensor();  // dropping the output drops its graph
+}
 
-  // ------------------------------------------------------------------------------------------
+void memory_backward_frees_the_activations(lesson::Beats& beats, State& s) {
   beats.beat("memory: backward frees the activations",
              "Each node saves what its backward needs (a Linear its input, a tanh its output): that is\n"
              "activation memory, and it is why training needs more memory than inference. backward()\n"
              "releases each node's saved tensors as soon as it has run.");
+  Generator& gen = s.gen;
   MLP big(256, 1024, 10, gen);     // 256 -> 1024 -> 1024 -> 10
   Tensor xb = Tensor::randn({512, 256}, gen);  // (512, 256)
   const std::int64_t base = memory_stats().current(MemTag::activation);
@@ -202,12 +221,23 @@ int run(lesson::Beats& beats) {
               kib(memory_stats().current(MemTag::activation) - base),
               kib(memory_stats().current(MemTag::grad) - grad_base), static_cast<long long>(big.num_parameters()));
   std::printf("%s\n", memory_report().c_str());
+}
 
+// The lesson: its seven beats in order.
+int run(lesson::Beats& beats) {
+  State s;
+  a_tiny_graph(beats, s);
+  backward_the_chain_rule_node_by_node(beats, s);
+  check_it_against_finite_differences(beats, s);
+  gradients_accumulate_zero_grad_clears_them(beats, s);
+  gradient_hooks_fire_in_reverse_order_of_use(beats, s);
+  no_grad_forward_without_a_graph(beats, s);
+  memory_backward_frees_the_activations(beats, s);
   std::printf("\nLesson 02 done. Next: make lesson-03 (the GPT).\n");
   return 0;
 }
 
 int main(int argc, char** argv) {
-  lesson::Beats beats("Lesson 02: autograd", 7);
-  return beats.run(argc, argv, [&] { return run(beats); });
+  return lesson::main_on_one_process(argc, argv, "Lesson 02: autograd", 7, [](lesson::Beats&) {},
+                                     [](lesson::Beats& beats) { return run(beats); });
 }

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -76,26 +77,32 @@ struct Options {
 };
 }  // namespace
 
-// The lesson's six beats; main() below parses the options and runs it.
-int run(lesson::Beats& beats, Options& opt) {
-  const std::string& data_path = opt.data;
-  const long long steps = opt.steps;
-  if (!std::filesystem::exists(data_path))  // the command line's to fix: a usage error
-    throw lesson::UsageError("data file '" + data_path +
-                             "' not found. Make it with `make data` (writes datasets/kjv.txt from Debian's "
-                             "bible-kjv package), or pass --data FILE (any UTF-8 text)");
-  // --quick: 2 evaluation batches instead of 20 (a noisier loss, the same lesson)
-  const long long eval_iters = beats.quick() ? 2 : 20;
-  runtime::Config cfg = runtime::Config::from_json(baby_config(steps, eval_iters), 1, "lesson-03 (configs/baby.json)");
+// What the beats hand on: the config, the data and the sample's prompt, the model, its samplers and
+// its engine.
+struct State {
+  runtime::Config cfg;
+  std::optional<data::TextDataset> ds;
+  std::int64_t V = 0;
+  std::string prompt_note;         // why the prompt is not --prompt's (empty when it is)
+  std::vector<std::int32_t> ids;   // the prompt's token ids
+  nn::GPTConfig mcfg;
+  std::shared_ptr<nn::GPT> model;
+  std::optional<data::BatchSampler> train_sampler, val_sampler;
+  std::unique_ptr<runtime::Engine> engine;
+};
 
-  // ------------------------------------------------------------------------------------------
+void the_data(lesson::Beats& beats, Options& opt, State& s) {
   beats.beat("the data: one token per character (of the King James Bible by default)",
              "A character tokenizer: one id per distinct character, in code-point order. The tokens\n"
              "are split once and for all: the first 90% train, the last 10% validation.");
-  auto ds = data::TextDataset::load(data_path, cfg.training.tokenizer, cfg.model.block_size);
-  const std::int64_t V = ds.tokenizer().vocab_size();
-  std::string prompt_note;  // checked now, so that a bad --prompt stops the lesson before training
-  const std::vector<std::int32_t> ids = prompt_ids(ds, opt.prompt, opt.prompt_given, data_path, prompt_note);
+  const std::string& data_path = opt.data;
+  const runtime::Config& cfg = s.cfg;
+  s.ds = data::TextDataset::load(data_path, cfg.training.tokenizer, cfg.model.block_size);
+  const data::TextDataset& ds = *s.ds;
+  s.V = ds.tokenizer().vocab_size();
+  const std::int64_t V = s.V;
+  // checked now, so that a bad --prompt stops the lesson before training
+  s.ids = prompt_ids(ds, opt.prompt, opt.prompt_given, data_path, s.prompt_note);
   const auto& train_tokens = ds.tokens(data::Split::train);
   std::printf("%s: %lld train + %lld val tokens, vocabulary V = %lld characters\n", data_path.c_str(),
               static_cast<long long>(ds.size(data::Split::train)), static_cast<long long>(ds.size(data::Split::val)),
@@ -105,14 +112,18 @@ int run(lesson::Beats& beats, Options& opt) {
   std::printf("first %zu characters: \"%s\"\nas ids:", head.size(), ds.tokenizer().decode(head).c_str());
   for (std::size_t i = 0; i < std::min<std::size_t>(16, head.size()); ++i) std::printf(" %d", head[i]);
   std::printf(" ...\n");
+}
 
-  // ------------------------------------------------------------------------------------------
+void the_parameter_table(lesson::Beats& beats, State& s) {
   beats.beat("the parameter table (nanoGPT's names and shapes)",
              "baby: L=4 blocks, H=4 heads, C=128 channels, T=64 positions. Weights ~ N(0, 0.02), the two\n"
              "residual projections N(0, 0.02/sqrt(2L)); LayerNorms 1 and 0. lm_head IS wte (tied).");
-  const nn::GPTConfig mcfg = runtime::model_config(cfg, V);
+  const runtime::Config& cfg = s.cfg;
+  s.mcfg = runtime::model_config(cfg, s.V);
+  const nn::GPTConfig& mcfg = s.mcfg;
   Generator init(cfg.training.seed);
-  auto model = std::make_shared<nn::GPT>(mcfg, init);
+  s.model = std::make_shared<nn::GPT>(mcfg, init);
+  const auto& model = s.model;
   std::printf("%s\n%-38s %-12s %9s %9s\n", mcfg.describe().c_str(), "name", "shape", "numel", "std");
   for (const auto& [name, p] : model->state_dict()) {
     const bool later_block = name.rfind("transformer.h.", 0) == 0 && name.rfind("transformer.h.0.", 0) != 0;
@@ -123,11 +134,14 @@ int run(lesson::Beats& beats, Options& opt) {
     if (name == "transformer.h.0.mlp.c_proj.bias")
       std::printf("%-38s (same shapes for h.1 .. h.%lld)\n", "transformer.h.1 ...", static_cast<long long>(mcfg.n_layer - 1));
   }
+}
 
-  // ------------------------------------------------------------------------------------------
+void counting_parameters(lesson::Beats& beats, State& s) {
   beats.beat("counting parameters: psi = V*C + T*C + L*(12C^2 + 13C) + 2C",
              "Per block: attention 4C^2 + 4C (c_attn 3C x C, c_proj C x C), MLP 8C^2 + 5C, two\n"
              "LayerNorms 4C. Plus the embeddings and the final LayerNorm; the tied head adds nothing.");
+  const nn::GPTConfig& mcfg = s.mcfg;
+  const auto& model = s.model;
   auto psi = [](const nn::GPTConfig& c) {
     const std::int64_t C = c.n_embd;
     return c.vocab_size * C + c.block_size * C + c.n_layer * (12 * C * C + 13 * C) + 2 * C;
@@ -141,15 +155,22 @@ int run(lesson::Beats& beats, Options& opt) {
   std::printf("bytes of f32 params, 4 psi: baby %.2f MB (allocator says param = %.2f MB), gpt2 %.0f MB\n",
               4.0 * static_cast<double>(psi(mcfg)) / 1e6, static_cast<double>(memory_stats().current(MemTag::param)) / 1e6,
               4.0 * static_cast<double>(psi(gpt2)) / 1e6);
+}
 
-  // ------------------------------------------------------------------------------------------
+void the_loss_at_init_is_ln_v(lesson::Beats& beats, State& s) {
   beats.beat("the loss at init is ln(V)",
              "Small weights give logits near 0, so the prediction is nearly uniform over V characters:\n"
              "cross-entropy = -ln(1/V) = ln(V). Anything far from it means a bug in init or the loss.");
-  data::BatchSampler train_sampler(ds.tokens_ptr(data::Split::train), cfg.train_micro_batch_size_per_gpu,
-                                   mcfg.block_size, cfg.training.seed);
-  data::BatchSampler val_sampler(ds.tokens_ptr(data::Split::val), cfg.train_micro_batch_size_per_gpu,
-                                 mcfg.block_size, cfg.training.seed + 1);
+  const runtime::Config& cfg = s.cfg;
+  const data::TextDataset& ds = *s.ds;
+  const nn::GPTConfig& mcfg = s.mcfg;
+  const auto& model = s.model;
+  const std::int64_t V = s.V;
+  s.train_sampler.emplace(ds.tokens_ptr(data::Split::train), cfg.train_micro_batch_size_per_gpu, mcfg.block_size,
+                          cfg.training.seed);
+  s.val_sampler.emplace(ds.tokens_ptr(data::Split::val), cfg.train_micro_batch_size_per_gpu, mcfg.block_size,
+                        cfg.training.seed + 1);
+  data::BatchSampler& train_sampler = *s.train_sampler;
   {
     autograd::NoGradGuard no_grad;
     data::Batch b = train_sampler.batch(0);  // x, y: (32, 64) i32
@@ -161,24 +182,29 @@ int run(lesson::Beats& beats, Options& opt) {
     std::printf("loss at init %.4f, ln(V) = ln(%lld) = %.4f\n", static_cast<double>(model->loss(b.x, b.y).item()),
                 static_cast<long long>(V), std::log(static_cast<double>(V)));
   }
+}
 
-  // ------------------------------------------------------------------------------------------
+void train_the_baby_gpt(lesson::Beats& beats, const Options& opt, State& s) {
   beats.beat("train the baby GPT",
              "runtime::initialize(model, config) gives DeepSpeed's engine shape: forward, backward, step.\n"
              "Each step: 32 random windows of 64 characters, AdamW, global-norm clip 1.0, warmup then\n"
              "linear decay of the learning rate. Same seed => the same losses, bit for bit.");
-  auto engine = runtime::initialize(model, cfg);
+  const long long steps = opt.steps;
+  const auto& model = s.model;
+  s.engine = runtime::initialize(model, s.cfg);
+  const auto& engine = s.engine;
+  data::BatchSampler& train_sampler = *s.train_sampler;
   std::printf("%lld steps x 32 x 64 tokens on %d thread(s)\n", steps, num_threads());
-  const double ln_v = std::log(static_cast<double>(V));
+  const double ln_v = std::log(static_cast<double>(s.V));
   float loss = 0;
   auto t0 = std::chrono::steady_clock::now();
   while (engine->global_steps() < steps) {
     loss = engine->train_batch(train_sampler);  // forward, backward, clip, step on one batch
-    const std::int64_t s = engine->global_steps();
-    if (s % 20 == 0 || s == 1 || s == steps) {
+    const std::int64_t step = engine->global_steps();
+    if (step % 20 == 0 || step == 1 || step == steps) {
       const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      std::printf("step %4lld  loss %.4f  lr %.2e  %5.0f ms/step  |%s\n", static_cast<long long>(s),
-                  static_cast<double>(loss), static_cast<double>(engine->lr()), 1e3 * secs / static_cast<double>(s),
+      std::printf("step %4lld  loss %.4f  lr %.2e  %5.0f ms/step  |%s\n", static_cast<long long>(step),
+                  static_cast<double>(loss), static_cast<double>(engine->lr()), 1e3 * secs / static_cast<double>(step),
                   bar(loss, ln_v).c_str());
       std::fflush(stdout);
     }
@@ -189,19 +215,28 @@ int run(lesson::Beats& beats, Options& opt) {
               "(zero_grad set them to none)\n",
               m.current(MemTag::param) / 1e6, m.current(MemTag::optim) / 1e6, m.current(MemTag::grad) / 1e6);
   std::printf("(4 psi = %.2f MB, 8 psi = %.2f MB)\n", 4 * P / 1e6, 8 * P / 1e6);
+}
 
-  // ------------------------------------------------------------------------------------------
+void validation_loss_and_a_sample(lesson::Beats& beats, const Options& opt, State& s) {
   beats.beat("validation loss and a sample",
              "The val split was never trained on: its loss measures what generalises. generate() feeds\n"
              "the last T characters, samples the next from softmax(logits / temperature), repeats.");
+  const long long steps = opt.steps;
+  const runtime::Config& cfg = s.cfg;
+  const data::TextDataset& ds = *s.ds;
+  const nn::GPTConfig& mcfg = s.mcfg;
+  const auto& model = s.model;
+  const auto& engine = s.engine;
+  const std::vector<std::int32_t>& ids = s.ids;
+  const double ln_v = std::log(static_cast<double>(s.V));
   data::BatchSampler train_eval(ds.tokens_ptr(data::Split::train), cfg.train_micro_batch_size_per_gpu,
                                 mcfg.block_size, cfg.training.seed + 2);  // fixed train batches for evaluation
   const float train_loss = engine->evaluate(train_eval, cfg.training.eval_iters);
-  const float val_loss = engine->evaluate(val_sampler, cfg.training.eval_iters);
+  const float val_loss = engine->evaluate(*s.val_sampler, cfg.training.eval_iters);
   std::printf("train loss %.4f, val loss %.4f (over %lld fixed batches each; ln(V) = %.4f)\n",
               static_cast<double>(train_loss), static_cast<double>(val_loss),
               static_cast<long long>(cfg.training.eval_iters), ln_v);
-  std::printf("%s", prompt_note.c_str());
+  std::printf("%s", s.prompt_note.c_str());
   Generator sampler(42);
   Tensor out = model->generate(Tensor::from_ints(ids, {1, static_cast<std::int64_t>(ids.size())}), 200, 0.8f, sampler);
   std::printf("sample after \"%s\" (temperature 0.8, 200 characters):\n----\n%s\n----\n", opt.prompt.c_str(),
@@ -211,17 +246,36 @@ int run(lesson::Beats& beats, Options& opt) {
               static_cast<unsigned long long>(cfg.training.seed), static_cast<double>(train_loss),
               static_cast<double>(val_loss));
   std::printf("^ the number lesson 05 (DDP) will compare against.\n");
+}
+
+// The lesson: its six beats in order; main() below parses the options and runs it.
+int run(lesson::Beats& beats, Options& opt) {
+  const std::string& data_path = opt.data;
+  if (!std::filesystem::exists(data_path))  // the command line's to fix: a usage error
+    throw lesson::UsageError("data file '" + data_path +
+                             "' not found. Make it with `make data` (writes datasets/kjv.txt from Debian's "
+                             "bible-kjv package), or pass --data FILE (any UTF-8 text)");
+  // --quick: 2 evaluation batches instead of 20 (a noisier loss, the same lesson)
+  const long long eval_iters = beats.quick() ? 2 : 20;
+  State s;
+  s.cfg = runtime::Config::from_json(baby_config(opt.steps, eval_iters), 1, "lesson-03 (configs/baby.json)");
+  the_data(beats, opt, s);
+  the_parameter_table(beats, s);
+  counting_parameters(beats, s);
+  the_loss_at_init_is_ln_v(beats, s);
+  train_the_baby_gpt(beats, opt, s);
+  validation_loss_and_a_sample(beats, opt, s);
   std::printf("\nLesson 03 done. Next: make lesson-05 (data parallelism on 4 ranks).\n");
   return 0;
 }
 
 int main(int argc, char** argv) {
-  lesson::Beats beats("Lesson 03: the GPT", 6);
   Options opt;
-  beats.option("--data", opt.data, "FILE", "the text to train on; `make data` writes the KJV");
-  beats.option("--steps", opt.steps, "optimizer steps", /*quick=*/20);
-  beats.option("--prompt", opt.prompt, "TEXT", "the sample's first characters (each must occur in --data)");
-  return beats.run(argc, argv, [&] {
+  return lesson::main_on_one_process(argc, argv, "Lesson 03: the GPT", 6, [&](lesson::Beats& beats) {
+    beats.option("--data", opt.data, "FILE", "the text to train on; `make data` writes the KJV");
+    beats.option("--steps", opt.steps, "optimizer steps", /*quick=*/20);
+    beats.option("--prompt", opt.prompt, "TEXT", "the sample's first characters (each must occur in --data)");
+  }, [&](lesson::Beats& beats) {
     opt.prompt_given = beats.given("--prompt");
     return run(beats, opt);
   });

@@ -84,12 +84,185 @@ struct Options {
   std::string data = "datasets/kjv.txt";
   long long steps = 200, bucket = 200000;
 };
+
+std::vector<runtime::Config> stage_configs(const Options& opt, int N) {
+  std::vector<runtime::Config> cfg;  // stages 0 (DDP), 1, 2
+  for (int s = 0; s <= 2; ++s)
+    cfg.push_back(runtime::Config::from_json(zero_config(s, opt.steps, opt.bucket), N,
+                                          "lesson-06 (stage " + std::to_string(s) + ")"));
+  return cfg;
+}
 }  // namespace
+
+// What the beats hand on: the three stages' configs, the data and its sampler, the engine of the stage on
+// show, and the sizes beats 3 and 4 print beside the formulas.
+struct State {
+  State(const Options& opt, int N, bool quick)
+      : eval_iters(quick ? 2 : 20),
+        cfg(stage_configs(opt, N)),
+        ds(data::TextDataset::load(opt.data, cfg[0].training.tokenizer, cfg[0].model.block_size)),
+        V(ds.tokenizer().vocab_size()),
+        T(cfg[0].model.block_size),
+        B(cfg[0].train_micro_batch_size_per_gpu),
+        train_sampler(ds.tokens_ptr(data::Split::train), B, T, cfg[0].training.seed) {}
+  std::int64_t eval_iters;            // lesson 05's: a noisier loss, the same comparison
+  std::vector<runtime::Config> cfg;  // stages 0 (DDP), 1, 2
+  data::TextDataset ds;
+  std::int64_t V, T, B;
+  data::BatchSampler train_sampler;
+  const runtime::BytesPerParameter fp32 = runtime::bytes_per_parameter(/*bf16=*/false);  // P=4 G=4 K=8
+  std::unique_ptr<runtime::Engine> engine;
+  std::int64_t psi = 0;
+  double flat_elements = 0;  // psi + the partition's padding
+};
+
+void ddps_model_states(lesson::Beats& beats, dist::ProcessGroup& world, State& s) {
+  beats.beat("DDP's model states: 16 psi bytes on every rank",
+             "Per parameter a rank holds its value (P bytes), its gradient (G) and AdamW's state (K). We train in\n"
+             "fp32: P=4, G=4, K=8 (m and v; the parameters are their own master copy). The paper's mixed\n"
+             "precision has P=2, G=2, K=12 (fp32 master, m, v): 16 bytes per parameter either way, on every rank.");
+  const int N = world.size();
+  s.engine = make_engine(s.cfg[0], s.V, world);
+  for (int step = 0; step < 2; ++step) s.engine->train_batch(s.train_sampler);  // AdamW allocates m, v at its first step
+  s.psi = s.engine->model().num_parameters();
+  lesson06::print_model_states(world, 0, s.engine->measured_model_states(), planned(0, s.cfg[0], s.V, world), s.psi,
+                               s.fp32);
+  std::printf("%d ranks hold %d copies of the same %.1f MB: ZeRO keeps one, cut in %d shards\n", N, N,
+              static_cast<double>(s.engine->measured_model_states().total()) / 1e6, N);
+}
+
+void the_partition(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt, State& s) {
+  beats.beat("the partition: buckets cut in N shards, rank r owns shard r",
+             "ZeRO lays the parameters out in buckets (DDP's: reverse order of use, at most reduce_bucket_size\n"
+             "elements), each one flat buffer padded to a multiple of N and cut in N equal shards. A shard cuts\n"
+             "through parameters: the optimizer of rank r sees pieces <param>[a:b] (zero/partition.h).");
+  const int N = world.size();
+  s.engine = make_engine(s.cfg[1], s.V, world);  // ZeRO-1: the parameters now live in the buckets' buffers
+  const auto* s1 = s.engine->strategy_as<zero::Stage1>();
+  lesson06::print_partition(world, s1->partition());
+  const auto shapes = nn::GPT::parameter_shapes(runtime::model_shape(s.cfg[1], s.V));
+  const int other = N == 3 ? 4 : 3;
+  const zero::Partition plan(runtime::meta_parameters(shapes), opt.bucket, 0, other);  // planned only: no storage
+  std::printf("(on %d ranks the same buckets would need %lld elements of padding: LESSON_NP=%d shows it)\n", other,
+              static_cast<long long>(plan.padding()), other);
+}
+
+void zero1_one_step_live(lesson::Beats& beats, dist::ProcessGroup& world, State& s) {
+  beats.beat("ZeRO-1: one step, live",
+             "Backward fills every rank's full gradients. At the boundary each bucket is reduce-scattered:\n"
+             "rank r gets the average of its shard only. Each rank runs AdamW on its pieces, then every bucket's\n"
+             "parameters are all-gathered from their owners. (N-1)/N psi + (N-1)/N psi: DDP's bytes exactly.");
+  const int N = world.size();
+  const auto* s1 = s.engine->strategy_as<zero::Stage1>();
+  s.engine->train_batch(s.train_sampler);  // warm-up: AdamW's first step allocates m, v for my pieces
+  const std::vector<events::Event> seen = recorded_step(*s.engine, s.train_sampler);
+  lesson06::print_backward_timeline(seen);
+  std::printf("%d of %zu buckets started from a gradient hook while backward ran (overlap_comm off, as in\n"
+              "configs/zero1.json: the reduce-scatters start once backward is done)\n\n",
+              s1->reducer().launched_in_backward(), s1->partition().buckets().size());
+  const std::int64_t flat = s.psi + s1->partition().padding();
+  s.flat_elements = static_cast<double>(flat);
+  lesson06::print_step_traffic(world, s1->partition(), seen, runtime::comm_elements_per_step(1, s.flat_elements, N, 1));
+  std::printf("\n");
+  lesson06::print_model_states(world, 1, s.engine->measured_model_states(), planned(1, s.cfg[1], s.V, world), s.psi,
+                               s.fp32);
+  // The same recorded step as frames (docs/frames.md): what every rank holds after a reduce-scatter, and at the end.
+  std::printf("\nthe same step as frames: what each rank holds of the flat space, bucket by bucket\n");
+  const lesson::StepFrames frames1(seen, world, *s.engine, lesson::frames_in_colour(beats));
+  frames1.print_legend();
+  frames1.print(frames1.find("reduce-scatter bucket 0"));
+  frames1.print(frames1.find("all-gather the updated parameters"));
+  std::printf("\nZeRO-1: every rank keeps all its local gradients (~) after the reduce-scatter; only its own shard\n"
+              "is the average (*). AdamW updates the shards it owns, and the all-gather makes every rank whole.\n");
+}
+
+void zero2_gradients_sharded_too(lesson::Beats& beats, dist::ProcessGroup& world, State& s) {
+  beats.beat("ZeRO-2: gradients sharded too, reduce-scattered during backward",
+             "A rank keeps only its shard of the reduced gradient. The hook of each bucket's last gradient\n"
+             "copies the bucket into a comm buffer, frees the gradients and starts its reduce-scatter, while\n"
+             "backward goes on with the earlier layers (overlap_comm, configs/zero2.json): last layer first.");
+  const int N = world.size();
+  s.engine = make_engine(s.cfg[2], s.V, world);
+  const auto* s2 = s.engine->strategy_as<zero::Stage2>();
+  s.engine->train_batch(s.train_sampler);  // warm-up
+  const std::vector<events::Event> seen = recorded_step(*s.engine, s.train_sampler);
+  lesson06::print_backward_timeline(seen);
+  const auto buckets = static_cast<int>(s2->partition().buckets().size());
+  std::printf("%d of %d buckets started from a gradient hook while backward ran\n",
+              s2->reducer().launched_in_backward(), buckets);
+  int full = 0;  // parameters still holding a whole gradient after the step
+  for (const auto& [name, p] : s.engine->model().named_parameters()) full += p.grad().defined();
+  std::printf("parameters holding a full .grad after the step: %d of %zu\n\n", full,
+              s.engine->model().named_parameters().size());
+  lesson06::print_step_traffic(world, s2->partition(), seen, runtime::comm_elements_per_step(2, s.flat_elements, N, 1));
+  std::printf("\n");
+  lesson06::print_model_states(world, 2, s.engine->measured_model_states(), planned(2, s.cfg[2], s.V, world), s.psi,
+                               s.fp32);
+  std::printf("\nthe same step as frames: after bucket 1's reduce-scatter, inside backward, and at the end\n");
+  const lesson::StepFrames frames2(seen, world, *s.engine, lesson::frames_in_colour(beats));
+  frames2.print_legend();
+  frames2.print(frames2.find("reduce-scatter bucket 1"));
+  frames2.print(frames2.find("all-gather the updated parameters"));
+  std::printf("\nZeRO-2: of buckets 0 and 1 each rank keeps only its own shard, reduced (*): their local gradients\n"
+              "were freed (.) when each bucket's reduce-scatter began. The later buckets show how far backward\n"
+              "got meanwhile: local gradients (~), or freed with the shard (#) not yet reduced (in flight).\n"
+              "After the step only the reduced shards are left: G psi / N bytes of gradients per rank.\n");
+}
+
+void the_papers_table_1(lesson::Beats& beats) {
+  beats.beat("7.5B parameters on 1 to 1024 ranks: the paper's Table 1",
+             "The same formulas (runtime/formulas.h) for the paper's 7.5B model in mixed precision: DDP's 16 psi\n"
+             "never shrinks; ZeRO-1 tends to 4 psi (P+G), ZeRO-2 to 2 psi (P), ZeRO-3 to nothing.\n"
+             "build/bin/minitorch-estimate --table1 prints all three models; the lesson prints the 7.5B rows.");
+  lesson06::print_table1_7_5b();
+}
+
+void train_the_baby_gpt_at_stages_0_1_and_2(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt,
+                                            State& s) {
+  beats.beat("train the baby GPT at stages 0, 1 and 2",
+             "Lesson 05's run (N ranks x micro-batch 8, AdamW, warmup-decay, clip 1.0, seed 1337) three times:\n"
+             "DDP, ZeRO-1, ZeRO-2, on the same micro-batches. Sharding changes who computes what, not the\n"
+             "math: the losses agree up to float summation order.");
+  const char* names[] = {"DDP", "ZeRO-1", "ZeRO-2"};
+  std::vector<std::vector<float>> losses(3);
+  std::vector<float> train(3), val(3);
+  std::vector<std::int64_t> states(3);
+  data::BatchSampler train_eval(s.ds.tokens_ptr(data::Split::train), 32, s.T, s.cfg[0].training.seed + 2);  // lesson 03's
+  data::BatchSampler val_eval(s.ds.tokens_ptr(data::Split::val), 32, s.T, s.cfg[0].training.seed + 1);
+  for (int stage = 0; stage <= 2; ++stage) {
+    const auto k = static_cast<std::size_t>(stage);
+    s.engine.reset();
+    s.engine = make_engine(s.cfg[k], s.V, world);
+    const auto t0 = std::chrono::steady_clock::now();
+    while (s.engine->global_steps() < opt.steps) losses[k].push_back(s.engine->train_batch(s.train_sampler));
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    train[k] = s.engine->evaluate(train_eval, s.eval_iters);
+    val[k] = s.engine->evaluate(val_eval, s.eval_iters);
+    states[k] = s.engine->measured_model_states().total();
+    std::printf("%-6s %lld steps, %.0f ms/step\n", names[stage], opt.steps, ms / static_cast<double>(opt.steps));
+    std::fflush(stdout);
+  }
+  std::printf("\nstep       DDP    ZeRO-1    ZeRO-2\n");
+  double worst[3] = {0, 0, 0};  // largest relative difference from DDP
+  for (long long i = 1; i <= opt.steps; ++i) {
+    const auto k = static_cast<std::size_t>(i - 1);
+    for (std::size_t stage = 1; stage <= 2; ++stage)
+      worst[stage] = std::max(worst[stage], std::abs(static_cast<double>(losses[stage][k]) / losses[0][k] - 1));
+    if (i % 20 == 0 || i == 1 || i == opt.steps)
+      std::printf("%4lld  %8.4f  %8.4f  %8.4f\n", i, losses[0][k], losses[1][k], losses[2][k]);
+  }
+  for (std::size_t stage = 0; stage <= 2; ++stage)
+    std::printf("%-6s train loss %.4f, val loss %.4f, model states %lld bytes per rank\n", names[stage], train[stage],
+                val[stage], static_cast<long long>(states[stage]));
+  std::printf("largest relative loss difference from DDP over %lld steps: ZeRO-1 %.1e, ZeRO-2 %.1e\n", opt.steps,
+              worst[1], worst[2]);
+  std::printf("(DDP here is lesson 05's run on %d ranks: the same config, seed and micro-batches, the same numbers)\n",
+              world.size());
+}
 
 // The lesson's six beats on every rank (rank 0 prints); main() below parses the options and runs it.
 int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
-  const int N = world.size();
-  if (N == 1) {
+  if (world.size() == 1) {
     std::printf("This lesson runs on several ranks: ZeRO shards the model states over them. Start it with\n"
                 "`make lesson-06` (4 ranks), or\n\n"
                 "  mpirun -np 4 build/bin/lesson-06          (as root: add --allow-run-as-root;\n"
@@ -100,160 +273,23 @@ int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
   if (!std::filesystem::exists(opt.data))  // every rank sees it: rank 0 says it, all stop
     throw lesson::UsageError("data file '" + opt.data +
                              "' not found. Make it with `make data`, or pass --data FILE (any UTF-8 text)");
-  const std::int64_t eval_iters = beats.quick() ? 2 : 20;  // lesson 05's: a noisier loss, the same comparison
-  std::vector<runtime::Config> cfg;                            // stages 0 (DDP), 1, 2
-  for (int s = 0; s <= 2; ++s)
-    cfg.push_back(runtime::Config::from_json(zero_config(s, opt.steps, opt.bucket), N,
-                                          "lesson-06 (stage " + std::to_string(s) + ")"));
-  auto ds = data::TextDataset::load(opt.data, cfg[0].training.tokenizer, cfg[0].model.block_size);
-  const std::int64_t V = ds.tokenizer().vocab_size(), T = cfg[0].model.block_size;
-  const std::int64_t B = cfg[0].train_micro_batch_size_per_gpu;
-  data::BatchSampler train_sampler(ds.tokens_ptr(data::Split::train), B, T, cfg[0].training.seed);
-  const runtime::BytesPerParameter fp32 = runtime::bytes_per_parameter(/*bf16=*/false);  // P=4 G=4 K=8
-
-  // ------------------------------------------------------------------------------------------
-  beats.beat("DDP's model states: 16 psi bytes on every rank",
-             "Per parameter a rank holds its value (P bytes), its gradient (G) and AdamW's state (K). We train in\n"
-             "fp32: P=4, G=4, K=8 (m and v; the parameters are their own master copy). The paper's mixed\n"
-             "precision has P=2, G=2, K=12 (fp32 master, m, v): 16 bytes per parameter either way, on every rank.");
-  auto engine = make_engine(cfg[0], V, world);
-  for (int s = 0; s < 2; ++s) engine->train_batch(train_sampler);  // AdamW allocates m, v at its first step
-  const std::int64_t psi = engine->model().num_parameters();
-  lesson06::print_model_states(world, 0, engine->measured_model_states(), planned(0, cfg[0], V, world), psi, fp32);
-  std::printf("%d ranks hold %d copies of the same %.1f MB: ZeRO keeps one, cut in %d shards\n", N, N,
-              static_cast<double>(engine->measured_model_states().total()) / 1e6, N);
-
-  // ------------------------------------------------------------------------------------------
-  beats.beat("the partition: buckets cut in N shards, rank r owns shard r",
-             "ZeRO lays the parameters out in buckets (DDP's: reverse order of use, at most reduce_bucket_size\n"
-             "elements), each one flat buffer padded to a multiple of N and cut in N equal shards. A shard cuts\n"
-             "through parameters: the optimizer of rank r sees pieces <param>[a:b] (zero/partition.h).");
-  engine = make_engine(cfg[1], V, world);  // ZeRO-1: the parameters now live in the buckets' buffers
-  const auto* s1 = engine->strategy_as<zero::Stage1>();
-  lesson06::print_partition(world, s1->partition());
-  const auto shapes = nn::GPT::parameter_shapes(runtime::model_shape(cfg[1], V));
-  const int other = N == 3 ? 4 : 3;
-  const zero::Partition plan(runtime::meta_parameters(shapes), opt.bucket, 0, other);  // planned only: no storage
-  std::printf("(on %d ranks the same buckets would need %lld elements of padding: LESSON_NP=%d shows it)\n", other,
-              static_cast<long long>(plan.padding()), other);
-
-  // ------------------------------------------------------------------------------------------
-  beats.beat("ZeRO-1: one step, live",
-             "Backward fills every rank's full gradients. At the boundary each bucket is reduce-scattered:\n"
-             "rank r gets the average of its shard only. Each rank runs AdamW on its pieces, then every bucket's\n"
-             "parameters are all-gathered from their owners. (N-1)/N psi + (N-1)/N psi: DDP's bytes exactly.");
-  engine->train_batch(train_sampler);  // warm-up: AdamW's first step allocates m, v for my pieces
-  std::vector<events::Event> seen = recorded_step(*engine, train_sampler);
-  lesson06::print_backward_timeline(seen);
-  std::printf("%d of %zu buckets started from a gradient hook while backward ran (overlap_comm off, as in\n"
-              "configs/zero1.json: the reduce-scatters start once backward is done)\n\n",
-              s1->reducer().launched_in_backward(), s1->partition().buckets().size());
-  const std::int64_t flat = psi + s1->partition().padding();
-  const auto flat_elements = static_cast<double>(flat);
-  lesson06::print_step_traffic(world, s1->partition(), seen, runtime::comm_elements_per_step(1, flat_elements, N, 1));
-  std::printf("\n");
-  lesson06::print_model_states(world, 1, engine->measured_model_states(), planned(1, cfg[1], V, world), psi, fp32);
-  // The same recorded step as frames (docs/frames.md): what every rank holds after a reduce-scatter, and at the end.
-  std::printf("\nthe same step as frames: what each rank holds of the flat space, bucket by bucket\n");
-  const lesson::StepFrames frames1(seen, world, *engine, lesson::frames_in_colour(beats));
-  frames1.print_legend();
-  frames1.print(frames1.find("reduce-scatter bucket 0"));
-  frames1.print(frames1.find("all-gather the updated parameters"));
-  std::printf("\nZeRO-1: every rank keeps all its local gradients (~) after the reduce-scatter; only its own shard\n"
-              "is the average (*). AdamW updates the shards it owns, and the all-gather makes every rank whole.\n");
-
-  // ------------------------------------------------------------------------------------------
-  beats.beat("ZeRO-2: gradients sharded too, reduce-scattered during backward",
-             "A rank keeps only its shard of the reduced gradient. The hook of each bucket's last gradient\n"
-             "copies the bucket into a comm buffer, frees the gradients and starts its reduce-scatter, while\n"
-             "backward goes on with the earlier layers (overlap_comm, configs/zero2.json): last layer first.");
-  engine = make_engine(cfg[2], V, world);
-  const auto* s2 = engine->strategy_as<zero::Stage2>();
-  engine->train_batch(train_sampler);  // warm-up
-  seen = recorded_step(*engine, train_sampler);
-  lesson06::print_backward_timeline(seen);
-  const auto buckets = static_cast<int>(s2->partition().buckets().size());
-  std::printf("%d of %d buckets started from a gradient hook while backward ran\n",
-              s2->reducer().launched_in_backward(), buckets);
-  int full = 0;  // parameters still holding a whole gradient after the step
-  for (const auto& [name, p] : engine->model().named_parameters()) full += p.grad().defined();
-  std::printf("parameters holding a full .grad after the step: %d of %zu\n\n", full,
-              engine->model().named_parameters().size());
-  lesson06::print_step_traffic(world, s2->partition(), seen, runtime::comm_elements_per_step(2, flat_elements, N, 1));
-  std::printf("\n");
-  lesson06::print_model_states(world, 2, engine->measured_model_states(), planned(2, cfg[2], V, world), psi, fp32);
-  std::printf("\nthe same step as frames: after bucket 1's reduce-scatter, inside backward, and at the end\n");
-  const lesson::StepFrames frames2(seen, world, *engine, lesson::frames_in_colour(beats));
-  frames2.print_legend();
-  frames2.print(frames2.find("reduce-scatter bucket 1"));
-  frames2.print(frames2.find("all-gather the updated parameters"));
-  std::printf("\nZeRO-2: of buckets 0 and 1 each rank keeps only its own shard, reduced (*): their local gradients\n"
-              "were freed (.) when each bucket's reduce-scatter began. The later buckets show how far backward\n"
-              "got meanwhile: local gradients (~), or freed with the shard (#) not yet reduced (in flight).\n"
-              "After the step only the reduced shards are left: G psi / N bytes of gradients per rank.\n");
-
-  // ------------------------------------------------------------------------------------------
-  beats.beat("7.5B parameters on 1 to 1024 ranks: the paper's Table 1",
-             "The same formulas (runtime/formulas.h) for the paper's 7.5B model in mixed precision: DDP's 16 psi\n"
-             "never shrinks; ZeRO-1 tends to 4 psi (P+G), ZeRO-2 to 2 psi (P), ZeRO-3 to nothing.\n"
-             "build/bin/minitorch-estimate --table1 prints all three models; the lesson prints the 7.5B rows.");
-  lesson06::print_table1_7_5b();
-
-  // ------------------------------------------------------------------------------------------
-  beats.beat("train the baby GPT at stages 0, 1 and 2",
-             "Lesson 05's run (N ranks x micro-batch 8, AdamW, warmup-decay, clip 1.0, seed 1337) three times:\n"
-             "DDP, ZeRO-1, ZeRO-2, on the same micro-batches. Sharding changes who computes what, not the\n"
-             "math: the losses agree up to float summation order.");
-  const char* names[] = {"DDP", "ZeRO-1", "ZeRO-2"};
-  std::vector<std::vector<float>> losses(3);
-  std::vector<float> train(3), val(3);
-  std::vector<std::int64_t> states(3);
-  data::BatchSampler train_eval(ds.tokens_ptr(data::Split::train), 32, T, cfg[0].training.seed + 2);  // lesson 03's
-  data::BatchSampler val_eval(ds.tokens_ptr(data::Split::val), 32, T, cfg[0].training.seed + 1);
-  for (int s = 0; s <= 2; ++s) {
-    engine.reset();
-    engine = make_engine(cfg[static_cast<std::size_t>(s)], V, world);
-    const auto t0 = std::chrono::steady_clock::now();
-    while (engine->global_steps() < opt.steps)
-      losses[static_cast<std::size_t>(s)].push_back(engine->train_batch(train_sampler));
-    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    train[static_cast<std::size_t>(s)] = engine->evaluate(train_eval, eval_iters);
-    val[static_cast<std::size_t>(s)] = engine->evaluate(val_eval, eval_iters);
-    states[static_cast<std::size_t>(s)] = engine->measured_model_states().total();
-    std::printf("%-6s %lld steps, %.0f ms/step\n", names[s], opt.steps, ms / static_cast<double>(opt.steps));
-    std::fflush(stdout);
-  }
-  std::printf("\nstep       DDP    ZeRO-1    ZeRO-2\n");
-  double worst[3] = {0, 0, 0};  // largest relative difference from DDP
-  for (long long i = 1; i <= opt.steps; ++i) {
-    const auto k = static_cast<std::size_t>(i - 1);
-    for (std::size_t s = 1; s <= 2; ++s)
-      worst[s] = std::max(worst[s], std::abs(static_cast<double>(losses[s][k]) / losses[0][k] - 1));
-    if (i % 20 == 0 || i == 1 || i == opt.steps)
-      std::printf("%4lld  %8.4f  %8.4f  %8.4f\n", i, losses[0][k], losses[1][k], losses[2][k]);
-  }
-  for (std::size_t s = 0; s <= 2; ++s)
-    std::printf("%-6s train loss %.4f, val loss %.4f, model states %lld bytes per rank\n", names[s], train[s], val[s],
-                static_cast<long long>(states[s]));
-  std::printf("largest relative loss difference from DDP over %lld steps: ZeRO-1 %.1e, ZeRO-2 %.1e\n", opt.steps,
-              worst[1], worst[2]);
-  std::printf("(DDP here is lesson 05's run on %d ranks: the same config, seed and micro-batches, the same numbers)\n",
-              N);
+  State s(opt, world.size(), beats.quick());
+  ddps_model_states(beats, world, s);
+  the_partition(beats, world, opt, s);
+  zero1_one_step_live(beats, world, s);
+  zero2_gradients_sharded_too(beats, world, s);
+  the_papers_table_1(beats);
+  train_the_baby_gpt_at_stages_0_1_and_2(beats, world, opt, s);
   lesson::quiet_barrier();
   std::printf("\nLesson 06 done.\n");
   return 0;
 }
 
 int main(int argc, char** argv) {
-  dist::ProcessGroup& world = dist::init(&argc, &argv);
-  if (world.rank() != 0 && !std::freopen("/dev/null", "w", stdout)) return 1;  // rank 0 prints for everyone
-  lesson::Beats beats("Lesson 06: ZeRO-1 and ZeRO-2", 6);
   Options opt;
-  beats.option("--data", opt.data, "FILE", "the text to train on; `make data` writes the KJV");
-  beats.option("--steps", opt.steps, "optimizer steps of each training run", /*quick=*/10);
-  beats.option("--bucket", opt.bucket, "reduce_bucket_size, in elements");
-  if (world.size() > 1) beats.on_ranks(world.rank(), lesson::from_rank0);  // rank 0 reads the prompt for all
-  // An error on one rank must end the whole job, not leave the others waiting in a collective.
-  return beats.run(argc, argv, [&] { return run(beats, world, opt); },
-                   [](const std::string& what) { dist::abort_job(what, 1); });
+  return lesson::main_on_ranks(argc, argv, "Lesson 06: ZeRO-1 and ZeRO-2", 6, [&](lesson::Beats& beats) {
+    beats.option("--data", opt.data, "FILE", "the text to train on; `make data` writes the KJV");
+    beats.option("--steps", opt.steps, "optimizer steps of each training run", /*quick=*/10);
+    beats.option("--bucket", opt.bucket, "reduce_bucket_size, in elements");
+  }, [&](lesson::Beats& beats, dist::ProcessGroup& world) { return run(beats, world, opt); });
 }

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -73,40 +74,50 @@ std::unique_ptr<runtime::Engine> make_engine(int stage, const Options& opt, dist
 long long ll(double x) { return std::llround(x); }
 }  // namespace
 
-int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
-  const int N = world.size(), rank = world.rank();
-  if (N == 1) {
-    std::printf("This lesson runs on several ranks: ZeRO-3 shards the model over them. Start it with\n"
-                "`make lesson-07` (4 ranks), or\n\n"
-                "  mpirun -np 4 build/bin/lesson-07          (as root: add --allow-run-as-root;\n"
-                "                                             fewer cores than ranks: add --oversubscribe)\n");
-    return 0;
-  }
-  if (!std::filesystem::exists(opt.data))
-    throw lesson::UsageError("data file '" + opt.data + "' not found. Make it with `make data`, or pass --data FILE");
-  const std::int64_t eval_iters = beats.quick() ? 2 : 20;  // --quick: a noisier loss, the same comparison
-  const runtime::Config cfg = lesson_config(3, opt, N);
-  auto ds = data::TextDataset::load(opt.data, cfg.training.tokenizer, cfg.model.block_size);
-  const std::int64_t V = ds.tokenizer().vocab_size(), T = cfg.model.block_size;
-  data::BatchSampler train_sampler(ds.tokens_ptr(data::Split::train), cfg.train_micro_batch_size_per_gpu, T, cfg.training.seed);
+// What the beats hand on: the config, data and sampler, the stage-3 engine, its flat size (Ψ + padding),
+// and from beat 2 to beat 3 the watchers of one step and its loss.
+struct State {
+  State(const Options& opt, int N, bool quick)
+      : eval_iters(quick ? 2 : 20),
+        cfg(lesson_config(3, opt, N)),
+        ds(data::TextDataset::load(opt.data, cfg.training.tokenizer, cfg.model.block_size)),
+        V(ds.tokenizer().vocab_size()),
+        T(cfg.model.block_size),
+        train_sampler(ds.tokens_ptr(data::Split::train), cfg.train_micro_batch_size_per_gpu, T, cfg.training.seed) {}
+  std::int64_t eval_iters;  // --quick: a noisier loss, the same comparison
+  runtime::Config cfg;
+  data::TextDataset ds;
+  std::int64_t V, T;
+  data::BatchSampler train_sampler;
+  std::unique_ptr<runtime::Engine> engine;
+  std::int64_t flat = 0;  // Ψ + padding
+  std::optional<lesson07::UnitTrace> trace;
+  events::Recorder framed;  // the same events again, for the frames (beat 2's and beat 3's)
+  std::optional<lesson::Tee> trace_and_rec;
+  data::Batch batch;  // beat 2's micro-batch, x, y: (8, 64) i32; alive to the end, as the frames' `other` bytes show
+  Tensor loss;        // () the mean cross-entropy of beat 2's forward
+};
 
-  // ------------------------------------------------------------------------------------------
+void zero3_the_parameters_are_sharded_too(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt,
+                                          State& s) {
   beats.beat("ZeRO-3: the parameters are sharded too",
              "ZeRO-1 sharded the optimizer states, ZeRO-2 the gradients; ZeRO-3 shards the parameters as\n"
              "well. Each unit (a block, or the embeddings + ln_f) is one flat buffer cut into N shards, and\n"
              "rank r keeps shard r of its parameters, gradients and Adam m, v: (P+G+K)Ψ/N bytes, 16Ψ/N in fp32.");
-  auto engine = make_engine(3, opt, world, V);
-  const auto* s3 = engine->strategy_as<zero::Stage3>();
+  const int N = world.size();
+  s.engine = make_engine(3, opt, world, s.V);
+  const auto* s3 = s.engine->strategy_as<zero::Stage3>();
   const zero::Partition& part = s3->partition();
-  const std::int64_t psi = part.numel(), flat = psi + part.padding();
-  for (int s = 0; s < 2; ++s) engine->train_batch(train_sampler);  // Adam's m, v exist from the 1st update on
-  const zero::ModelStateBytes m = engine->measured_model_states();  // the allocator's tags at the step
+  const std::int64_t psi = part.numel();
+  s.flat = psi + part.padding();
+  for (int step = 0; step < 2; ++step) s.engine->train_batch(s.train_sampler);  // Adam's m, v exist from the 1st update on
+  const zero::ModelStateBytes m = s.engine->measured_model_states();  // the allocator's tags at the step
   const auto all = gather(world, {double(m.param), double(m.grad), double(m.optim)});
   std::printf("psi = %lld parameters in %zu units, padding %lld; fp32: P = 4, G = 4, K = 8 (Adam m, v)\n",
               ll(psi), s3->units().size(), ll(part.padding()));
-  lesson07::print_owners(*s3, engine->model(), cfg);
+  lesson07::print_owners(*s3, s.engine->model(), s.cfg);
   // Each rank's bytes as its allocator counted them, beside what zero::Partition plans for that rank.
-  const std::vector<double> planned = lesson07::planned_totals(engine->model(), cfg, N);
+  const std::vector<double> planned = lesson07::planned_totals(s.engine->model(), s.cfg, N);
   std::printf("rank   param B    grad B   optim B   total B   planned B (exact_model_states)\n");
   bool as_planned = true, as_formula = true;
   const runtime::BytesPerParameter fp32 = runtime::bytes_per_parameter(false);
@@ -127,38 +138,40 @@ int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
   else  // N does not divide a unit: its buffer is padded; every rank's p and g shards carry the padding's share
     std::printf("measured %s the plan on every rank; formula 16*%lld/%d = %.0f B, but the p and g shards hold\n"
                 "(psi + padding)/N = %lld elements each, Adam's m and v only the real ones\n",
-                as_planned ? "=" : "DIFFERS FROM", ll(psi), N, formula, ll(flat / N));
+                as_planned ? "=" : "DIFFERS FROM", ll(psi), N, formula, ll(s.flat / N));
+}
 
-  // ------------------------------------------------------------------------------------------
+void units_gathered_to_compute_released_after(lesson::Beats& beats, dist::ProcessGroup& world, State& s) {
   beats.beat("units: gathered to compute, released after",
              "Hooks on each unit's module drive a state machine: sharded -> gathering (all-gather started)\n"
              "-> gathered (waited) -> sharded again (released: the full buffer is freed). While a unit\n"
              "computes, the next one is prefetched (stage3_prefetch_bucket_size elements ahead).");
+  const int N = world.size();
+  const auto* s3 = s.engine->strategy_as<zero::Stage3>();
+  const zero::Partition& part = s3->partition();
   for (std::size_t b : s3->units()) {
     const zero::ShardedBucket& u = part.buckets()[b];
     std::printf("unit %-5s %2zu tensors, %6lld elements, shard %6lld: %s ... %s\n", lesson07::unit_name(*s3, b).c_str(),
                 u.members.size(), ll(u.numel), ll(u.numel / N), part.params()[u.members.front()].first.c_str(),
                 part.params()[u.members.back()].first.c_str());
   }
-  runtime::Config deepspeed = cfg;
+  runtime::Config deepspeed = s.cfg;
   deepspeed.zero.stage3_param_persistence_threshold = 100000;  // DeepSpeed's default
   const zero::UnitPlan ds_plan = zero::plan_units(
-      runtime::meta_parameters(nn::GPT::parameter_shapes(engine->model().config())), engine->model().blocks.size(), deepspeed.strategy());
+      runtime::meta_parameters(nn::GPT::parameter_shapes(s.engine->model().config())), s.engine->model().blocks.size(), deepspeed.strategy());
   std::printf("persistent buckets (tensors <= stage3_param_persistence_threshold = %lld elements, kept whole): %zu\n"
               "with DeepSpeed's default threshold 100000: %zu units, %zu persistent buckets (nothing sharded)\n\n",
-              ll(double(cfg.zero.stage3_param_persistence_threshold)), part.buckets().size() - s3->units().size(),
+              ll(double(s.cfg.zero.stage3_param_persistence_threshold)), part.buckets().size() - s3->units().size(),
               ds_plan.units.size(), ds_plan.buckets.size() - ds_plan.units.size());
-  const data::Batch batch = train_sampler.sample(rank, engine->global_steps(), N);  // x, y: (8, 64) i32
+  s.batch = s.train_sampler.sample(world.rank(), s.engine->global_steps(), N);  // x, y: (8, 64) i32
   const std::int64_t shards = memory_stats().current(MemTag::param);
-  lesson07::UnitTrace trace(*s3);
+  lesson07::UnitTrace& trace = s.trace.emplace(*s3);
   trace.print_header();
   reset_peak_memory();
-  Tensor loss;
-  events::Recorder framed;           // the same events again, for the frames (this beat's and the next's)
-  lesson::Tee trace_and_rec(trace, framed);
+  s.trace_and_rec.emplace(trace, s.framed);
   {
-    events::Attach watching(trace_and_rec);
-    loss = engine->forward(batch.x, batch.y);  // () the mean cross-entropy
+    events::Attach watching(*s.trace_and_rec);
+    s.loss = s.engine->forward(s.batch.x, s.batch.y);  // () the mean cross-entropy
   }
   trace.flush();
   const auto peaks = gather(world, {double(memory_stats().peak(MemTag::param))});
@@ -168,10 +181,11 @@ int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
   const long long blocks = ll((peak - double(shards) - outer) / (4.0 * double(part.buckets()[s3->units().back()].numel)));
   std::printf("param pool: shards %lld B; peak during forward %lld B (max over ranks) = shards + outer + %lld block%s\n",
               ll(shards), ll(peak), blocks, blocks == 1 ? "" : "s");
+  const std::int64_t psi = part.numel();
   std::printf("the whole model, as DDP and ZeRO-1/2 hold it on every rank: 4 psi = %lld B (peak %s)\n", ll(4.0 * psi),
               peak < 4.0 * psi ? "is below it" : "is NOT below it");
   {
-    const lesson::StepFrames frames(framed.events(), world, *engine, lesson::frames_in_colour(beats));
+    const lesson::StepFrames frames(s.framed.events(), world, *s.engine, lesson::frames_in_colour(beats));
     std::printf("\nthe same forward as frames (docs/frames.md): block h.0 gathered on every rank, then released\n");
     frames.print_legend();
     const std::size_t gathered = frames.find("all-gather h.0", "forward");
@@ -181,24 +195,25 @@ int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
                 "its forward runs around the blocks'); release: the gathered buffer is freed, each rank keeps only\n"
                 "its own shard (#), and h.1's prefetch is in flight (:).\n");
   }
+}
 
-  // ------------------------------------------------------------------------------------------
+void backward_gather_again_reduce_scatter_release(lesson::Beats& beats, dist::ProcessGroup& world, State& s) {
   beats.beat("backward: gather again, reduce-scatter, release",
              "Backward needs the parameters again: each unit is gathered once more (the head's outer unit\n"
              "first), and when all its gradients are final they are reduce-scattered (rank r keeps the\n"
              "average of shard r) and the unit is released. The step then updates the shards only.");
   {
-    nn::ModulePhaseEvents phases(engine->model());  // "backward transformer.h.K" events
-    trace.print_header();
-    events::Attach watching(trace_and_rec);
-    engine->backward(loss);
-    engine->step();
+    nn::ModulePhaseEvents phases(s.engine->model());  // "backward transformer.h.K" events
+    s.trace->print_header();
+    events::Attach watching(*s.trace_and_rec);
+    s.engine->backward(s.loss);
+    s.engine->step();
   }
-  trace.flush();
+  s.trace->flush();
   std::printf("after the step: param pool %lld B = the shards again; nothing is gathered until the next forward\n",
               ll(memory_stats().current(MemTag::param)));
   {
-    const lesson::StepFrames frames(framed.events(), world, *engine, lesson::frames_in_colour(beats));
+    const lesson::StepFrames frames(s.framed.events(), world, *s.engine, lesson::frames_in_colour(beats));
     std::printf("\nthe same backward as frames: h.2's reduce-scatter done\n");
     frames.print_legend();
     frames.print(frames.find("reduce-scatter h.2"));
@@ -207,17 +222,19 @@ int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
                 "when the reduction is done: backward has gone on meanwhile, the units it works on gathered (+),\n"
                 "with local gradients (~) or a reduction in flight (#: the shard, not yet reduced).\n");
   }
+}
 
-  // ------------------------------------------------------------------------------------------
+void bytes_per_step(lesson::Beats& beats, dist::ProcessGroup& world, State& s) {
   beats.beat("bytes per step: 3(N-1)/N * psi",
              "Every parameter is all-gathered twice (forward, backward) and its gradient reduce-scattered\n"
              "once: 3 ring passes of (N-1)/N·Ψ. ZeRO-1/2 (and DDP) need 2: ZeRO-3 trades 1.5x the traffic\n"
              "for parameters that take 1/N of the memory. Counted from the events of one train_batch.");
+  const int N = world.size();
   std::map<std::string, std::array<std::int64_t, 3>> sent;  // op -> calls, elements, bytes this rank sent
   {
     events::Recorder rec;
     events::Attach listening(rec);
-    engine->train_batch(train_sampler);
+    s.engine->train_batch(s.train_sampler);
     for (const events::Event& e : rec.events())
       if (e.category == events::Category::comm && e.kind == events::Kind::begin) {
         auto& c = sent[e.name];
@@ -230,33 +247,50 @@ int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
     std::printf("%-15s %3lld calls %8lld elements %9lld B\n", op.c_str(), ll(c[0]), ll(c[1]), ll(c[2]));
     if (op != "all_reduce") moved += c[1];
   }
-  const double f3 = runtime::comm_elements_per_step(3, double(flat), N, 1), f2 = runtime::comm_elements_per_step(2, double(flat), N, 1);
+  const double f3 = runtime::comm_elements_per_step(3, double(s.flat), N, 1), f2 = runtime::comm_elements_per_step(2, double(s.flat), N, 1);
   std::printf("gathers + reduce-scatters: measured %lld elements; formula 3*(%d-1)/%d * %lld = %lld elements %s\n",
-              ll(moved), N, N, ll(flat), ll(f3), ll(moved) == ll(f3) ? "(equal)" : "(DIFFERENT)");
-  std::printf("ZeRO-1/2: 2*(%d-1)/%d * %lld = %lld elements = %lld B; ZeRO-3: %lld B (x%.2f)\n", N, N, ll(flat), ll(f2),
+              ll(moved), N, N, ll(s.flat), ll(f3), ll(moved) == ll(f3) ? "(equal)" : "(DIFFERENT)");
+  std::printf("ZeRO-1/2: 2*(%d-1)/%d * %lld = %lld elements = %lld B; ZeRO-3: %lld B (x%.2f)\n", N, N, ll(s.flat), ll(f2),
               ll(4 * f2), ll(4 * f3), f3 / f2);
   std::printf("(the all_reduce is the global gradient norm for clipping: one float, in every stage)\n");
+}
 
-  // Beats 5-6: the paper's 7.5B table from the estimator, and PyTorch FSDP's sharding strategies.
-  lesson07::table_beats(beats, double(flat), N);
-
-  // ------------------------------------------------------------------------------------------
+int train_the_baby_gpt_at_stage_3_beside_ddp(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt,
+                                             State& s) {
   beats.beat("train the baby GPT at stage 3, beside lesson 05's DDP",
              "The same run as lesson 05 (seed 1337, batch 8 per rank, AdamW, warmup-decay, clip 1.0), at\n"
              "stage 3 and at stage 0 (DDP). The same micro-batches and the same averaged gradients: the\n"
              "losses must agree to float summation order.");
-  return lesson07::train_beat(world, opt.steps, eval_iters, ds, [&](int stage) { return make_engine(stage, opt, world, V); });
+  return lesson07::train_beat(world, opt.steps, s.eval_iters, s.ds,
+                              [&](int stage) { return make_engine(stage, opt, world, s.V); });
+}
+
+int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
+  const int N = world.size();
+  if (N == 1) {
+    std::printf("This lesson runs on several ranks: ZeRO-3 shards the model over them. Start it with\n"
+                "`make lesson-07` (4 ranks), or\n\n"
+                "  mpirun -np 4 build/bin/lesson-07          (as root: add --allow-run-as-root;\n"
+                "                                             fewer cores than ranks: add --oversubscribe)\n");
+    return 0;
+  }
+  if (!std::filesystem::exists(opt.data))
+    throw lesson::UsageError("data file '" + opt.data + "' not found. Make it with `make data`, or pass --data FILE");
+  State s(opt, N, beats.quick());
+  zero3_the_parameters_are_sharded_too(beats, world, opt, s);
+  units_gathered_to_compute_released_after(beats, world, s);
+  backward_gather_again_reduce_scatter_release(beats, world, s);
+  bytes_per_step(beats, world, s);
+  // Beats 5-6: the paper's 7.5B table from the estimator, and PyTorch FSDP's sharding strategies.
+  lesson07::table_beats(beats, double(s.flat), N);
+  return train_the_baby_gpt_at_stage_3_beside_ddp(beats, world, opt, s);  // it prints "Lesson 07 done."
 }
 
 int main(int argc, char** argv) {
-  dist::ProcessGroup& world = dist::init(&argc, &argv);
-  if (world.rank() != 0 && !std::freopen("/dev/null", "w", stdout)) return 1;  // rank 0 prints for everyone
-  lesson::Beats beats("Lesson 07: ZeRO-3 (parameters sharded too)", 7);
   Options opt;
-  beats.option("--data", opt.data, "FILE", "the text to train on; `make data` writes the KJV");
-  beats.option("--steps", opt.steps, "optimizer steps of each training run", /*quick=*/10);
-  beats.option("--prefetch", opt.prefetch, "stage3_prefetch_bucket_size, in elements (1: no prefetch)");
-  if (world.size() > 1) beats.on_ranks(world.rank(), lesson::from_rank0);
-  return beats.run(argc, argv, [&] { return run(beats, world, opt); },
-                   [](const std::string& what) { dist::abort_job(what, 1); });
+  return lesson::main_on_ranks(argc, argv, "Lesson 07: ZeRO-3 (parameters sharded too)", 7, [&](lesson::Beats& beats) {
+    beats.option("--data", opt.data, "FILE", "the text to train on; `make data` writes the KJV");
+    beats.option("--steps", opt.steps, "optimizer steps of each training run", /*quick=*/10);
+    beats.option("--prefetch", opt.prefetch, "stage3_prefetch_bucket_size, in elements (1: no prefetch)");
+  }, [&](lesson::Beats& beats, dist::ProcessGroup& world) { return run(beats, world, opt); });
 }

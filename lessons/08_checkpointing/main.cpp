@@ -65,23 +65,29 @@ struct Options {
 };
 }  // namespace
 
-int run(lesson::Beats& beats, Options& opt) {
-  if (!std::filesystem::exists(opt.data))
-    throw lesson::UsageError("data file '" + opt.data + "' not found. Make it with `make data`, or pass --data FILE");
-  const long long steps = opt.steps, eval_iters = beats.quick() ? 2 : 20;
+// What the beats hand on: beat 1's block, its input and what it kept, which beat 2 compares against.
+struct State {
+  nn::GPTConfig baby = nn::GPTConfig::named("baby");
+  std::unique_ptr<nn::Block> block;
+  Tensor x;                        // (B, T, C)
+  std::int64_t held = 0, btc = 0;  // beat 1's bytes saved for backward, and B·T·C
+  std::vector<float> plain_grads;  // the block's gradients without checkpointing
+};
 
-  // ------------------------------------------------------------------------------------------
+void a_blocks_activations_measured_and_counted(lesson::Beats& beats, State& s) {
   beats.beat("a block's activations, measured and counted",
              "One baby GPT block (B = 32, T = 64, C = 128, H = 4) forward, with the allocator's `activation`\n"
              "tag on: every tensor a backward node keeps stays allocated until backward. Korthikanti et al.\n"
              "count 34·s·b·h + 5·a·s²·b bytes per layer (16-bit, with dropout); ours is f32, no dropout.");
-  const nn::GPTConfig baby = nn::GPTConfig::named("baby");
+  const nn::GPTConfig& baby = s.baby;
   const std::int64_t B = 32, T = baby.block_size, C = baby.n_embd, H = baby.n_head;
   Generator gen(1337);
-  nn::Block block(baby, gen);
-  Tensor x = Tensor::randn({B, T, C}, gen);  // (B, T, C), made outside the tag: the caller's
-  std::int64_t held = 0;
-  std::vector<float> plain_grads;
+  s.block = std::make_unique<nn::Block>(baby, gen);
+  nn::Block& block = *s.block;
+  s.x = Tensor::randn({B, T, C}, gen);  // (B, T, C), made outside the tag: the caller's
+  const Tensor& x = s.x;
+  std::int64_t& held = s.held;
+  std::vector<float>& plain_grads = s.plain_grads;
   {
     TagScope tag(MemTag::activation);
     const std::int64_t before = activation_now();
@@ -93,7 +99,8 @@ int run(lesson::Beats& beats, Options& opt) {
     auto g = p.grad().to_vector();
     plain_grads.insert(plain_grads.end(), g.begin(), g.end());
   }
-  const std::int64_t btc = B * T * C, bhtt = B * H * T * T, bt = B * T;
+  s.btc = B * T * C;
+  const std::int64_t btc = s.btc, bhtt = B * H * T * T, bt = B * T;
   std::printf("saved for backward by one block: %lld bytes (measured; its output y left out, its input x counted: "
               "ln_1 keeps it)\n", static_cast<long long>(held));
   std::printf("  ln_1: x (B,T,C) + mean, rstd (B,T)        c_attn: ln_1's output (B,T,C)\n"
@@ -106,11 +113,16 @@ int run(lesson::Beats& beats, Options& opt) {
               static_cast<long long>(formula), formula == held ? "(= measured)" : "(DIFFERENT)");
   std::printf("Korthikanti without dropout (34 - 2 masks = 32 sbh, 5 - 3 = 2 as²b, 2-byte) is 16·BTC + B·H·T² "
               "elements: ours in f32, plus the LayerNorms' 4·BT statistics\n");
+}
 
-  // ------------------------------------------------------------------------------------------
+void autograd_checkpoint_on_that_block(lesson::Beats& beats, State& s) {
   beats.beat("autograd::checkpoint on that block",
              "checkpoint(fn, {x}) runs fn without recording a graph and returns y through ONE node that keeps\n"
              "x. Its backward runs fn again, this time recording, and differentiates that.");
+  nn::Block& block = *s.block;
+  const Tensor& x = s.x;
+  const std::int64_t held = s.held, btc = s.btc;
+  const std::vector<float>& plain_grads = s.plain_grads;
   for (Tensor p : block.parameters()) p.set_grad(Tensor());  // handles: the parameters themselves
   std::int64_t held_ckpt = 0;
   {
@@ -130,8 +142,9 @@ int run(lesson::Beats& beats, Options& opt) {
               static_cast<double>(held) / static_cast<double>(std::max<std::int64_t>(1, held_ckpt)));
   std::printf("gradients of all %zu block parameters (%zu numbers): %s to the plain run\n", block.parameters().size(),
               ckpt_grads.size(), ckpt_grads == plain_grads ? "bit-identical" : "DIFFERENT");
+}
 
-  // ------------------------------------------------------------------------------------------
+void memory_and_time_per_segment_size(lesson::Beats& beats, const Options& opt) {
   beats.beat("memory and time per segment_size",
              "Segments of k blocks: the L/k segment inputs x stay all step; in backward one segment at a time\n"
              "is recomputed, holding k blocks' activations a. Memory ≈ ⌈L/k⌉·x + k·a, minimal near\n"
@@ -178,11 +191,14 @@ int run(lesson::Beats& beats, Options& opt) {
               "of 1 block win (the sqrt(L) rule assumes a ≈ x). The peak also holds the logits and the loss's\n"
               "tensors, which no segment size changes.\n",
               static_cast<double>(a) / static_cast<double>(xa), std::sqrt(static_cast<double>(L * xa) / static_cast<double>(a)));
+}
 
-  // ------------------------------------------------------------------------------------------
+void training_the_baby_gpt_with_activation_checkpointing_on(lesson::Beats& beats, const Options& opt, const State& s) {
   beats.beat("training the baby GPT with activation checkpointing on",
              "Lesson 03's run through runtime::Engine, twice: `activation_checkpointing` {enabled: true,\n"
              "segment_size: 1} and off. The recompute repeats the same ops: the same losses, bit for bit.");
+  const nn::GPTConfig& baby = s.baby;
+  const long long steps = opt.steps, eval_iters = beats.quick() ? 2 : 20;
   auto ds = data::TextDataset::load(opt.data, "char", baby.block_size);
   const std::int64_t V = ds.tokenizer().vocab_size();
   struct Run {
@@ -201,28 +217,39 @@ int run(lesson::Beats& beats, Options& opt) {
   };
   Run on = make(1), off = make(0);
   std::printf("%lld steps x 32 x 64 tokens\n%6s %18s %18s\n", steps, "step", "loss (checkpointed)", "loss (plain)");
-  for (long long s = 1; s <= steps; ++s) {
+  for (long long step = 1; step <= steps; ++step) {
     on.losses.push_back(on.engine->train_batch(*on.train));
     off.losses.push_back(off.engine->train_batch(*off.train));
-    if (s % 20 == 0 || s == 1 || s == steps)
-      std::printf("%6lld %18.6f %18.6f\n", s, static_cast<double>(on.losses.back()), static_cast<double>(off.losses.back()));
+    if (step % 20 == 0 || step == 1 || step == steps)
+      std::printf("%6lld %18.6f %18.6f\n", step, static_cast<double>(on.losses.back()), static_cast<double>(off.losses.back()));
   }
   std::printf("all %lld losses: %s\n", steps, on.losses == off.losses ? "bit-identical" : "DIFFERENT");
   const float val_on = on.engine->evaluate(*on.val, eval_iters), val_off = off.engine->evaluate(*off.val, eval_iters);
   std::printf("val loss: checkpointed %.4f, plain %.4f (the plain run is lesson 03's: its final val loss with "
               "--steps %lld%s)\n", static_cast<double>(val_on), static_cast<double>(val_off), steps,
               beats.quick() ? " --quick" : "");
+}
+
+// The lesson: its four beats in order; main() below parses the options and runs it.
+int run(lesson::Beats& beats, Options& opt) {
+  if (!std::filesystem::exists(opt.data))
+    throw lesson::UsageError("data file '" + opt.data + "' not found. Make it with `make data`, or pass --data FILE");
+  State s;
+  a_blocks_activations_measured_and_counted(beats, s);
+  autograd_checkpoint_on_that_block(beats, s);
+  memory_and_time_per_segment_size(beats, opt);
+  training_the_baby_gpt_with_activation_checkpointing_on(beats, opt, s);
   std::printf("\nLesson 08 done.\n");
   return 0;
 }
 
 int main(int argc, char** argv) {
-  lesson::Beats beats("Lesson 08: activation checkpointing", 4);
   Options opt;
-  beats.option("--data", opt.data, "FILE", "the text to train on; `make data` writes the KJV");
-  beats.option("--steps", opt.steps, "optimizer steps of beat 4", /*quick=*/20);
-  beats.option("--model", opt.model, "NAME", "beat 3's GPT (baby, small); --quick uses baby");
-  return beats.run(argc, argv, [&] {
+  return lesson::main_on_one_process(argc, argv, "Lesson 08: activation checkpointing", 4, [&](lesson::Beats& beats) {
+    beats.option("--data", opt.data, "FILE", "the text to train on; `make data` writes the KJV");
+    beats.option("--steps", opt.steps, "optimizer steps of beat 4", /*quick=*/20);
+    beats.option("--model", opt.model, "NAME", "beat 3's GPT (baby, small); --quick uses baby");
+  }, [&](lesson::Beats& beats) {
     if (beats.quick() && !beats.given("--model")) opt.model = "baby";
     return run(beats, opt);
   });

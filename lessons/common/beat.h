@@ -1,18 +1,27 @@
 #pragma once
-// A lesson is a sequence of beats: print what is about to happen, run it live, wait for Enter.
+// A lesson is a sequence of beats: print what is about to happen, run it live, wait for Enter. Each beat is
+// one function whose first line names it; run() calls them in order, passing what later beats need:
 //
-//   int main(int argc, char** argv) {
-//     lesson::Beats beats("Lesson 03: the GPT", 6);                    // title, number of beats
-//     std::string data = "datasets/kjv.txt";                           // options: name, default, help
-//     long long steps = 200;
-//     beats.option("--data", data, "FILE", "the text to train on");
-//     beats.option("--steps", steps, "optimizer steps", /*quick=*/20);  // --quick uses 20
-//     return beats.run(argc, argv, [&] {
-//       beats.beat("the data", "One id per character ...");
-//       ... live code on real tensors, printing real numbers ...
-//       return 0;
-//     });
+//   struct State { Tensor x; };                                        // what the beats hand on
+//   void the_data(lesson::Beats& beats, const Options& opt, State& s) {
+//     beats.beat("the data", "One id per character ...");              // heading and idea
+//     ... live code on real tensors, printing real numbers ...
 //   }
+//   int run(lesson::Beats& beats, const Options& opt) {
+//     State s;
+//     the_data(beats, opt, s);
+//     ...
+//     return 0;
+//   }
+//   int main(int argc, char** argv) {
+//     Options opt;
+//     return lesson::main_on_one_process(argc, argv, "Lesson 03: the GPT", 6, [&](lesson::Beats& beats) {
+//       beats.option("--data", opt.data, "FILE", "the text to train on");  // name, default, help
+//       beats.option("--steps", opt.steps, "optimizer steps", /*quick=*/20);  // --quick uses 20
+//     }, [&](lesson::Beats& beats) { return run(beats, opt); });
+//   }
+//
+// A lesson on several ranks uses lesson::main_on_ranks (common/ranks.h) instead.
 //
 // Every lesson also takes
 //   --auto     never wait for Enter (CI runs the lessons this way);
@@ -245,5 +254,13 @@ class Beats {
   std::function<int(int)> share_;
   int saved_stdout_ = -1;  // the real standard output while a --beat jump hides the beats before it
 };
+
+/// The main() of a lesson on one process: `options` declares its options on `beats`; `body` runs the beats.
+inline int main_on_one_process(int argc, char** argv, const std::string& title, int total,
+                               const std::function<void(Beats&)>& options, const std::function<int(Beats&)>& body) {
+  Beats beats(title, total);
+  options(beats);
+  return beats.run(argc, argv, [&] { return body(beats); });
+}
 
 }  // namespace lesson
