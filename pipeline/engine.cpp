@@ -76,7 +76,8 @@ PipelineEngine::PipelineEngine(std::shared_ptr<nn::GPT> model, const runtime::Co
                                            runtime::PipelineStagePart{trained_, grid_.pipe.get(), tied_.defined()});
   // Other stages' parameters: only their shapes stay (a read would throw, naming the parameter).
   for (auto& [name, t] : model_->named_parameters())
-    if (std::none_of(held_.begin(), held_.end(), [&](const auto& h) { return h.first == name; })) t.release_data();
+    if (std::none_of(held_.begin(), held_.end(), [&name = name](const auto& h) { return h.first == name; }))
+      t.release_data();
   busy_sum_.assign(P, 0);
   idle_sum_.assign(P, 0);
   peak_live_.assign(P, 0);

@@ -101,7 +101,7 @@ std::vector<std::pair<std::string, std::vector<int>>> parse_filter(const std::st
   for (const std::string& entry : split(text, '@')) {
     const std::string host = entry.substr(0, entry.find(':'));
     const std::string where = std::string(option) + " " + text;
-    auto h = std::find_if(pool.begin(), pool.end(), [&](const Host& x) { return x.name == host; });
+    auto h = std::find_if(pool.begin(), pool.end(), [&host = host](const Host& x) { return x.name == host; });
     if (host.empty()) throw ConfigError(where + ": an empty host name (the form is HOST[:SLOT,SLOT]@HOST...)");
     if (h == pool.end()) {
       std::string names;
@@ -138,7 +138,7 @@ Pool select(Pool pool, const Options& o) {
   if (!o.include.empty()) {
     Pool chosen;
     for (auto& [host, slots] : parse_filter(o.include, pool, "--include")) {
-      const Host& h = *std::find_if(pool.begin(), pool.end(), [&](const Host& x) { return x.name == host; });
+      const Host& h = *std::find_if(pool.begin(), pool.end(), [&host = host](const Host& x) { return x.name == host; });
       chosen.push_back({host, slots.empty() ? h.slots : slots});
     }
     pool = chosen;
@@ -147,7 +147,7 @@ Pool select(Pool pool, const Options& o) {
     for (auto& [host, slots] : parse_filter(o.exclude, pool, "--exclude"))
       for (Host& h : pool)
         if (h.name == host)
-          std::erase_if(h.slots, [&](int s) { return slots.empty() || std::count(slots.begin(), slots.end(), s); });
+          std::erase_if(h.slots, [&slots = slots](int s) { return slots.empty() || std::count(slots.begin(), slots.end(), s); });
     std::erase_if(pool, [](const Host& h) { return h.slots.empty(); });
     if (pool.empty()) throw ConfigError("--exclude " + o.exclude + " leaves no slot to run on");
   }

@@ -223,7 +223,7 @@ TEST(L03_Safetensors, ErrorsQuoteAtMost80CharactersOfANameFromTheFile) {
       {R"({")" + longname + R"(":)" + entry + R"(,"b":)" + entry + "}", "overlaps tensor 'F[1,1,"},
   };
   for (const auto& [header, what] : cases) {
-    const std::string msg = error_of([&] { load_safetensors(write_raw(tmp.path("long.safetensors"), header, 4)); });
+    const std::string msg = error_of([&, &header = header] { load_safetensors(write_raw(tmp.path("long.safetensors"), header, 4)); });
     EXPECT_TRUE(contains(msg, what)) << msg.substr(0, 300);
     EXPECT_TRUE(contains(msg, "...")) << msg.substr(0, 300);
     EXPECT_LT(msg.size(), 300u) << msg.substr(0, 300);

@@ -85,7 +85,7 @@ TEST(L03_GPT, InitStatistics) {
   const double proj_std = 0.02 / std::sqrt(2.0 * c.n_layer);  // 0.00707
   for (auto& [name, p] : model.named_parameters()) {
     std::vector<float> v = p.to_vector();
-    auto ends_with = [&](const std::string& s) {
+    auto ends_with = [&name = name](const std::string& s) {
       return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0;
     };
     if (ends_with("c_proj.weight")) {
