@@ -9,11 +9,11 @@
 #include "minitorch/json_limits.h"
 #include "minitorch/safetensors.h"
 #include "runtime/model_budget.h"
+#include "runtime/save_target.h"
 
 namespace minitorch::runtime {
 
 namespace {
-constexpr const char* kFormat = "minitorch-checkpoint-1";
 
 /// A count written by std::to_string (a step): decimal digits only, at most INT64_MAX. std::stoll
 /// would take "12abc" as 12 and " -3" as -3.
@@ -32,7 +32,7 @@ std::int64_t parse_count(const std::string& s, const std::string& what) {
 
 std::map<std::string, std::string> checkpoint_metadata(const nn::GPT& model, const data::Tokenizer& tok,
                                                        std::int64_t step) {
-  return {{"format", kFormat},
+  return {{"format", kCheckpointFormat},
           {"model_args", model.config().to_json().dump()},
           {"tokenizer", tok.kind()},
           {"vocab", tok.to_string()},
@@ -47,8 +47,8 @@ CheckpointInfo checkpoint_info_of(const SafetensorsFile& f) {
                                "' metadata: not a minitorch checkpoint (save one with minitorch-train)");
     return it->second;
   };
-  if (need("format") != kFormat)
-    throw std::runtime_error("checkpoint '" + f.path + "' has format '" + truncate_for_message(need("format")) + "', expected '" + kFormat + "'");
+  if (need("format") != kCheckpointFormat)
+    throw std::runtime_error("checkpoint '" + f.path + "' has format '" + truncate_for_message(need("format")) + "', expected '" + kCheckpointFormat + "'");
   CheckpointInfo info;
   info.path = f.path;
   try {
@@ -108,11 +108,10 @@ void save_model(const std::string& path, const nn::GPT& model, const data::Token
 }
 
 void save_single_file_checkpoint(const std::string& path, const Engine& engine, const data::Tokenizer& tokenizer,
-                                 const std::string& run_id) {
-  remove_stale_temp_files(path);
-  // From here until the new manifest lands, the files at `path` are not one complete save; with the
-  // old manifest gone, a kill in between is seen as "no manifest", never as a mixed pair.
-  std::filesystem::remove(manifest_path(path));
+                                 const std::string& run_id, const std::function<void(int)>& before_step) {
+  // runtime/save_target.h: refuse what no save wrote, write the new save whole as PATH.partial, switch it in.
+  begin_save(path, SaveKind::single_file);
+  const std::string partial = partial_path(path), name = std::filesystem::path(path).filename().string();
   CheckpointManifest m;
   m.run_id = run_id;
   m.step = engine.global_steps();
@@ -120,23 +119,26 @@ void save_single_file_checkpoint(const std::string& path, const Engine& engine, 
   m.train_micro_batch_size_per_gpu = engine.config().train_micro_batch_size_per_gpu;
   m.gradient_accumulation_steps = engine.config().gradient_accumulation_steps;
   const zero::GradientStrategy& s = engine.strategy();
-  const std::string opt_path = path + ".optim";
   if (s.optimizer_steps() > 0) {
-    save_safetensors(opt_path, s.optimizer_state(),
-                     {{"format", kFormat}, {"optimizer_steps", std::to_string(s.optimizer_steps())}, {"run_id", run_id}});
-  } else {
-    std::filesystem::remove(opt_path);  // an older run's state must not sit beside this save
+    m.optim = ManifestFile{};
+    m.optim->optimizer_steps = s.optimizer_steps();
+    save_safetensors(partial + ".optim", s.optimizer_state(),
+                     {{"format", kCheckpointFormat}, {"optimizer_steps", std::to_string(s.optimizer_steps())}, {"run_id", run_id}});
   }
   auto meta = checkpoint_metadata(engine.model(), tokenizer, m.step);
   meta["run_id"] = run_id;
   meta["engine_state"] = engine_state_json(engine);
-  save_safetensors(path, engine.model().state_dict(), meta);
-  m.model = describe_file(path);
-  if (s.optimizer_steps() > 0) {
-    m.optim = describe_file(opt_path);
+  meta["manifest_facts"] = manifest_facts(m);
+  save_safetensors(partial, engine.model().state_dict(), meta);
+  m.model = describe_file(partial);
+  m.model.name = name;  // the names it will have (files are found by convention; these are for a reader)
+  if (m.optim) {
+    m.optim = describe_file(partial + ".optim");
+    m.optim->name = name + ".optim";
     m.optim->optimizer_steps = s.optimizer_steps();
   }
-  write_manifest(path, m);
+  write_manifest(partial, m);
+  switch_into_place(path, SaveKind::single_file, before_step);
 }
 
 std::shared_ptr<nn::GPT> load_model(const std::string& path, CheckpointInfo* info_out) {
@@ -196,6 +198,10 @@ FullState read_single_file_checkpoint(const std::string& path) {
   if (st.info.step != m.step)
     fail("its model file is from step " + std::to_string(st.info.step) + " but the manifest is from step " +
          std::to_string(m.step) + "; use the files of one save together");
+  if (auto it = f.metadata.find("manifest_facts"); it != f.metadata.end())  // saves before them have none
+    if (std::string why = facts_mismatch(m, it->second); !why.empty())
+      fail(why + " (model file '" + path + "'): the manifest was edited or is from another save; use the files of "
+           "one save together");
   check_sum(path, m.model, "model file");
   if (auto it = f.metadata.find("engine_state"); it != f.metadata.end()) st.engine_state = it->second;
   // Every parameter once, in the model's order (the head's weight is the embedding's: not a parameter);

@@ -8,11 +8,14 @@
 /// keys, JSON), `tokenizer` ("char"/"byte"), `vocab` (the characters, UTF-8), `step`, and
 /// (from save_checkpoint) `run_id`.
 /// `PATH.optim` (also safetensors) holds the optimizer state (exp_avg.*, exp_avg_sq.*, master.*),
-/// its step count and the run id, for `--resume`. A save is one complete save or nothing: it removes
-/// the old manifest and what a killed save left (`*.tmp.<pid>`), writes both files atomically (temp
-/// file, fsync, rename), and writes `PATH.manifest.json` (runtime/checkpoint_manifest.h) last.
-/// resume_from() (runtime/save_and_resume.h) accepts only a save whose manifest, sizes, checksums, steps
-/// and run id agree; load_model() needs only `PATH`, so eval and sampling work on a model file alone.
+/// its step count and the run id, for `--resume`; `PATH.manifest.json` (runtime/checkpoint_manifest.h)
+/// names both with their sizes and checksums. A save writes the three whole as `PATH.partial*` (each
+/// atomically: temp file, fsync, rename; the manifest last) and only then switches them in, so the last
+/// complete save is never lost, and never replaces a file no minitorch save wrote (runtime/save_target.h).
+/// resume_from() (runtime/save_and_resume.h) accepts only a save whose manifest, sizes, checksums, steps,
+/// run id and manifest facts agree; load_model() needs only `PATH`, so eval and sampling work on a model
+/// file alone.
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -49,10 +52,11 @@ struct FullState {
 
 /// Writes the engine's whole state as one file set: the model (and, if it has stepped, its optimizer
 /// state) to `path` / `path.optim`, then `path.manifest.json`, by the one rank that calls it (stage 0, or
-/// one rank). save_checkpoint (runtime/save_and_resume.h) picks this or a sharded save. `run_id`:
+/// one rank); through `path.partial*` and switch_into_place (runtime/save_target.h: `before_step` is
+/// for tests, which fail a save at each step of the switch). save_checkpoint (runtime/save_and_resume.h) picks this or a sharded save. `run_id`:
 /// new_run_id(), generated once per training run (by rank 0, the same on every rank).
 void save_single_file_checkpoint(const std::string& path, const Engine& engine, const data::Tokenizer& tokenizer,
-                                 const std::string& run_id);
+                                 const std::string& run_id, const std::function<void(int)>& before_step = {});
 /// What a resume needs of the engine beyond weights and optimizer: the skipped (fp16 overflow) steps
 /// and the loss scaler's state, as JSON for a file's metadata ("engine_state").
 std::string engine_state_json(const Engine& engine);

@@ -22,7 +22,6 @@
 namespace minitorch::runtime {
 
 namespace {
-constexpr const char* kManifestFormat = "minitorch-manifest-1";
 
 std::string read_text(const std::string& path) {
   std::ifstream in(path);
@@ -97,13 +96,6 @@ ManifestFile file_from(const nlohmann::json& j, const std::string& object, bool 
   return f;
 }
 
-/// True if `name` is `prefix` followed by one or more digits and nothing else.
-bool is_prefix_then_digits(const std::string& name, const std::string& prefix) {
-  if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) return false;
-  for (std::size_t i = prefix.size(); i < name.size(); ++i)
-    if (name[i] < '0' || name[i] > '9') return false;
-  return true;
-}
 }  // namespace
 
 std::string manifest_path(const std::string& checkpoint_path) { return checkpoint_path + ".manifest.json"; }
@@ -148,14 +140,61 @@ ManifestFile describe_file(const std::string& path) {
   return f;
 }
 
-void write_manifest(const std::string& checkpoint_path, const CheckpointManifest& m) {
+namespace {
+nlohmann::json manifest_json(const CheckpointManifest& m) {
   nlohmann::json files = {{"model", file_json(m.model, false)}};
   if (m.optim) files["optim"] = file_json(*m.optim, true);
-  const nlohmann::json j = {{"format", kManifestFormat}, {"run_id", m.run_id}, {"step", m.step},
-                            {"data_parallel_size", m.data_parallel_size},
-                            {"train_micro_batch_size_per_gpu", m.train_micro_batch_size_per_gpu},
-                            {"gradient_accumulation_steps", m.gradient_accumulation_steps}, {"files", files}};
-  const std::string text = j.dump(2) + "\n";
+  return {{"format", kManifestFormat}, {"run_id", m.run_id}, {"step", m.step},
+          {"data_parallel_size", m.data_parallel_size},
+          {"train_micro_batch_size_per_gpu", m.train_micro_batch_size_per_gpu},
+          {"gradient_accumulation_steps", m.gradient_accumulation_steps}, {"files", files}};
+}
+nlohmann::json manifest_json(const ShardedManifest& m) {
+  nlohmann::json params = nlohmann::json::array(), shards = nlohmann::json::array();
+  for (const auto& [name, shape] : m.params) params.push_back({{"name", name}, {"shape", shape}});
+  for (const ManifestFile& f : m.shards) shards.push_back(file_json(f, false));
+  return {{"format", kShardedManifestFormat}, {"run_id", m.run_id}, {"step", m.step}, {"stage", m.stage},
+          {"data_parallel_size", m.data_parallel_size}, {"pipeline_stages", m.pipeline_stages},
+          {"train_micro_batch_size_per_gpu", m.train_micro_batch_size_per_gpu},
+          {"gradient_accumulation_steps", m.gradient_accumulation_steps},
+          {"optimizer_steps", m.optimizer_steps}, {"dtype", m.dtype}, {"numel", m.numel},
+          {"params", params}, {"shards", shards}};
+}
+/// Everything a manifest says but its files' sizes and checksums (which the files cannot carry).
+nlohmann::json facts_json(const CheckpointManifest& m) {
+  nlohmann::json j = manifest_json(m);
+  j.erase("files");
+  j["optimizer_steps"] = m.optim ? m.optim->optimizer_steps : 0;
+  return j;
+}
+nlohmann::json facts_json(const ShardedManifest& m) {
+  nlohmann::json j = manifest_json(m);
+  j.erase("shards");
+  return j;
+}
+std::string mismatch(const nlohmann::json& want, const std::string& facts) {
+  nlohmann::json got;
+  try {
+    got = parse_json_bounded(facts, "manifest_facts");
+  } catch (const std::exception& e) {
+    return "its manifest_facts metadata is unreadable (" + truncate_for_message(e.what()) + ")";
+  }
+  if (!got.is_object()) return "its manifest_facts metadata is not a JSON object";
+  for (const auto& [key, value] : want.items())
+    if (!got.contains(key) || got.at(key) != value)
+      return "the manifest's " + key + " is " + json_excerpt(value) + " but the save wrote " +
+             (got.contains(key) ? json_excerpt(got.at(key)) : std::string("none"));
+  return "";
+}
+}  // namespace
+
+std::string manifest_facts(const CheckpointManifest& m) { return facts_json(m).dump(); }
+std::string manifest_facts(const ShardedManifest& m) { return facts_json(m).dump(); }
+std::string facts_mismatch(const CheckpointManifest& m, const std::string& facts) { return mismatch(facts_json(m), facts); }
+std::string facts_mismatch(const ShardedManifest& m, const std::string& facts) { return mismatch(facts_json(m), facts); }
+
+void write_manifest(const std::string& checkpoint_path, const CheckpointManifest& m) {
+  const std::string text = manifest_json(m).dump(2) + "\n";
   write_file_atomic(manifest_path(checkpoint_path), {{text.data(), text.size()}}, "checkpoint manifest");
 }
 
@@ -194,10 +233,6 @@ CheckpointManifest parse_manifest(const std::string& text, const std::string& ch
 
 // ---- sharded checkpoints ----
 
-namespace {
-constexpr const char* kShardedFormat = "minitorch-sharded-1";
-}  // namespace
-
 std::string sharded_manifest_path(const std::string& dir) { return dir + "/manifest.json"; }
 
 std::string shard_file_name(int rank, int world) {
@@ -207,16 +242,7 @@ std::string shard_file_name(int rank, int world) {
 }
 
 void write_sharded_manifest(const std::string& dir, const ShardedManifest& m) {
-  nlohmann::json params = nlohmann::json::array(), shards = nlohmann::json::array();
-  for (const auto& [name, shape] : m.params) params.push_back({{"name", name}, {"shape", shape}});
-  for (const ManifestFile& f : m.shards) shards.push_back(file_json(f, false));
-  const nlohmann::json j = {{"format", kShardedFormat}, {"run_id", m.run_id}, {"step", m.step}, {"stage", m.stage},
-                            {"data_parallel_size", m.data_parallel_size}, {"pipeline_stages", m.pipeline_stages},
-                            {"train_micro_batch_size_per_gpu", m.train_micro_batch_size_per_gpu},
-                            {"gradient_accumulation_steps", m.gradient_accumulation_steps},
-                            {"optimizer_steps", m.optimizer_steps}, {"dtype", m.dtype}, {"numel", m.numel},
-                            {"params", params}, {"shards", shards}};
-  const std::string text = j.dump(2) + "\n";
+  const std::string text = manifest_json(m).dump(2) + "\n";
   write_file_atomic(sharded_manifest_path(dir), {{text.data(), text.size()}}, "checkpoint manifest");
 }
 
@@ -234,8 +260,8 @@ ShardedManifest parse_sharded_manifest(const std::string& text, const std::strin
   try {
     const nlohmann::json j = parse_json_bounded(text, "the manifest");
     const std::string format = string_at(j, "", "format");
-    if (format != kShardedFormat)
-      throw std::invalid_argument("format is '" + truncate_for_message(format) + "', expected '" + kShardedFormat + "'");
+    if (format != kShardedManifestFormat)
+      throw std::invalid_argument("format is '" + truncate_for_message(format) + "', expected '" + kShardedManifestFormat + "'");
     m.run_id = string_at(j, "", "run_id");
     m.step = int_at(j, "", "step", 0);
     m.stage = static_cast<int>(int_at(j, "", "stage", 0, 3));
@@ -287,24 +313,6 @@ ShardedManifest parse_sharded_manifest(const std::string& text, const std::strin
                              "' is unreadable (" + truncate_for_message(e.what(), 300) + "); resume from a complete save");
   }
   return m;
-}
-
-int remove_stale_temp_files(const std::string& checkpoint_path) {
-  namespace fs = std::filesystem;
-  const fs::path p(checkpoint_path);
-  const fs::path dir = p.parent_path().empty() ? fs::path(".") : p.parent_path();
-  const std::string base = p.filename().string();
-  std::vector<fs::path> stale;
-  std::error_code ec;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    if (!it->is_regular_file(ec)) continue;
-    const std::string name = it->path().filename().string();
-    for (const char* suffix : {"", ".optim", ".manifest.json"})
-      if (is_prefix_then_digits(name, base + suffix + ".tmp.")) stale.push_back(it->path());
-  }
-  int removed = 0;
-  for (const auto& f : stale) removed += fs::remove(f, ec) ? 1 : 0;
-  return removed;
 }
 
 }  // namespace minitorch::runtime

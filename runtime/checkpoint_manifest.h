@@ -4,10 +4,11 @@
 ///
 /// A save writes `PATH` and `PATH.optim` (each atomically) and then, last, `PATH.manifest.json`
 /// naming both with their sizes and FNV-1a 64 checksums, the run id, the step and the data-parallel
-/// size. A kill before the manifest is renamed into place leaves no manifest (the save deletes the
-/// old one first), so `--resume` sees an incomplete save instead of a mixed pair. Files are found by
-/// convention (`PATH`, `PATH.optim`), so a complete save can be renamed as a set; the names in the
-/// manifest are for a reader.
+/// size: files without their manifest are not a complete save, so `--resume` never takes a mixed pair.
+/// (The files are first written as `PATH.partial*` and then switched in: runtime/save_target.h.)
+/// Files are found by convention (`PATH`, `PATH.optim`), so a complete save can be renamed as a set;
+/// the names in the manifest are for a reader. The files also carry the manifest's facts
+/// (manifest_facts), so an edited manifest field is refused too.
 ///
 /// \code
 ///   {"format": "minitorch-manifest-1", "run_id": "1718000000-4242-9f3a61c2", "step": 600,
@@ -25,6 +26,13 @@
 #include "dist/process_group.h"
 
 namespace minitorch::runtime {
+
+/// The `format` of what a save writes: a checkpoint or model file's safetensors metadata
+/// (runtime/checkpoint.h), a single-file save's manifest, a sharded save's manifest. save_target.h
+/// tells a save's own files from a user's by them.
+inline constexpr const char* kCheckpointFormat = "minitorch-checkpoint-1";
+inline constexpr const char* kManifestFormat = "minitorch-manifest-1";
+inline constexpr const char* kShardedManifestFormat = "minitorch-sharded-1";
 
 /// One file of a save as the manifest records it.
 struct ManifestFile {
@@ -88,6 +96,16 @@ void write_sharded_manifest(const std::string& dir, const ShardedManifest& manif
 ShardedManifest read_sharded_manifest(const std::string& dir);
 ShardedManifest parse_sharded_manifest(const std::string& text, const std::string& dir);
 
+/// A manifest's facts, all it says but its files' sizes and checksums, as one JSON text. Every file of
+/// a save carries them in its metadata (`manifest_facts`), and a reader holds the manifest to them, so
+/// an edited field (a step, optimizer_steps, a shape, a count) is refused, naming it.
+std::string manifest_facts(const CheckpointManifest& m);
+std::string manifest_facts(const ShardedManifest& m);
+/// "" if `facts` (a file's `manifest_facts`) say what `m` says; else the first field that differs:
+/// "the manifest's optimizer_steps is 1000 but the save wrote 3".
+std::string facts_mismatch(const CheckpointManifest& m, const std::string& facts);
+std::string facts_mismatch(const ShardedManifest& m, const std::string& facts);
+
 /// `path + ".manifest.json"`.
 std::string manifest_path(const std::string& checkpoint_path);
 
@@ -116,9 +134,5 @@ CheckpointManifest read_manifest(const std::string& checkpoint_path);
 /// 16 hex digits); anything else is the same std::runtime_error as read_manifest's.
 CheckpointManifest parse_manifest(const std::string& text, const std::string& checkpoint_path);
 
-/// Removes what a killed save left behind: files named exactly `PATH.tmp.<digits>`,
-/// `PATH.optim.tmp.<digits>` or `PATH.manifest.json.tmp.<digits>` (write_file_atomic's temp
-/// files), nothing else. Returns how many were removed.
-int remove_stale_temp_files(const std::string& checkpoint_path);
 
 }  // namespace minitorch::runtime

@@ -1,6 +1,9 @@
 #include "runtime/save_and_resume.h"
 
+#include <filesystem>
 #include <stdexcept>
+
+#include "runtime/save_target.h"
 
 namespace minitorch::runtime {
 
@@ -10,7 +13,32 @@ void save_checkpoint(const std::string& path, const Engine& engine, const data::
   save_single_file_checkpoint(path, engine, tokenizer, run_id);
 }
 
-CheckpointInfo read_checkpoint_info(const std::string& path) {
+LocatedSave locate_save(const std::string& path) {
+  std::string why;
+  try {
+    check_complete(path);
+    return {path, ""};
+  } catch (const std::runtime_error& e) {
+    why = e.what();
+  }
+  std::vector<std::string> tried;
+  for (const std::string& other : {partial_path(path), old_path(path)}) {
+    std::error_code ec;
+    if (!std::filesystem::exists(other, ec) && !std::filesystem::exists(manifest_path(other), ec)) continue;
+    try {
+      check_complete(other);
+      return {other, "'" + path + "' is not a complete save (a save of it was interrupted); using '" + other +
+                         "', the complete " + (other == partial_path(path) ? "new" : "previous") + " save beside it"};
+    } catch (const std::runtime_error& e) {
+      tried.push_back(e.what());
+    }
+  }
+  for (const std::string& t : tried) why += "; nor is the save beside it: " + t;
+  throw std::runtime_error(why);
+}
+
+CheckpointInfo read_checkpoint_info(const std::string& given) {
+  const std::string path = locate_save(given).path;
   if (is_sharded_checkpoint(path)) {
     const ShardedManifest m = check_complete_sharded(path);
     CheckpointInfo info = checkpoint_info_of(load_safetensors(path + "/" + m.shards.front().name));
@@ -25,13 +53,16 @@ void check_complete(const std::string& path) {
   else check_complete_save(path);
 }
 
-ResumeInfo resume_from(const std::string& path, Engine& engine) {
+ResumeInfo resume_from(const std::string& given, Engine& engine) {
+  const LocatedSave where = locate_save(given);
+  const std::string& path = where.path;
   const FullState st = is_sharded_checkpoint(path) ? read_sharded_checkpoint(path) : read_single_file_checkpoint(path);
   if (!(st.info.model == engine.model().config()))
     throw std::runtime_error("cannot resume from '" + path + "': it holds " + st.info.model.describe() +
                              " but the config builds " + engine.model().config().describe());
   load_full_state(engine, st);
   ResumeInfo r{st.run_id, st.info.step, st.data_parallel_size, {}};
+  if (!where.note.empty()) r.warnings.push_back(where.note);
   const Config& c = engine.config();
   const bool same_data = st.train_micro_batch_size_per_gpu == c.train_micro_batch_size_per_gpu &&
                          st.gradient_accumulation_steps * st.data_parallel_size ==

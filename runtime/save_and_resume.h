@@ -31,6 +31,17 @@ struct ResumeInfo {
 /// training run (by rank 0, the same on every rank).
 void save_checkpoint(const std::string& path, const Engine& engine, const data::Tokenizer& tokenizer,
                      const std::string& run_id);
+/// Which complete save `path` names (runtime/save_target.h): `path` itself when it is complete; after an
+/// interrupted save, `path.partial` (the new save, complete before its switch) when it is complete, else
+/// `path.old` (the previous one, during a sharded switch). `note` says which was used when it is not `path`.
+/// None complete: one std::runtime_error, check_complete(path)'s, naming the others and what is wrong
+/// with them.
+struct LocatedSave {
+  std::string path;
+  std::string note;  ///< "" when `path` itself is complete
+};
+LocatedSave locate_save(const std::string& path);
+
 /// Reads only the metadata (the weights are validated but not kept). `path` may be a sharded
 /// checkpoint's directory (then its first shard's metadata).
 CheckpointInfo read_checkpoint_info(const std::string& path);
@@ -39,7 +50,7 @@ CheckpointInfo read_checkpoint_info(const std::string& path);
 void check_complete(const std::string& path);
 /// Restores weights, optimizer state and step count into an engine built for the same model shape,
 /// from a single-file or a sharded checkpoint, saved on any number of ranks at any stage, or on any
-/// pipeline grid (every rank calls it). Refuses, with one std::runtime_error naming the file and the
+/// pipeline grid (every rank calls it); the save locate_save(path) finds (its note is a warning). Refuses, with one std::runtime_error naming the file and the
 /// problem, anything that is not one complete save: no manifest, a file or shard missing, truncated or
 /// changed (size, checksum), files from another run or another step, another model shape.
 ResumeInfo resume_from(const std::string& path, Engine& engine);

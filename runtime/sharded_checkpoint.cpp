@@ -9,6 +9,7 @@
 
 #include "minitorch/json_limits.h"
 #include "minitorch/safetensors.h"
+#include "runtime/save_target.h"
 
 namespace minitorch::runtime {
 
@@ -128,18 +129,6 @@ bool is_sharded_checkpoint(const std::string& path) {
   return fs::is_directory(path, ec);
 }
 
-std::string sharded_save_problem(const std::string& dir) {
-  std::error_code ec;
-  if (!fs::exists(dir, ec)) return "";
-  if (!fs::is_directory(dir, ec))
-    return "--out '" + dir + "' is a file (a single-file checkpoint?), but a sharded save (ZeRO stage >= 1 on several "
-           "ranks) is a directory; give another path, or remove the file";
-  if (!fs::exists(sharded_manifest_path(dir), ec) && !fs::is_empty(dir, ec))
-    return "--out '" + dir + "' is a directory that is not a sharded checkpoint (no manifest.json); a save replaces "
-           "the whole directory, so give another path";
-  return "";
-}
-
 nn::NamedTensors shard_tensors(const zero::GradientStrategy& s, const nn::NamedTensors& whole) {
   nn::NamedTensors mine;
   if (s.shards_optimizer_state()) {
@@ -153,27 +142,44 @@ nn::NamedTensors shard_tensors(const zero::GradientStrategy& s, const nn::NamedT
 }
 
 void save_sharded_checkpoint(const std::string& dir, const Engine& engine, const data::Tokenizer& tokenizer,
-                             const std::string& run_id, const std::function<void()>& before_commit) {
+                             const std::string& run_id, const std::function<void(int)>& before_step) {
   save_shards(dir, engine, tokenizer, run_id, *engine.group(), shard_tensors(engine.strategy()), /*pipeline_stages=*/1,
-              before_commit);
+              before_step);
 }
 
 void save_shards(const std::string& dir, const Engine& engine, const data::Tokenizer& tokenizer, const std::string& run_id,
                  dist::ProcessGroup& group, const nn::NamedTensors& mine, int pipeline_stages,
-                 const std::function<void()>& before_commit) {
+                 const std::function<void(int)>& before_step) {
   const int rank = group.rank(), world = group.size();
   if (world != engine.dp_size() * pipeline_stages)
     throw std::logic_error("save_shards: " + std::to_string(world) + " ranks write, but the grid is " +
                            std::to_string(engine.dp_size()) + " data-parallel x " + std::to_string(pipeline_stages) +
                            " pipeline stages");
-  const std::string partial = dir + ".partial";
-  // Every rank looks (the same answer on a shared file system), so a refusal needs no collective.
-  if (std::string problem = sharded_save_problem(dir); !problem.empty()) throw std::runtime_error(problem);
-  if (rank == 0) {
-    fs::remove_all(partial);  // what a killed save left
-    fs::create_directories(partial);
-  }
+  // Every rank looks (the same answer on a shared file system), so a refusal needs no collective; all have
+  // looked before rank 0 clears what a killed save left, which would change the answer under a slow rank.
+  if (std::string problem = save_target_problem(dir, SaveKind::sharded); !problem.empty())
+    throw std::runtime_error(problem);
   group.barrier();
+  if (rank == 0) begin_save(dir, SaveKind::sharded);  // an empty DIR.partial/ (runtime/save_target.h)
+  group.barrier();
+  const std::string partial = partial_path(dir);
+
+  // What the manifest will say, known on every rank: each shard carries it (manifest_facts).
+  const zero::GradientStrategy& s = engine.strategy();
+  ShardedManifest m;
+  m.run_id = run_id;
+  m.step = engine.global_steps();
+  m.stage = s.zero_stage();
+  m.data_parallel_size = engine.dp_size();
+  m.pipeline_stages = pipeline_stages;
+  m.train_micro_batch_size_per_gpu = engine.config().train_micro_batch_size_per_gpu;
+  m.gradient_accumulation_steps = engine.config().gradient_accumulation_steps;
+  m.optimizer_steps = s.optimizer_steps();
+  for (const auto& [name, t] : engine.model().named_parameters()) {  // the whole model's, every stage's
+    m.params.emplace_back(name, std::vector<std::int64_t>(t.shape().begin(), t.shape().end()));
+    m.numel += t.numel();
+    m.dtype = dtype_name(t.dtype());
+  }
 
   // ---- each rank: what it owns, nobody gathers ----
   auto meta = checkpoint_metadata(engine.model(), tokenizer, engine.global_steps());
@@ -181,34 +187,15 @@ void save_shards(const std::string& dir, const Engine& engine, const data::Token
   meta["rank"] = std::to_string(rank);
   meta["world"] = std::to_string(world);
   meta["engine_state"] = engine_state_json(engine);
+  meta["manifest_facts"] = manifest_facts(m);
   save_safetensors(partial + "/" + shard_file_name(rank, world), mine, meta);
   group.barrier();
 
-  // ---- rank 0: the manifest, then the rename ----
+  // ---- rank 0: the manifest (last), then the switch ----
   if (rank == 0) {
-    const zero::GradientStrategy& s = engine.strategy();
-    ShardedManifest m;
-    m.run_id = run_id;
-    m.step = engine.global_steps();
-    m.stage = s.zero_stage();
-    m.data_parallel_size = engine.dp_size();
-    m.pipeline_stages = pipeline_stages;
-    m.train_micro_batch_size_per_gpu = engine.config().train_micro_batch_size_per_gpu;
-    m.gradient_accumulation_steps = engine.config().gradient_accumulation_steps;
-    m.optimizer_steps = s.optimizer_steps();
-    for (const auto& [name, t] : engine.model().named_parameters()) {  // the whole model's, every stage's
-      m.params.emplace_back(name, std::vector<std::int64_t>(t.shape().begin(), t.shape().end()));
-      m.numel += t.numel();
-      m.dtype = dtype_name(t.dtype());
-    }
     for (int r = 0; r < world; ++r) m.shards.push_back(describe_file(partial + "/" + shard_file_name(r, world)));
     write_sharded_manifest(partial, m);
-    if (before_commit) before_commit();
-    const std::string old = dir + ".old";
-    fs::remove_all(old);
-    if (fs::exists(dir)) fs::rename(dir, old);
-    fs::rename(partial, dir);
-    fs::remove_all(old);
+    switch_into_place(dir, SaveKind::sharded, before_step);
   }
   group.barrier();  // every rank returns once the save is in place
 }
@@ -244,6 +231,10 @@ FullState read_sharded_checkpoint(const std::string& dir) {
     if (info.step != m.step)
       fail(dir, "its shard '" + file + "' is from step " + std::to_string(info.step) + " but the manifest is from step " +
                     std::to_string(m.step) + "; use the files of one save together");
+    if (auto it = f.metadata.find("manifest_facts"); it != f.metadata.end())  // saves before them have none
+      if (std::string why = facts_mismatch(m, it->second); !why.empty())
+        fail(dir, why + " (shard '" + file + "'): the manifest was edited or is from another save; use the files of "
+                  "one save together");
     if (r == 0) {
       st.info = info;
       st.engine_state = meta("engine_state") == "(none)" ? "" : meta("engine_state");

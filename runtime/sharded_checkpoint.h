@@ -14,8 +14,9 @@
 ///
 /// A save is one complete save or nothing: the ranks write into `PATH.partial/` (removed first if a
 /// killed save left it), rank 0 adds the manifest, then renames the old save to `PATH.old`, the new
-/// one to `PATH`, and removes `PATH.old`. A kill in between leaves the old save at `PATH.old`; the
-/// error that --resume PATH then gives says so.
+/// one to `PATH`, and removes `PATH.old` (runtime/save_target.h). A kill in between leaves a complete
+/// save at `PATH.partial` or `PATH.old`, which `--resume PATH` and `minitorch-consolidate PATH` find
+/// (locate_save in runtime/save_and_resume.h) and name.
 ///
 /// Reading goes the other way: every shard's pieces are put back together into whole tensors
 /// (FullState), each element covered exactly once, and load_full_state() cuts them again for the
@@ -43,26 +44,22 @@ namespace minitorch::runtime {
 bool is_sharded_checkpoint(const std::string& path);
 
 /// Writes `engine`'s state as a sharded checkpoint at `dir`. Every rank calls it (barriers inside).
-/// `before_commit` runs on rank 0 after every file is written, before the rename (tests use it to
-/// fail a save at its worst moment). Refuses a `dir` that is a file or a directory that is not a
-/// sharded checkpoint, before anything is written.
+/// Refuses a `dir` that is a file, or a directory (or `dir.partial`, `dir.old`) holding anything no
+/// sharded save wrote, before anything is written (runtime/save_target.h). `before_step(k)` runs on
+/// rank 0 before each step k of switch_into_place (tests fail a save there, at its worst moments).
 void save_sharded_checkpoint(const std::string& dir, const Engine& engine, const data::Tokenizer& tokenizer,
-                             const std::string& run_id, const std::function<void()>& before_commit = {});
+                             const std::string& run_id, const std::function<void(int)>& before_step = {});
 /// The core of every sharded save, for any grid: each rank of `group` (the world, for a pipeline: its
-/// data_parallel_size × pipeline_stages ranks) writes `mine` (shard_tensors()) as its shard; rank 0 writes the
-/// manifest with `engine`'s facts (step, stage, batch split; every parameter of the whole model) and renames
-/// the save into place. Barriers inside.
+/// data_parallel_size × pipeline_stages ranks) writes `mine` (shard_tensors()) as its shard, with the
+/// manifest's facts in its metadata; rank 0 writes the manifest with `engine`'s facts (step, stage, batch
+/// split; every parameter of the whole model) and switches the save into place. Barriers inside.
 void save_shards(const std::string& dir, const Engine& engine, const data::Tokenizer& tokenizer, const std::string& run_id,
                  dist::ProcessGroup& group, const nn::NamedTensors& mine, int pipeline_stages,
-                 const std::function<void()>& before_commit = {});
+                 const std::function<void(int)>& before_step = {});
 /// What strategy `s` writes into a sharded save: its pieces `param.<p>[a:b]` when it shards the optimizer
 /// state, else the parameters `whole` (`param.<p>`: a pipeline stage's, written by one replica), and then its
 /// optimizer state (`exp_avg.<...>`, `exp_avg_sq.<...>`, `master.<...>`) once it has taken a step.
 nn::NamedTensors shard_tensors(const zero::GradientStrategy& s, const nn::NamedTensors& whole = {});
-/// Why `dir` cannot receive a sharded save (empty string: it can): it is a file, or a directory
-/// without a sharded manifest. minitorch-train asks before step 1.
-std::string sharded_save_problem(const std::string& dir);
-
 /// The cheap checks: the manifest is there and readable, every shard is there with its size.
 ShardedManifest check_complete_sharded(const std::string& dir);
 /// Reads a sharded checkpoint whole, checking everything: the manifest, each shard's size, checksum,

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <charconv>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
@@ -39,6 +40,9 @@ inline int exit_status_of(const std::exception& e) {
 /// prints "error: <what>" and exits 2 for a configuration error, 1 for anything else.
 inline int run_tool(cli::Parser& parser, int argc, char** argv, const std::function<void()>& body) {
   if (int status = parser.parse(argc, argv); status >= 0) return status;
+  // A file-size limit (`ulimit -f`) then fails the write with EFBIG, which the writer reports and cleans
+  // up after (write_file_atomic removes its temp file), instead of SIGXFSZ killing the tool mid-save.
+  std::signal(SIGXFSZ, SIG_IGN);
   try {
     body();
   } catch (const std::exception& e) {

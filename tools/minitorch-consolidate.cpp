@@ -8,7 +8,8 @@
 #include <cstdio>
 
 #include "cli_common.h"
-#include "runtime/sharded_checkpoint.h"
+#include "runtime/save_and_resume.h"
+#include "runtime/save_target.h"
 
 using namespace minitorch;
 
@@ -19,17 +20,22 @@ int main(int argc, char** argv) {
       ->required();
   parser.option("OUT", out, "the model file to write (safetensors)")->required();
   return tools::run_tool(parser, argc, argv, [&] {
-    if (!runtime::is_sharded_checkpoint(dir))
+    namespace fs = std::filesystem;
+    const bool interrupted = fs::is_directory(runtime::partial_path(dir)) || fs::is_directory(runtime::old_path(dir));
+    if (!runtime::is_sharded_checkpoint(dir) && !interrupted)
       throw std::runtime_error("'" + dir + "' is not a sharded checkpoint directory" +
-                               (std::filesystem::exists(dir) ? " (a single-file checkpoint is already whole: use it as it is)"
-                                                             : " (no such directory)"));
+                               (fs::exists(dir) ? " (a single-file checkpoint is already whole: use it as it is)"
+                                                : " (no such directory)"));
     tools::ensure_writable(out, "OUT");
-    const runtime::ShardedManifest m = runtime::check_complete_sharded(dir);
-    const std::int64_t n = runtime::consolidate(dir, out);
+    // After an interrupted save: the complete save beside it (runtime/save_target.h), named.
+    const runtime::LocatedSave where = runtime::locate_save(dir);
+    if (!where.note.empty()) tools::warn(where.note);
+    const runtime::ShardedManifest m = runtime::check_complete_sharded(where.path);
+    const std::int64_t n = runtime::consolidate(where.path, out);
     const std::string grid = m.pipeline_stages > 1 ? " (" + std::to_string(m.data_parallel_size) + " data-parallel x " +
                                                          std::to_string(m.pipeline_stages) + " pipeline stages)"
                                                    : "";
-    std::printf("consolidated %s (stage %d, %d shards%s, step %lld) -> %s: %lld parameters, f32\n", dir.c_str(), m.stage,
+    std::printf("consolidated %s (stage %d, %d shards%s, step %lld) -> %s: %lld parameters, f32\n", where.path.c_str(), m.stage,
                 m.ranks(), grid.c_str(), static_cast<long long>(m.step), out.c_str(), static_cast<long long>(n));
   });
 }

@@ -30,6 +30,7 @@
 #include "runtime/engine.h"
 #include "runtime/report.h"
 #include "runtime/save_and_resume.h"
+#include "runtime/save_target.h"
 #include "runtime/sharded_checkpoint.h"
 #include "runtime/step_trace.h"
 #include "trace/html_player.h"
@@ -48,6 +49,7 @@ std::string progress_bar(std::int64_t done, std::int64_t total, int width = 20) 
 struct Overrides {
   std::int64_t steps = -1, seed = -1, eval_iters = -1;
   std::optional<double> comm_timeout;
+  std::int64_t trace_steps = 20;  ///< with --trace: the steps recorded
 };
 
 void train(const std::string& config_path, std::string data_path, const Overrides& flags, const std::string& resume,
@@ -83,9 +85,12 @@ void train(const std::string& config_path, std::string data_path, const Override
   const bool pipelined = cfg.pipeline.stages > 1;
   const bool sharded_save = (cfg.zero.stage >= 1 && world.size() > 1) || pipelined;
   if (world.rank() == 0) {  // found now, not after an hour of training
-    if (!out.empty()) tools::ensure_writable(out, "--out", sharded_save);
-    if (sharded_save && !out.empty())
-      if (std::string problem = runtime::sharded_save_problem(out); !problem.empty()) throw std::runtime_error(problem);
+    if (!out.empty()) {
+      tools::ensure_writable(out, "--out", sharded_save);
+      // Nothing a minitorch save did not write is ever replaced (runtime/save_target.h).
+      const auto kind = sharded_save ? runtime::SaveKind::sharded : runtime::SaveKind::single_file;
+      if (std::string problem = runtime::save_target_problem(out, kind); !problem.empty()) throw runtime::ConfigError(problem);
+    }
     if (!report_path.empty()) tools::ensure_writable(report_path, "--report");
     if (!trace_dir.empty()) tools::ensure_writable((std::filesystem::path(trace_dir) / "trace.json").string(), "--trace");
   }
@@ -93,7 +98,9 @@ void train(const std::string& config_path, std::string data_path, const Override
   // Tokenizer: a resumed run keeps the checkpoint's vocabulary; a new one learns it from the text.
   runtime::CheckpointInfo info;
   if (!resume.empty()) {
-    runtime::check_complete(resume);  // an incomplete save is named as such, not as a bad file
+    // An incomplete save is named as such, not as a bad file; after an interrupted save, the complete one beside
+    // it (resume_from's warnings say which).
+    runtime::locate_save(resume);
     info = runtime::read_checkpoint_info(resume);
   }
   data::TextDataset ds = resume.empty()
@@ -166,7 +173,7 @@ void train(const std::string& config_path, std::string data_path, const Override
   if (tracer) listening.emplace(*tracer);
   else if (report) listening.emplace(*report);
 
-  const std::int64_t total = cfg.training.steps;
+  const std::int64_t total = cfg.training.steps, first_step = engine->global_steps();
   const double tokens_per_step = static_cast<double>(cfg.train_batch_size * T);
   bool legend = true;
   auto t_log = std::chrono::steady_clock::now();
@@ -179,6 +186,14 @@ void train(const std::string& config_path, std::string data_path, const Override
       report->add_step(s, loss, engine->lr(), engine->last_grad_norm(),
                        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_step).count());
     ++steps_since_log;
+    if (tracer && tracer->recording() && s - first_step >= flags.trace_steps && s < total) {
+      // Every recorded event stays in memory until the end (about 5 MB a step for ZeRO-3 on 2 ranks).
+      tracer->stop_recording();
+      if (world.rank() == 0)
+        tools::warn("--trace recorded the first " + std::to_string(flags.trace_steps) + " steps of " +
+                    std::to_string(total - first_step) + " (--trace-steps " + std::to_string(flags.trace_steps) +
+                    "); the rest of the run is not traced");
+    }
     if (s % cfg.training.log_interval == 0 || s == total) {
       double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_log).count();
       // fp16: the loss scale now and the overflow steps skipped so far (runtime/loss_scaler.h).
@@ -275,6 +290,10 @@ int main(int argc, char** argv) {
                  "record every rank's step trace and write DIR/trace.json (Chrome trace format: Perfetto, "
                  "chrome://tracing; docs/trace.md), DIR/frames.json (the state after each phase; docs/frames.md) and "
                  "DIR/trace.html (its animated player) at the end. Meant for a few steps");
+  parser.option("--trace-steps", flags.trace_steps,
+                "with --trace: record the first N steps only (default 20); a traced step's events stay in memory "
+                "until the end")
+      ->check(cli::decimal<std::int64_t>(1));
   parser.option("--out", out, "where to save the checkpoint (overrides training.checkpoint; \"\" = don't save): a file, or a "
                  "directory of shards for ZeRO stages 1-3 on several ranks and for pipelines");
   parser.option("--comm-timeout", flags.comm_timeout,
@@ -283,6 +302,8 @@ int main(int argc, char** argv) {
       ->check(cli::positive_number());
   return tools::run_tool(parser, argc, argv, [&] {
     try {
+      if (parser.given("--trace-steps") && trace_dir.empty())
+        throw runtime::ConfigError("--trace-steps says how many steps --trace records; give --trace DIR too");
       train(config, data, flags, resume, out, report, trace_dir);
     } catch (const std::exception& e) {
       // The other ranks would wait for us forever; the job exits with our status.

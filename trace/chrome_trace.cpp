@@ -19,9 +19,19 @@ TraceRecorder::TraceRecorder(events::Sink* forward) : forward_(forward) {
 void TraceRecorder::on_event(const events::Event& e) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    events_.push_back(e);
+    if (recording_) events_.push_back(e);
   }
   if (forward_) forward_->on_event(e);
+}
+
+void TraceRecorder::stop_recording() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  recording_ = false;
+}
+
+bool TraceRecorder::recording() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return recording_;
 }
 
 std::vector<events::Event> TraceRecorder::events() const {

@@ -49,6 +49,10 @@ class TraceRecorder : public events::Sink {
   void on_event(const events::Event& e) override;
   /// A copy of what was recorded so far.
   std::vector<events::Event> events() const;
+  /// Keeps no more events (they are still forwarded): every recorded event stays in memory, so a long
+  /// traced run stops recording after its first steps (minitorch-train --trace-steps).
+  void stop_recording();
+  bool recording() const;
   /// Bytes per tag (MemTag order) when recording began, and when.
   const std::array<std::int64_t, kNumMemTags>& initial_memory() const { return initial_memory_; }
   double start_us() const { return start_us_; }
@@ -57,6 +61,7 @@ class TraceRecorder : public events::Sink {
   events::Sink* forward_;
   mutable std::mutex mutex_;
   std::vector<events::Event> events_;
+  bool recording_ = true;
   std::array<std::int64_t, kNumMemTags> initial_memory_{};
   double start_us_ = 0;
 };

@@ -97,6 +97,21 @@ std::string ranks_text(const std::vector<int>& ranks) {
   return s;
 }
 
+// `s` with its control characters shown as \xNN: a frames file is data, and its text (a caption, a
+// bucket's name) must not move the cursor or recolour the terminal with escape sequences of its own.
+std::string shown(const std::string& s) {
+  std::string out;
+  for (unsigned char ch : s) {
+    if (ch < 0x20 || ch == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", ch);
+      out += buf;
+    } else {
+      out += static_cast<char>(ch);
+    }
+  }
+  return out;
+}
 }  // namespace
 
 std::string format_bytes(std::int64_t bytes) {
@@ -111,9 +126,9 @@ std::string format_bytes(std::int64_t bytes) {
 
 std::string render_run_header(const FramesDoc& doc, const TerminalOptions& opt) {
   std::ostringstream o;
-  o << (opt.colour ? kBold : "") << (doc.strategy.empty() ? "run" : doc.strategy) << (opt.colour ? kReset : "") << ", "
+  o << (opt.colour ? kBold : "") << (doc.strategy.empty() ? "run" : shown(doc.strategy)) << (opt.colour ? kReset : "") << ", "
     << doc.world_size << (doc.world_size == 1 ? " rank" : " ranks") << ", " << doc.num_parameters << " parameters";
-  if (!doc.dtype.empty()) o << " (" << doc.dtype << ")";
+  if (!doc.dtype.empty()) o << " (" << shown(doc.dtype) << ")";
   o << ", " << doc.buckets.size() << (doc.buckets.size() == 1 ? " bucket" : " buckets") << ", " << doc.frames.size()
     << (doc.frames.size() == 1 ? " frame" : " frames");
   if (doc.capacity_bytes) o << ", capacity " << format_bytes(*doc.capacity_bytes) << " per rank";
@@ -136,16 +151,16 @@ std::string render_frame_text(const FramesDoc& doc, std::size_t i, const Termina
   // header, label, caption, collective
   std::ostringstream head;
   head << "frame " << i + 1 << "/" << doc.frames.size() << " | step " << f.step << " | micro " << f.micro << " | "
-       << f.phase;
+       << shown(f.phase);
   const std::string h = head.str();
   o << "\n" << (c ? kBold : "") << "=== " << h << " " << std::string(h.size() < 70 ? 70 - h.size() : 3, '=')
     << (c ? kReset : "") << "\n";
-  o << (c ? kBold : "") << f.label << (c ? kReset : "") << "\n";
-  if (!f.caption.empty()) o << "  " << f.caption << "\n";
+  o << (c ? kBold : "") << shown(f.label) << (c ? kReset : "") << "\n";
+  if (!f.caption.empty()) o << "  " << shown(f.caption) << "\n";
   if (f.collective) {
     const Collective& col = *f.collective;
-    o << "  " << (c ? "\x1b[38;5;166m" : "") << col.op;
-    if (col.bucket) o << " bucket " << *col.bucket << " (" << doc.buckets[static_cast<std::size_t>(*col.bucket)].name << ")";
+    o << "  " << (c ? "\x1b[38;5;166m" : "") << shown(col.op);
+    if (col.bucket) o << " bucket " << *col.bucket << " (" << shown(doc.buckets[static_cast<std::size_t>(*col.bucket)].name) << ")";
     o << " [" << col.begin << ", " << col.end << "): " << col.elements << " elements, " << col.bytes << " bytes per rank";
     if (!col.ranks.empty()) o << ", ranks " << ranks_text(col.ranks);
     o << (c ? kReset : "") << "\n";
@@ -156,7 +171,7 @@ std::string render_frame_text(const FramesDoc& doc, std::size_t i, const Termina
   std::string names = pad("", kPrefix), owners = pad("owner", kPrefix);
   for (std::size_t b = 0; b < l.per_bucket.size(); ++b) {
     const auto& cells = l.per_bucket[b];
-    std::string name = doc.buckets[b].name.substr(0, cells.size());
+    std::string name = shown(doc.buckets[b].name).substr(0, cells.size());
     names += '|';
     names += pad(name, cells.size());
     owners += "|";
@@ -189,7 +204,7 @@ std::string render_frame_text(const FramesDoc& doc, std::size_t i, const Termina
     bool any = false;
     for (const auto& [tag, bytes] : rs.memory) {
       if (bytes == 0) continue;
-      mem += std::string(any ? ", " : "") + tag + " " + format_bytes(bytes);
+      mem += std::string(any ? ", " : "") + shown(tag) + " " + format_bytes(bytes);
       any = true;
     }
     mem += std::string(any ? " = " : "") + format_bytes(rs.memory_total());

@@ -5,11 +5,13 @@
 
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <tuple>
 
 #include "runtime/checkpoint.h"
 #include "runtime/save_and_resume.h"
+#include "runtime/save_target.h"
 #include "test_util.h"
 #include "train_util.h"
 
@@ -37,6 +39,29 @@ std::string trained_save(const mt_test::TempDir& dir, const std::string& name, c
 std::string resume_error(const std::string& path) {
   TrainRun fresh(kConfig);
   return error_of([&] { runtime::resume_from(path, *fresh.engine); });
+}
+
+/// A run trained 2 steps and saved at `p`, then one step more: its next save is step 3's.
+std::unique_ptr<TrainRun> saved_at_step_2_then_stepped(const std::string& p) {
+  auto r = std::make_unique<TrainRun>(kConfig);
+  r->train(2);
+  runtime::save_checkpoint(p, *r->engine, r->ds.tokenizer(), "run-a");
+  r->train(1);
+  return r;
+}
+
+/// Makes the save at `p` one that `ranks` data-parallel ranks wrote: the manifest and the facts its model
+/// file carries (runtime/checkpoint_manifest.h: manifest_facts) say so, and the sizes and checksums follow.
+void saved_on_ranks(const std::string& p, int ranks) {
+  runtime::CheckpointManifest m = runtime::read_manifest(p);
+  m.data_parallel_size = ranks;
+  SafetensorsFile f = load_safetensors(p);
+  f.metadata["manifest_facts"] = runtime::manifest_facts(m);
+  save_safetensors(p, f.tensors, f.metadata);
+  const std::string name = m.model.name;
+  m.model = runtime::describe_file(p);
+  m.model.name = name;
+  runtime::write_manifest(p, m);
 }
 
 void copy_over(const std::string& from, const std::string& to) {
@@ -135,19 +160,102 @@ TEST(L03_Checkpoint, ResumeRefusesChangedBytesThroughTheChecksum) {
   EXPECT_TRUE(contains(e, "'" + a + ".optim' does not match the manifest's checksum")) << e;
 }
 
-TEST(L03_Checkpoint, FailedSaveLeavesNoManifestSoResumeRefusesTheMixedPair) {
+TEST(L03_Checkpoint, FailedSaveLeavesThePreviousSaveWholeAndResumable) {
+  mt_test::TempDir dir;
+  auto p = dir.path("a.safetensors");
+  const auto run = saved_at_step_2_then_stepped(p);
+  TrainRun& r = *run;
+  // The new model file's temp path is a directory: step 3's .optim is written (as a.safetensors.partial.optim),
+  // the model write fails, as a full disk or a kill there would.
+  fs::create_directories(p + ".partial.tmp." + std::to_string(::getpid()) + "/x");
+  EXPECT_NE(error_of([&] { runtime::save_checkpoint(p, *r.engine, r.ds.tokenizer(), "run-a"); }), "(no error)");
+  EXPECT_TRUE(fs::exists(runtime::manifest_path(p))) << "the previous save's manifest stays";
+  TrainRun fresh(kConfig);
+  EXPECT_EQ(runtime::resume_from(p, *fresh.engine).step, 2);
+  fs::remove_all(p + ".partial.tmp." + std::to_string(::getpid()));
+  runtime::save_checkpoint(p, *r.engine, r.ds.tokenizer(), "run-a");  // the next save clears what the failed one left
+  EXPECT_FALSE(fs::exists(p + ".partial.optim"));
+  EXPECT_EQ(runtime::check_complete_save(p).step, 3);
+}
+
+TEST(L03_Checkpoint, ASaveKilledAtAnyStepOfItsSwitchLeavesACompleteSave) {
+  // runtime/save_target.h: before step k of the switch, a throw stands for a kill. What --resume finds:
+  // k = 0 the old save (step 2) at PATH; k = 1..3 the new one (step 3) at PATH.partial, said so; k = 4 the new at PATH.
+  for (int k = 0; k <= 4; ++k) {
+    SCOPED_TRACE("killed before step " + std::to_string(k));
+    mt_test::TempDir dir;
+    auto p = dir.path("a.safetensors");
+    const auto run = saved_at_step_2_then_stepped(p);
+    TrainRun& r = *run;
+    EXPECT_EQ(error_of([&] {
+                runtime::save_single_file_checkpoint(p, *r.engine, r.ds.tokenizer(), "run-a", [&](int step) {
+                  if (step == k) throw std::runtime_error("killed");
+                });
+              }),
+              "killed");
+    const runtime::LocatedSave where = runtime::locate_save(p);
+    EXPECT_EQ(where.path, k >= 1 && k <= 3 ? p + ".partial" : p);
+    EXPECT_EQ(where.note.empty(), where.path == p) << where.note;
+    TrainRun fresh(kConfig);
+    const runtime::ResumeInfo info = runtime::resume_from(p, *fresh.engine);
+    EXPECT_EQ(info.step, k == 0 ? 2 : 3);
+    if (k >= 1 && k <= 3) {
+      ASSERT_EQ(info.warnings.size(), 1u);
+      EXPECT_TRUE(contains(info.warnings[0], "using '" + p + ".partial', the complete new save beside it"))
+          << info.warnings[0];
+    }
+    runtime::save_checkpoint(p, *r.engine, r.ds.tokenizer(), "run-a");  // cleans up, lands whole
+    for (const char* left : {".partial", ".partial.optim", ".partial.manifest.json"})
+      EXPECT_FALSE(fs::exists(p + left)) << left;
+    EXPECT_EQ(runtime::locate_save(p).path, p);
+    EXPECT_EQ(resume_error(p), "(no error)");
+  }
+}
+
+TEST(L03_Checkpoint, ASaveNeverReplacesAFileNoSaveWrote) {
   mt_test::TempDir dir;
   TrainRun r(kConfig);
-  r.train(2);
-  auto p = dir.path("a.safetensors");
-  runtime::save_checkpoint(p, *r.engine, r.ds.tokenizer(), "run-a");
   r.train(1);
-  // The model file's temp path is a directory: the .optim of step 3 lands, the model write fails,
-  // leaving step 2's model beside step 3's optimizer state, as a kill between the two would.
-  fs::create_directories(p + ".tmp." + std::to_string(::getpid()) + "/x");
-  EXPECT_NE(error_of([&] { runtime::save_checkpoint(p, *r.engine, r.ds.tokenizer(), "run-a"); }), "(no error)");
-  EXPECT_FALSE(fs::exists(runtime::manifest_path(p)));
-  EXPECT_TRUE(contains(resume_error(p), "is missing, so it is not one complete save"));
+  auto save = [&](const std::string& p) { return error_of([&] { runtime::save_checkpoint(p, *r.engine, r.ds.tokenizer(), "run-a"); }); };
+  // A user's file at PATH, at PATH.manifest.json, at PATH.partial: each refused, each left as it was.
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"notes.txt", "notes.txt"},
+      {"b.safetensors", "b.safetensors.manifest.json"},
+      {"c.safetensors", "c.safetensors.partial"},
+      {"d.safetensors", "d.safetensors.optim"}};
+  for (const auto& [out, users] : cases) {
+    const std::string file = dir.write(users, "{\"name\": \"my notes\"}");
+    const std::string why = runtime::save_target_problem(dir.path(out), runtime::SaveKind::single_file);
+    EXPECT_TRUE(contains(why, "--out '" + dir.path(out) + "': '" + file + "' is not a")) << why;
+    EXPECT_EQ(save(dir.path(out)), why);
+    EXPECT_EQ(mt_test::read_text(file), "{\"name\": \"my notes\"}") << users;
+  }
+  fs::create_directories(dir.path("folder"));
+  EXPECT_TRUE(contains(save(dir.path("folder")), "is a directory"));
+  // A save's own files are replaced: a model file (a consolidated one too), a save's leftovers.
+  auto p = dir.path("ok.safetensors");
+  runtime::save_model(p, r.engine->model(), r.ds.tokenizer(), 0);
+  EXPECT_EQ(runtime::save_target_problem(p, runtime::SaveKind::single_file), "");
+  EXPECT_EQ(save(p), "(no error)");
+  EXPECT_EQ(save(p), "(no error)");
+  EXPECT_EQ(resume_error(p), "(no error)");
+}
+
+TEST(L03_Checkpoint, AnEditedManifestFieldIsRefusedNamingIt) {
+  mt_test::TempDir dir;
+  auto a = trained_save(dir, "a.safetensors", "run-a", 3);
+  const std::string original = mt_test::read_text(runtime::manifest_path(a));
+  for (const auto& [field, value] : std::vector<std::pair<std::string, nlohmann::json>>{
+           {"gradient_accumulation_steps", 2}, {"train_micro_batch_size_per_gpu", 8}, {"data_parallel_size", 4}}) {
+    auto j = nlohmann::json::parse(original);
+    j[field] = value;  // not covered by the checksums, which cover the files
+    std::ofstream(runtime::manifest_path(a)) << j.dump();
+    const std::string e = resume_error(a);
+    EXPECT_TRUE(contains(e, "the manifest's " + field + " is " + value.dump() + " but the save wrote")) << e;
+    EXPECT_TRUE(contains(e, "the manifest was edited or is from another save")) << e;
+  }
+  std::ofstream(runtime::manifest_path(a)) << original;
+  EXPECT_EQ(resume_error(a), "(no error)");
 }
 
 TEST(L03_Checkpoint, ResumeOnAnotherNumberOfRanksWarnsThatTheDataOrderChanges) {
@@ -160,9 +268,7 @@ TEST(L03_Checkpoint, ResumeOnAnotherNumberOfRanksWarnsThatTheDataOrderChanges) {
     EXPECT_EQ(info.run_id, "run-a");
     EXPECT_EQ(same.engine->global_steps(), 3);
   }
-  auto j = nlohmann::json::parse(std::ifstream(runtime::manifest_path(a)));
-  j["data_parallel_size"] = 4;  // as if saved by `mpirun -np 4`; not covered by the checksums
-  std::ofstream(runtime::manifest_path(a)) << j.dump();
+  saved_on_ranks(a, 4);  // as if saved by `mpirun -np 4`
   TrainRun one(kConfig);
   auto info = runtime::resume_from(a, *one.engine);
   ASSERT_EQ(info.warnings.size(), 1u);
@@ -183,7 +289,8 @@ TEST(L03_Checkpoint, ResumeOnAnotherNumberOfRanksWarnsThatTheDataOrderChanges) {
 TEST(L03_Checkpoint, SaveRemovesTempFilesOfAKilledSaveAndNothingElse) {
   mt_test::TempDir dir;
   const std::vector<std::string> stale = {"a.safetensors.tmp.12345", "a.safetensors.optim.tmp.7",
-                                          "a.safetensors.manifest.json.tmp.999999"};
+                                          "a.safetensors.manifest.json.tmp.999999", "a.safetensors.partial.tmp.3",
+                                          "a.safetensors.partial.optim.tmp.42", "a.safetensors.partial.manifest.json.tmp.5"};
   const std::vector<std::string> kept = {"a.safetensors.tmp.", "a.safetensors.tmp.12a", "a.safetensors.tmp.1.bak",
                                          "xa.safetensors.tmp.5", "b.safetensors.tmp.5", "a.safetensors.tmpx.5",
                                          "a.safetensors.report.tmp.5", "a.safetensors.probe.5"};

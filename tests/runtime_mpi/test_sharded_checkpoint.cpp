@@ -13,6 +13,7 @@
 #include "minitorch/safetensors.h"
 #include "runtime/checkpoint.h"
 #include "runtime/save_and_resume.h"
+#include "runtime/save_target.h"
 #include "runtime/sharded_checkpoint.h"
 #include "test_util.h"
 #include "zero/stage3.h"
@@ -164,6 +165,26 @@ TEST(L06_ShardedCheckpoint, EachBadDirectoryIsOneClearError) {
       {"no manifest", [&](const std::string& d) { fs::remove(d + "/manifest.json"); }, "is missing, so it is not one complete sharded save"},
       {"garbage manifest", [&](const std::string& d) { rewrite(d + "/manifest.json", [](std::string& b) { b.resize(b.size() / 2); }); },
        "is unreadable"},
+      // The manifest's own fields, which no checksum covers, are held to the facts every shard carries.
+      {"optimizer_steps edited",
+       [&](const std::string& d) {
+         rewrite(d + "/manifest.json", [](std::string& b) {
+           nlohmann::json j = nlohmann::json::parse(b);
+           j["optimizer_steps"] = 1000;
+           b = j.dump();
+         });
+       },
+       "the manifest's optimizer_steps is 1000 but the save wrote 2"},
+      {"a shape edited",  // (rows, cols) -> (cols, rows): the same numel
+       [&](const std::string& d) {
+         rewrite(d + "/manifest.json", [](std::string& b) {
+           nlohmann::json j = nlohmann::json::parse(b);
+           auto& shape = j["params"][0]["shape"];
+           std::swap(shape[0], shape[1]);
+           b = j.dump();
+         });
+       },
+       "the manifest's params is"},
       {"a piece left out",  // a consistent directory (sizes and checksums agree) that misses elements
        [&](const std::string& d) {
          SafetensorsFile f = load_safetensors(d + shard1);
@@ -203,8 +224,9 @@ TEST(L06_ShardedCheckpoint, SaveThatFailsBeforeItsRenameLeavesThePreviousSaveWho
   // Every file of the new save is written; rank 0 fails just before the rename (a full disk, a kill).
   if (world.rank() == 0) {
     const std::string err = mt_test::error_of([&] {
-      runtime::save_sharded_checkpoint(path, *run.engine, run.ds.tokenizer(), "run-a",
-                                    [] { throw std::runtime_error("disk full"); });
+      runtime::save_sharded_checkpoint(path, *run.engine, run.ds.tokenizer(), "run-a", [](int step) {
+        if (step == 0) throw std::runtime_error("disk full");
+      });
     });
     EXPECT_EQ(err, "disk full");
     world.barrier();  // the save's last barrier, which rank 0 skipped by failing: the others wait in it
@@ -221,25 +243,95 @@ TEST(L06_ShardedCheckpoint, SaveThatFailsBeforeItsRenameLeavesThePreviousSaveWho
   EXPECT_EQ(runtime::check_complete_sharded(path).step, 3);
 }
 
-TEST(L06_ShardedCheckpoint, OutThatIsAFileOrAnotherDirectoryIsRefusedBeforeWriting) {
+TEST(L06_ShardedCheckpoint, AKillBetweenTheRenamesLeavesACompleteSaveThatResumeFinds) {
+  // Before step 1 of the switch (PATH is at PATH.old, the new save still at PATH.partial) and before step 2
+  // (the new save at PATH, PATH.old not yet removed): --resume PATH and consolidation find the complete one.
+  auto& world = dist::world();
+  for (int k : {1, 2}) {
+    SCOPED_TRACE(cat("killed before step ", k));
+    SharedDir dir;
+    const std::string path = dir.path("ckpt");
+    ZeroRun run(config_json(2, 2, 1), &world, 11);
+    run.train(2);
+    runtime::save_checkpoint(path, *run.engine, run.ds.tokenizer(), "run-a");
+    run.train(1);
+    if (world.rank() == 0) {
+      EXPECT_EQ(mt_test::error_of([&] {
+                  runtime::save_sharded_checkpoint(path, *run.engine, run.ds.tokenizer(), "run-a", [&](int step) {
+                    if (step == k) throw std::runtime_error("killed");
+                  });
+                }),
+                "killed");
+      world.barrier();  // the save's last barrier, which rank 0 skipped by failing
+    } else {
+      runtime::save_sharded_checkpoint(path, *run.engine, run.ds.tokenizer(), "run-a");
+    }
+    EXPECT_EQ(fs::exists(path), k == 2);
+    EXPECT_TRUE(fs::exists(path + ".old"));
+    const runtime::LocatedSave where = runtime::locate_save(path);
+    EXPECT_EQ(where.path, k == 1 ? path + ".partial" : path);
+    ZeroRun resumed(config_json(2, 2, 1), &world, 99);
+    const runtime::ResumeInfo info = runtime::resume_from(path, *resumed.engine);
+    EXPECT_EQ(info.step, 3) << "the new save, whole";
+    if (k == 1) {
+      ASSERT_EQ(info.warnings.size(), 1u);
+      EXPECT_TRUE(mt_test::contains(info.warnings[0], "using '" + path + ".partial', the complete new save beside it"))
+          << info.warnings[0];
+    }
+    if (world.rank() == 0) {
+      EXPECT_GT(runtime::consolidate(where.path, dir.path("model.safetensors")), 0);
+      EXPECT_EQ(runtime::load_model(dir.path("model.safetensors"))->num_parameters(), run.engine->model().num_parameters());
+    }
+    world.barrier();
+    runtime::save_checkpoint(path, *run.engine, run.ds.tokenizer(), "run-a");  // clears what the killed one left
+    EXPECT_FALSE(fs::exists(path + ".partial"));
+    EXPECT_FALSE(fs::exists(path + ".old"));
+    EXPECT_EQ(runtime::locate_save(path).path, path);
+    world.barrier();
+  }
+}
+
+TEST(L06_ShardedCheckpoint, OutThatIsAFileOrAUsersDirectoryIsRefusedAndLeftAsItWas) {
   SharedDir dir;
   auto& world = dist::world();
+  const std::string app = dir.path("app");
   if (world.rank() == 0) {
     std::ofstream(dir.path("file")) << "x";
     fs::create_directories(dir.path("notes"));
     std::ofstream(dir.path("notes/a.txt")) << "keep me";
-    EXPECT_TRUE(mt_test::contains(runtime::sharded_save_problem(dir.path("file")), "is a file"));
-    EXPECT_TRUE(mt_test::contains(runtime::sharded_save_problem(dir.path("notes")), "is a directory that is not a sharded checkpoint"));
-    EXPECT_EQ(runtime::sharded_save_problem(dir.path("new")), "");
+    // A user's folder whose manifest.json is its own: the name alone does not make it a checkpoint.
+    fs::create_directories(app + "/src");
+    std::ofstream(app + "/manifest.json") << R"({"name": "my web app"})";
+    std::ofstream(app + "/src/main.js") << "console.log(1)";
+    std::ofstream(app + "/README") << "read me";
+    fs::create_directories(dir.path("ck.old"));
+    std::ofstream(dir.path("ck.old/a.txt")) << "mine";
+    const auto problem = [&](const std::string& name) {
+      return runtime::save_target_problem(dir.path(name), runtime::SaveKind::sharded);
+    };
+    EXPECT_TRUE(mt_test::contains(problem("file"), "is a file"));
+    EXPECT_TRUE(mt_test::contains(problem("notes"), "is a directory that is not a sharded checkpoint: it holds 'a.txt'"));
+    EXPECT_TRUE(mt_test::contains(problem("app"), "is a directory that is not a sharded checkpoint: it holds 'README'"))
+        << problem("app");
+    EXPECT_TRUE(mt_test::contains(problem("ck"), "'" + dir.path("ck.old") + "' is a directory that is not a sharded checkpoint"))
+        << problem("ck");
+    EXPECT_EQ(problem("new"), "");
   }
   world.barrier();
   ZeroRun run(config_json(2, 2, 1), &world, 11);
-  const std::string err = mt_test::error_of([&] {
-    runtime::save_sharded_checkpoint(dir.path("notes"), *run.engine, run.ds.tokenizer(), "run-a");
-  });
-  EXPECT_TRUE(mt_test::contains(err, "not a sharded checkpoint")) << err;  // on every rank, before any barrier
-  EXPECT_TRUE(fs::exists(dir.path("notes/a.txt")));
-  EXPECT_FALSE(fs::exists(dir.path("notes.partial")));
+  for (const std::string& out : {dir.path("notes"), app, dir.path("ck")}) {
+    const std::string err = mt_test::error_of([&] {
+      runtime::save_sharded_checkpoint(out, *run.engine, run.ds.tokenizer(), "run-a");
+    });
+    EXPECT_TRUE(mt_test::contains(err, "not a sharded checkpoint")) << err;  // on every rank, before any barrier
+    EXPECT_FALSE(fs::exists(out + ".partial"));
+  }
+  EXPECT_EQ(mt_test::read_text(dir.path("notes/a.txt")), "keep me");
+  EXPECT_EQ(mt_test::read_text(app + "/manifest.json"), R"({"name": "my web app"})");
+  EXPECT_EQ(mt_test::read_text(app + "/src/main.js"), "console.log(1)");
+  EXPECT_EQ(mt_test::read_text(app + "/README"), "read me");
+  EXPECT_EQ(mt_test::read_text(dir.path("ck.old/a.txt")), "mine");
+  world.barrier();
 }
 
 TEST(L06_ShardedCheckpoint, ASingleFileSaveOfDdpResumesAtStage3AndBack) {

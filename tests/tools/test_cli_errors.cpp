@@ -2,6 +2,8 @@
 // half-written checkpoint is left behind.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
 #include <unistd.h>
 
 #include <filesystem>
@@ -210,6 +212,15 @@ TEST(L05_TrainCli, BadCommTimeoutIsOneErrorWithStatus2) {
   auto flag = run_command(train_cmd(dir.write("d.json", kTinyConfig), data, "--comm-timeout -1"));
   EXPECT_EQ(flag.exit_code, 2) << flag.output;
   EXPECT_THAT(flag.output, HasSubstr("--comm-timeout"));
+  // NaN compares false with everything, so "> 0" alone let it through (exit 1, later).
+  for (const char* bad : {"nan", "inf", "1e999"}) {
+    flag = run_command(train_cmd(dir.path("d.json"), data, std::string("--comm-timeout ") + bad));
+    EXPECT_EQ(flag.exit_code, 2) << bad << ": " << flag.output;
+    EXPECT_THAT(flag.output, HasSubstr("is not a finite number")) << bad;
+  }
+  auto sample = run_command(bin("minitorch-sample") + " --checkpoint x --temperature nan");
+  EXPECT_EQ(sample.exit_code, 2) << sample.output;
+  EXPECT_THAT(sample.output, HasSubstr("'nan' is not a finite number"));
 }
 
 TEST(L03_TrainCli, ResumeFromAnIncompleteOrMixedSaveIsOneClearError) {
@@ -235,18 +246,54 @@ TEST(L03_TrainCli, ResumeFromAnIncompleteOrMixedSaveIsOneClearError) {
   expect_one_error(resume(), "its manifest '" + a + ".manifest.json' is missing");
 }
 
+// A save on a full disk: tests/tools/full_disk_save.sh (ctest L03_TrainCli.AFullDiskLeavesTheLastSaveUsable).
+
+TEST(L03_TrainCli, OutThatIsAUsersFileIsRefusedBeforeTraining) {
+  mt_test::TempDir dir;
+  auto cfg = dir.write("c.json", kTinyConfig);
+  auto data = corpus(dir);
+  const std::string notes = dir.write("notes.txt", "my notes");
+  auto r = run_command(train_cmd(cfg, data, "--out " + notes));
+  expect_one_error(r, "--out '" + notes + "': '" + notes + "' is not a file a minitorch save wrote");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.output, testing::Not(HasSubstr("step ")));
+  EXPECT_EQ(mt_test::read_text(notes), "my notes");
+}
+
+TEST(L06_TraceCli, TraceRecordsTheFirstTraceStepsStepsAndSaysSo) {
+  // Every recorded event stays in memory until the end: a long traced run records its first steps only.
+  mt_test::TempDir dir;
+  auto cfg = dir.write("c.json", kTinyConfig);
+  auto data = corpus(dir);
+  auto r = run_command(train_cmd(cfg, data, "--steps 4 --trace " + dir.path("t") + " --trace-steps 2"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("warning: --trace recorded the first 2 steps of 4 (--trace-steps 2); the rest of the "
+                                  "run is not traced"));
+  EXPECT_THAT(r.output, HasSubstr("step     4/4"));
+  const auto frames = nlohmann::json::parse(mt_test::read_text(dir.path("t/frames.json")));
+  std::int64_t last = 0;
+  for (const auto& f : frames.at("frames")) last = std::max<std::int64_t>(last, f.at("step").get<std::int64_t>());
+  EXPECT_EQ(last, 2) << "frames of steps 1 and 2 only";
+  // As many steps as the run has: no warning.
+  r = run_command(train_cmd(cfg, data, "--steps 2 --trace " + dir.path("u") + " --trace-steps 2"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, testing::Not(HasSubstr("warning:")));
+  r = run_command(train_cmd(cfg, data, "--trace-steps 2"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  expect_one_error(r, "--trace-steps says how many steps --trace records; give --trace DIR too");
+}
+
 TEST(L03_TrainCli, ResumeOnAnotherRankCountWarnsThatTheDataOrderChanges) {
   mt_test::TempDir dir;
   auto cfg = dir.write("c.json", kTinyConfig);
   auto data = corpus(dir);
   auto a = dir.path("a.safetensors");
-  ASSERT_EQ(run_command(train_cmd(cfg, data, "--out " + a)).exit_code, 0);
-  std::ifstream in(a + ".manifest.json");
-  std::string manifest((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  auto at = manifest.find("\"data_parallel_size\": 1");
-  ASSERT_NE(at, std::string::npos) << manifest;
-  manifest.replace(at, 23, "\"data_parallel_size\": 2");
-  dir.write("a.safetensors.manifest.json", manifest);
+  // Saved by 2 data-parallel ranks (DDP: one file), the same micro-batch of 4.
+  std::string two = kTinyConfig;
+  two.replace(two.find("\"train_batch_size\": 4, "), 23, "");
+  auto cfg2 = dir.write("c2.json", two);
+  auto saved = run_command(mt_test::mpirun_command("minitorch-train", 2, "--config " + cfg2 + " --data " + data + " --out " + a));
+  ASSERT_EQ(saved.exit_code, 0) << saved.output;
   auto r = run_command(train_cmd(cfg, data, "--steps 3 --out " + a + " --resume " + a));
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("warning: checkpoint '" + a + "' was saved on 2 data-parallel rank(s)"));

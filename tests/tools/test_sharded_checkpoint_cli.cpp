@@ -104,6 +104,14 @@ TEST(L06_ShardedCheckpointCli, ResumeOnTheSameRanksIsBitIdenticalAndConsolidated
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.output, HasSubstr("is not a sharded checkpoint directory (a single-file checkpoint is already whole"));
   EXPECT_FALSE(std::filesystem::exists(dir.path("x.safetensors")));
+  // A save killed between its two renames leaves the new save complete at CKPT.partial and nothing at CKPT:
+  // consolidation finds it and says so (runtime/save_target.h).
+  std::filesystem::rename(ckpt, ckpt + ".partial");
+  r = run_command(mt_test::bin("minitorch-consolidate") + " " + ckpt + " " + model);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("warning: '" + ckpt + "' is not a complete save (a save of it was interrupted); using '" +
+                                  ckpt + ".partial', the complete new save beside it"));
+  EXPECT_THAT(r.output, HasSubstr("consolidated " + ckpt + ".partial (stage 1, 2 shards, step 2)"));
 }
 
 // A pipeline run (configs/pipeline.json: 2 stages; on 4 ranks a 2 x 2 grid) saves one shard per rank,

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "test_util.h"
@@ -74,6 +75,20 @@ TEST(L07_TraceTerminal, Zero3FourRanksShowsEveryFrame) {
   EXPECT_TRUE(contains(r.output, "frame 27/27"));
   EXPECT_TRUE(contains(r.output, "all_gather bucket 1 (h.0) [16512, 214784): 148704 elements, 594816 bytes per rank, ranks 0-3"));
   EXPECT_TRUE(contains(r.output, "% of 6.00 MiB)"));
+}
+
+TEST(L06_TraceTerminal, EscapeSequencesInAFramesFileAreShownNotSent) {
+  // A frames file is data: a caption or bucket name holding ESC [ 2 J must not clear the reader's terminal.
+  mt_test::TempDir tmp;
+  auto doc = nlohmann::json::parse(mt_test::read_text(source("tests/trace/data/zero1_2ranks/frames.json")));
+  doc["frames"][0]["caption"] = "before\u001b[2Jafter";
+  doc["frames"][0]["label"] = "label\u001b[31m";
+  tmp.write("frames.json", doc.dump());
+  const auto r = run_command(trace_cmd(tmp.dir.string() + " --plain --auto --frame 1"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_FALSE(contains(r.output, "\x1b")) << "an escape sequence reached the terminal";
+  EXPECT_TRUE(contains(r.output, "before\\x1b[2Jafter")) << r.output;
+  EXPECT_TRUE(contains(r.output, "label\\x1b[31m")) << r.output;
 }
 
 TEST(L07_TraceTerminal, HtmlWritesTracePage) {

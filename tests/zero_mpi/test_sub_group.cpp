@@ -24,7 +24,9 @@ std::string zero3_tiled(std::int64_t sub_group_size, bool bf16 = false) {
 /// Σ elements of this rank's pieces: what its optimizer updates.
 std::int64_t shard_elements(const ZeroRun& run) {
   std::int64_t mine = 0;
-  for (const zero::ShardPiece& p : run.engine->strategy_as<zero::Stage3>()->partition().pieces()) mine += p.range.size();
+  const auto* s3 = run.engine->strategy_as<zero::Stage3>();
+  if (!s3) throw std::runtime_error(zero_test::kNeedsTwoRanks);
+  for (const zero::ShardPiece& p : s3->partition().pieces()) mine += p.range.size();
   return mine;
 }
 }  // namespace

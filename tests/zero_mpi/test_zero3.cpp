@@ -28,6 +28,7 @@ std::string zero3(int accum, bool bf16 = false, const std::string& extra = "") {
 /// Every unit gathered, the parameters read, every unit released again.
 std::vector<float> gathered_params(ZeroRun& run) {
   auto* s3 = const_cast<zero::Stage3*>(run.engine->strategy_as<zero::Stage3>());
+  if (!s3) throw std::runtime_error(zero_test::kNeedsTwoRanks);
   s3->gather_all();
   std::vector<float> p = run.params();
   s3->release_all();
@@ -39,7 +40,7 @@ void expect_equivalent(int accum, bool bf16, double tol, const std::string& extr
   const int N = world.size();
   ZeroRun run(zero3(accum, bf16, extra), &world, 11 + 1000 * static_cast<std::uint64_t>(world.rank()));
   ZeroRun ref(config_json(0, 2, accum * N, bf16), nullptr, 11);
-  ASSERT_NE(run.engine->strategy_as<zero::Stage3>(), nullptr);
+  ASSERT_NE(run.engine->strategy_as<zero::Stage3>(), nullptr) << zero_test::kNeedsTwoRanks;
   for (int s = 0; s < 20; ++s) {
     const float a = run.engine->train_batch(*run.sampler), b = ref.engine->train_batch(*ref.sampler);
     EXPECT_LT(std::abs(a - b) / std::abs(b), tol) << "step " << s << ": ZeRO-3 " << a << " vs 1 rank " << b;
@@ -67,6 +68,7 @@ TEST(L07_T3_Zero3, UnitsAreShardedBetweenStepsAndModelStatesAreTheFormulaToTheBy
     ZeroRun run(zero3(2, bf16), &world, 11);
     run.train(2);
     const auto* s3 = run.engine->strategy_as<zero::Stage3>();
+    ASSERT_NE(s3, nullptr) << zero_test::kNeedsTwoRanks;
     const zero::Partition& part = s3->partition();
     ASSERT_EQ(s3->units().size(), 3u) << "the outer unit and 2 blocks";
     for (std::size_t b : s3->units()) EXPECT_EQ(s3->state(b), zero::Stage3::UnitState::sharded);
@@ -94,6 +96,7 @@ TEST(L07_T1_Zero3, EachMicroStepGathersTwiceAndReduceScattersOnce) {
   for (int accum : {1, 2}) {
     ZeroRun run(zero3(accum), &world, 11);
     const auto* s3 = run.engine->strategy_as<zero::Stage3>();
+    ASSERT_NE(s3, nullptr) << zero_test::kNeedsTwoRanks;
     const std::int64_t flat = run.psi() + s3->partition().padding();
     const std::int64_t units = static_cast<std::int64_t>(s3->units().size());
     for (int s = 0; s < 2; ++s) {
@@ -114,6 +117,7 @@ TEST(L07_T3_Zero3, ReleaseFinishesAPrefetchThatWasNeverUsed) {
   auto& world = dist::world();
   ZeroRun run(zero3(1, false, R"(, "stage3_prefetch_bucket_size": 8000)"), &world, 11);
   auto* s3 = const_cast<zero::Stage3*>(run.engine->strategy_as<zero::Stage3>());
+  ASSERT_NE(s3, nullptr) << zero_test::kNeedsTwoRanks;
   ASSERT_EQ(s3->units().size(), 3u) << "the outer unit and 2 blocks";
   const std::size_t block1 = s3->units().back();
   {
@@ -143,6 +147,7 @@ TEST(L07_T3_Zero3, ReleasedUnitsFreeTheirMemoryAndPrefetchOverlapsTheNextGather)
   ZeroRun run(json, &world, 11);
   run.train(1);
   const auto* s3 = run.engine->strategy_as<zero::Stage3>();
+  ASSERT_NE(s3, nullptr) << zero_test::kNeedsTwoRanks;
   ASSERT_EQ(s3->units().size(), 5u);
   const zero::Partition& part = s3->partition();
   std::int64_t biggest = 0, whole = 0;

@@ -113,6 +113,11 @@ inline double shard_gradient_error(const minitorch::zero::Partition& part, const
 }
 
 /// One directory every rank of the job sees under the same name (rank 0 makes and removes it).
+/// Why a ZeRO-3 test stops on one rank: a stage on one data-parallel rank runs as stage 0 (runtime::Engine::warnings),
+/// so there is no Stage3 to look at.
+inline constexpr const char* kNeedsTwoRanks =
+    "ZeRO-3 shards over 2 or more ranks (on one rank it runs as stage 0): run this test under mpirun -np 2 or more";
+
 struct SharedDir {
   std::string dir;
   SharedDir() {

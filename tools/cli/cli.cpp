@@ -1,6 +1,8 @@
 // The one translation unit that compiles CLI11 (tools/cli/cli.h says why).
 #include "tools/cli/cli.h"
 
+#include <cmath>
+#include <cstdlib>
 #include <iostream>
 
 #include <CLI/CLI.hpp>
@@ -22,12 +24,31 @@ namespace {
 Check wrap(const CLI::Validator& v) {
   return Check([v](const std::string& s) { std::string copy = s; return v(copy); }, v.get_description());
 }
+/// "" if `text` is one finite number (all of it), else why not. CLI11 2.1's PositiveNumber,
+/// NonNegativeNumber and Range pass "nan": every comparison with NaN is false.
+std::string finite_number(const std::string& text) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size()) return "'" + text + "' is not a number";
+  if (!std::isfinite(v)) return "'" + text + "' is not a finite number";
+  return "";
+}
+/// CLI11's check `v`, for finite numbers only.
+Check wrap_finite(const CLI::Validator& v) {
+  return Check(
+      [v](const std::string& s) {
+        if (std::string why = finite_number(s); !why.empty()) return why;
+        std::string copy = s;
+        return v(copy);
+      },
+      v.get_description());
+}
 }  // namespace
 
-Check positive_number() { return wrap(CLI::PositiveNumber); }
-Check non_negative_number() { return wrap(CLI::NonNegativeNumber); }
+Check positive_number() { return wrap_finite(CLI::PositiveNumber); }
+Check non_negative_number() { return wrap_finite(CLI::NonNegativeNumber); }
 Check one_of(std::vector<std::string> choices) { return wrap(CLI::IsMember(std::move(choices))); }
-Check range(double min, double max) { return wrap(CLI::Range(min, max)); }
+Check range(double min, double max) { return wrap_finite(CLI::Range(min, max)); }
 
 Option* Option::required() {
   opt_->required();

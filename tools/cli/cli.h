@@ -44,7 +44,8 @@ class Check {
   std::shared_ptr<const CLI::Validator> validator_;
 };
 
-/// CLI11's PositiveNumber, NonNegativeNumber, IsMember and Range.
+/// CLI11's PositiveNumber, NonNegativeNumber, IsMember and Range; the number checks refuse "nan" and "inf"
+/// (CLI11 2.1 passes NaN: every comparison with it is false).
 Check positive_number();
 Check non_negative_number();
 Check one_of(std::vector<std::string> choices);

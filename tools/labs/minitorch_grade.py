@@ -18,6 +18,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -59,12 +60,18 @@ def run_tests(exe, names, np, timeout):
                    f'exec "$0" --gtest_output=json:{tmp}/rank$OMPI_COMM_WORLD_RANK.json "$@"', exe, filt]
         else:
             cmd = [exe, f"--gtest_output=json:{tmp}/rank0.json", filt]
+        # Its own process group: on a timeout, Ctrl-C or SIGTERM every rank goes with mpirun, none is left behind.
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
+                                env={**os.environ, **ENV}, start_new_session=True)
         try:
-            r = subprocess.run(cmd, capture_output=True, text=True, errors="replace", env={**os.environ, **ENV},
-                               timeout=timeout)
-            ended = f"exit {r.returncode}: {(r.stdout + r.stderr).strip()[-300:]}"
+            out, _ = proc.communicate(timeout=timeout)
+            ended = f"exit {proc.returncode}: {out.strip()[-300:]}"
         except subprocess.TimeoutExpired:
             ended = f"timed out after {timeout} s"
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
         results = {n: f"no result ({ended})" for n in names}
         seen = set()
         for f in sorted(os.listdir(tmp)):
@@ -85,16 +92,35 @@ def run_tests(exe, names, np, timeout):
         return results
 
 
+# The multi-rank tests need a peer; more ranks than this only oversubscribe the machine further.
+MIN_NP, MAX_NP = 2, 16
+
+
+def rank_counts(text):
+    """--np's value: rank counts from MIN_NP to MAX_NP, comma-separated; anything else is a usage error (exit 2)."""
+    parts = [x.strip() for x in text.split(",")]
+    if not parts or any(not x.isdigit() or not MIN_NP <= int(x) <= MAX_NP for x in parts):
+        raise argparse.ArgumentTypeError(f"expected rank counts from {MIN_NP} to {MAX_NP} separated by commas "
+                                         f"(e.g. 2,4), got '{text}'")
+    return sorted(set(int(x) for x in parts))
+
+
+def interrupted(*_):
+    raise KeyboardInterrupt()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", action="store_true", help="print JSON for an autograder")
     ap.add_argument("--lesson", action="append", help="grade only this lesson's tasks (NN; repeatable)")
     ap.add_argument("--task", action="append", help="grade only this task (L05.1; repeatable)")
-    ap.add_argument("--np", default="2,4", help="rank counts for the multi-rank tests (default 2,4)")
+    ap.add_argument("--np", default=[2, 4], type=rank_counts,
+                    help=f"rank counts for the multi-rank tests, {MIN_NP} to {MAX_NP}, comma-separated (default 2,4)")
     ap.add_argument("--build", default=os.environ.get("MINITORCH_BUILD"), help="the build folder (set by CMake)")
     ap.add_argument("--root", default=os.path.normpath(os.path.join(HERE, "..", "..")), help="the source tree")
     ap.add_argument("--timeout", type=int, default=600, help="seconds per test run")
     args = ap.parse_args()
+    signal.signal(signal.SIGTERM, interrupted)  # a killed grader ends its test runs too (run_tests)
     try:
         if not args.build or not os.path.isdir(os.path.join(args.build, "bin")):
             raise LabError(f"no build at '{args.build}' (run cmake --build build, then build/bin/minitorch-grade)")
@@ -109,7 +135,7 @@ def main():
             chosen = [t for t in chosen if t in args.task]
         if not chosen:
             raise LabError("no tasks to grade")
-        nps = [int(x) for x in args.np.split(",") if x.strip()]
+        nps = args.np
         if shutil.which("mpirun") is None:
             raise LabError("mpirun not found (the multi-rank tests need Open MPI: make deps)")
         bin_dir = os.path.join(args.build, "bin")
@@ -156,6 +182,9 @@ def main():
     except LabError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("minitorch-grade: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":
