@@ -118,6 +118,12 @@ void link_over(const std::string& from, const std::string& to) {
 }
 
 const char* const kSingleFileSuffixes[] = {"", ".optim", ".manifest.json"};
+
+/// Removes a single-file save's files at `base`, the manifest first: without it, what is left is never
+/// taken for a complete save.
+void remove_single_file_set(const std::string& base) {
+  for (const char* suffix : {".manifest.json", "", ".optim"}) fs::remove(base + suffix);
+}
 }  // namespace
 
 std::string partial_path(const std::string& path) { return path + ".partial"; }
@@ -176,8 +182,7 @@ void begin_save(const std::string& path, SaveKind kind) {
   remove_stale_temp_files(path);
   const std::string partial = partial_path(path);
   if (kind == SaveKind::single_file) {
-    // The manifest first: without it, what is left of a killed save is never taken for a complete one.
-    for (const char* suffix : {".manifest.json", "", ".optim"}) fs::remove(partial + suffix);
+    remove_single_file_set(partial);  // what a killed save left
     return;
   }
   fs::remove_all(partial);
@@ -200,7 +205,7 @@ void switch_into_place(const std::string& path, SaveKind kind, const std::functi
     step(3);
     link_over(manifest_path(partial), manifest_path(path));  // PATH is complete again, and the new save
     step(4);
-    for (const char* suffix : {".manifest.json", "", ".optim"}) fs::remove(partial + suffix);
+    remove_single_file_set(partial);
     return;
   }
   const std::string old = old_path(path);

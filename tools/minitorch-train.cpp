@@ -98,9 +98,8 @@ void train(const std::string& config_path, std::string data_path, const Override
   // Tokenizer: a resumed run keeps the checkpoint's vocabulary; a new one learns it from the text.
   runtime::CheckpointInfo info;
   if (!resume.empty()) {
-    // An incomplete save is named as such, not as a bad file; after an interrupted save, the complete one beside
-    // it (resume_from's warnings say which).
-    runtime::locate_save(resume);
+    // An incomplete save is named as such, not as a bad file (read_checkpoint_info locates the save first: after
+    // an interrupted save, the complete one beside it; resume_from's warnings say which).
     info = runtime::read_checkpoint_info(resume);
   }
   data::TextDataset ds = resume.empty()
