@@ -23,6 +23,9 @@ namespace minitorch::cuda {
 /// return the first answer. Returns false and sets `*reason` (e.g. "cudaGetDeviceCount: no CUDA-capable
 /// device is detected") when there is no usable device; then nothing is registered.
 bool init(std::string* reason = nullptr);
+/// Makes GPU `index` this thread's current device, where the kernels launch (a rank computes on one GPU:
+/// `--device cuda:N`). Call after init(); throws std::runtime_error for an index that is not visible.
+void set_current_device(int index);
 /// Number of visible devices (0 when the driver or a device is missing; never throws).
 int device_count();
 

@@ -57,6 +57,8 @@ bool init(std::string* reason) {
   return ok;
 }
 
+void set_current_device(int index) { set_device(index); }
+
 void set_naive_kernels(bool on) { g_naive = on; }
 bool naive_kernels() { return g_naive; }
 

@@ -44,8 +44,10 @@ DistributedDataParallel::DistributedDataParallel(const nn::NamedTensors& params,
       b.params.push_back(order[i].second);
       shapes.push_back(order[i].second.shape());
     }
-    // The flat buffers are DDP's only extra memory: Ψ f32 elements plus < N padding per bucket.
-    b.buffer = FlatBuffer(shapes, DType::f32, group.size(), MemTag::comm);
+    // The flat buffers are DDP's only extra memory: Ψ f32 elements plus < N padding per bucket, where the
+    // group's collectives run: host memory for MPI (on a GPU rank they are the staging buffers the
+    // gradients are copied down into and the averages back up from), the GPU for NCCL.
+    b.buffer = FlatBuffer(shapes, DType::f32, group.size(), MemTag::comm, group.device());
     b.first = buckets_.empty() ? 0 : buckets_.back().first + buckets_.back().buffer.numel();
     buckets_.push_back(std::move(b));
   }
@@ -69,8 +71,9 @@ DistributedDataParallel::~DistributedDataParallel() {
 void DistributedDataParallel::broadcast_parameters(int root) {
   for (Bucket& b : buckets_)
     for (Tensor& p : b.params) {
-      const bool direct = p.dtype() == DType::f32 && p.is_contiguous();
-      Tensor t = direct ? p.detach() : p.detach().to(DType::f32).contiguous();
+      // MPI moves host memory: a parameter on a GPU travels through a host copy (copy_ uploads it back).
+      const bool direct = p.dtype() == DType::f32 && p.is_contiguous() && p.device() == group_.device();
+      Tensor t = direct ? p.detach() : p.detach().to(group_.device()).to(DType::f32).contiguous();
       group_.broadcast(t, root);
       if (!direct) p.detach().copy_(t);
     }

@@ -52,6 +52,11 @@ Engine::Engine(std::shared_ptr<nn::GPT> model, Config config, dist::ProcessGroup
                       std::to_string(config_.data_parallel_size) + " but the process group has " +
                       std::to_string(world) + " ranks; read it with Config::from_file(path, " +
                       std::to_string(world) + ")");
+  for (const auto& [name, p] : model_->named_parameters()) {  // the device the tool put the model on
+    device_ = p.device();
+    break;
+  }
+  if (!device_.is_cpu()) check_device_support();
   if (config_.optimizer.type != OptimizerType::adamw)
     throw ConfigError(config_.source + ": optimizer '" + config_.optimizer.type_name +
                       "' is not available in the engine yet; use AdamW");
@@ -73,6 +78,27 @@ Engine::Engine(std::shared_ptr<nn::GPT> model, Config config, dist::ProcessGroup
                         "states over the data-parallel ranks, and on one rank the shard is the whole model; "
                         "run on 2 or more data-parallel ranks (mpirun -np N) to shard them");
   schedule_ = optim::make_lr_schedule(config_.scheduler, config_.optimizer.lr);
+}
+
+// A GPU rank trains what its kernels and the MPI staging cover today: one rank, or DDP (stage 0), in fp32
+// or bf16. The rest is refused here, before a step, rather than failing inside one.
+void Engine::check_device_support() const {
+  const std::string on = "--device " + device_.str();
+  if (config_.zero.stage > 0 && dp_size() > 1)
+    throw ConfigError(config_.source + ": zero_optimization.stage " + std::to_string(config_.zero.stage) + " on " + on +
+                      " is not available yet: the ZeRO stages run on the CPU; use stage 0 (DDP) on the GPU, or --device cpu");
+  if (part_.pipeline)
+    throw ConfigError(config_.source + ": pipeline stages on " + on + " are not available yet; use --device cpu");
+  if (config_.fp16.enabled)
+    throw ConfigError(config_.source + ": fp16 on " + on +
+                      " is not available: the f16 kernels exist on the CPU only; use bf16 (bf16.enabled) on the GPU");
+}
+
+data::Batch Engine::on_device(data::Batch b) const {
+  if (device_.is_cpu()) return b;
+  b.x = b.x.to(device_);
+  b.y = b.y.to(device_);
+  return b;
 }
 
 Tensor Engine::forward(const Tensor& idx, const Tensor& targets) {
@@ -123,7 +149,7 @@ float Engine::loss_gradient() const {
 }
 
 void Engine::backward(const Tensor& loss) {
-  run_backward(micro_in_step(), loss, Tensor::full(loss.shape(), loss_gradient()));
+  run_backward(micro_in_step(), loss, Tensor::full(loss.shape(), loss_gradient(), DType::f32, loss.device()));
 }
 
 void Engine::run_backward(std::int64_t micro, const Tensor& output, const Tensor& grad_output) {
@@ -179,7 +205,7 @@ bool Engine::step() {
     }
     times_.backward_allreduce += ms_since(t0);
     t0 = Clock::now();
-    const MemoryStats m = memory_stats();  // reduced gradients, not yet updated (docs/design.md §9)
+    const MemoryStats m = memory_stats(device_);  // reduced gradients, not yet updated (docs/design.md §9)
     measured_states_ = {m.current(MemTag::param), m.current(MemTag::grad), m.current(MemTag::optim)};
     events::Span span(events::Category::compute, "optimizer_step");
     // DeepSpeed: scheduler.step() follows optimizer.step(), so update k uses lr(k - 1); a skipped
@@ -214,9 +240,9 @@ float Engine::train_batch(const data::BatchSampler& sampler) {
   const std::int64_t G = config_.gradient_accumulation_steps;
   double total = 0;
   for (std::int64_t m = 0; m < G; ++m) {
-    data::Batch b = sampler.sample(dp_rank(), global_steps_, dp_size(), m, G);
+    data::Batch b = on_device(sampler.sample(dp_rank(), global_steps_, dp_size(), m, G));
     Tensor loss = forward(b.x, b.y);
-    const float l = loss.item();
+    const float l = loss.to(Device::cpu()).item();
     if (!std::isfinite(l) && std::isfinite(bad_loss_)) bad_loss_ = l;  // step() stops the run, on every rank
     total += l;
     backward(loss);
@@ -237,8 +263,8 @@ float Engine::evaluate(const data::BatchSampler& val_sampler, std::int64_t iters
   TagScope scope(MemTag::activation);
   double total = 0;
   for (std::int64_t i = 0; i < iters; ++i) {
-    data::Batch b = val_sampler.batch(static_cast<std::uint64_t>(i));
-    total += model_->loss(b.x, b.y).item();
+    data::Batch b = on_device(val_sampler.batch(static_cast<std::uint64_t>(i)));
+    total += model_->loss(b.x, b.y).to(Device::cpu()).item();
   }
   return static_cast<float>(total / static_cast<double>(iters));
 }

@@ -139,6 +139,9 @@ class Engine {
   /// Global gradient norm before clipping at the last step (0 if never computed).
   double last_grad_norm() const { return last_grad_norm_; }
   const StepTimes& step_times() const { return last_times_; }
+  /// Where this rank computes: the device of the model's parameters when the engine was built (the tool
+  /// moves the model there first, as DeepSpeed's initialize does: `--device`). Batches are uploaded to it.
+  Device device() const { return device_; }
   /// Data-parallel rank and size (0 and 1 without a group).
   int dp_rank() const { return group_ ? group_->rank() : 0; }
   int dp_size() const { return group_ ? group_->size() : 1; }
@@ -166,9 +169,13 @@ class Engine {
   std::vector<std::string> warnings_;
   float bad_loss_ = 0;  ///< the first non-finite micro-batch loss of the current step (0: none)
   std::string diverged_message() const;
+  void check_device_support() const;
   StepTimes times_, last_times_;
   zero::ModelStateBytes measured_states_;
   dist::ProcessGroup* group_ = nullptr;
+  Device device_ = Device::cpu();
+  /// The micro-batch on this rank's device (h2d on a GPU; the same tensors on the CPU).
+  data::Batch on_device(data::Batch b) const;
 };
 
 /// DeepSpeed's entry point: `deepspeed.initialize(model=..., config=...)`; `group` = the

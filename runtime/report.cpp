@@ -52,10 +52,11 @@ ordered_json RunReport::rank_json() const {
   ordered_json r;
   r["rank"] = group_ ? group_->rank() : 0;
   for (const auto& [name, value] : rank_fields_.items()) r[name] = value;
-  r["device"] = "cpu";
+  r["device"] = engine_.device().str();
   const zero::ModelStateBytes& ms = engine_.measured_model_states();
   r["model_states"] = {{"param", ms.param}, {"grad", ms.grad}, {"optim", ms.optim}};
-  r["memory"] = memory_json(memory_stats(Device::cpu()));
+  r["memory"] = memory_json(memory_stats(engine_.device()));  // the pool the rank computes in
+  if (!engine_.device().is_cpu()) r["host_memory"] = memory_json(memory_stats(Device::cpu()));
   ordered_json comm;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -64,8 +65,10 @@ ordered_json RunReport::rank_json() const {
   }
   r["comm_last_step"] = comm;
   // Nothing moves between host and device or to disk on a CPU rank without offload: zeros, measured
-  // by the same fields that offload will fill.
-  r["transfers_last_step"] = {{"h2d", 0}, {"d2h", 0}, {"disk_read", 0}, {"disk_write", 0}};
+  // by the same fields that offload will fill. A GPU rank's copies are not counted yet: no field, rather
+  // than zeros that would be wrong (docs/report.md).
+  if (engine_.device().is_cpu())
+    r["transfers_last_step"] = {{"h2d", 0}, {"d2h", 0}, {"disk_read", 0}, {"disk_write", 0}};
   return r;
 }
 

@@ -378,17 +378,35 @@ part_train() { run_cuda_suite 'L04_CudaTrain*'; }
 # nccl: the NCCL process group (dist/nccl_group.h) on one rank against the MPI group (tests/cuda/test_nccl.cpp).
 part_nccl() { run_cuda_suite 'L05_Nccl*'; }
 
-# ranks: 2 ranks (DDP) on the one GPU through the prefix's mpirun.
+# ranks: minitorch-train --device on the GPU. 2 ranks (DDP, MPI staging the gradients through host
+# buffers) sharing the one GPU (--device cuda:0), against the same 2 ranks on the CPU: the last step's
+# loss within 1e-3 relative. Then --device cuda (one GPU per rank) with 2 ranks and 1 GPU: one error.
+last_loss() { sed -n 's/^step *[0-9]*\/[0-9]* .* loss \([0-9.]*\) .*/\1/p' "$1" | tail -1; }
 part_ranks() {
   built minitorch-train || return
   "$BUILD/bin/minitorch-train" --help 2>&1 | grep -q -- '--device' ||
-    { not_built "minitorch-train has no --device yet (the offload issue adds it)"; return; }
+    { not_built "minitorch-train has no --device"; return; }
   ((DRY)) && { not_run "--dry-run: needs the GPU"; return; }
-  local data=/tmp/mt-gpu-check-text.txt
+  local data=/tmp/mt-gpu-check-text.txt out=/tmp/mt-gpu-check-ranks gpu cpu
   cat docs/*.md README.md > "$data"  # a few hundred KB of text: the corpus (datasets/) is not carried
-  limited mpirun -np 2 --oversubscribe --bind-to none "$BUILD/bin/minitorch-train" --device cuda \
-    --config configs/ddp.json --data "$data" --steps 20 --eval-iters 1 --out "" ||
-    fail "$(why_failed $? 'error|Error|what\(\)|Abort|terminated|exited on signal')"
+  mkdir -p "$out"
+  local run=(mpirun -np 2 --oversubscribe --bind-to none "$BUILD/bin/minitorch-train" --config configs/ddp.json
+             --data "$data" --steps 20 --eval-iters 1 --out "")
+  limited "${run[@]}" --device cuda:0 --report "$RESULTS/ranks-cuda.json" 2>&1 | tee "$out/cuda.txt" ||
+    { fail "cuda:0: $(why_failed $? 'error|Error|what\(\)|Abort|terminated|exited on signal')"; return; }
+  limited "${run[@]}" --device cpu 2>&1 | tee "$out/cpu.txt" ||
+    { fail "cpu: $(why_failed $? 'error|Error|what\(\)|Abort|terminated|exited on signal')"; return; }
+  gpu=$(last_loss "$out/cuda.txt") cpu=$(last_loss "$out/cpu.txt")
+  echo "last loss: 2 ranks on cuda:0 $gpu, on the cpu $cpu"
+  [[ -n $gpu && -n $cpu ]] || { fail "no loss line in a run's output"; return; }
+  awk -v g="$gpu" -v c="$cpu" 'BEGIN { d = g - c; if (d < 0) d = -d; exit !(d <= 1e-3 * c) }' ||
+    { fail "2 ranks on cuda:0 end at loss $gpu, on the cpu at $cpu (more than 1e-3 apart)"; return; }
+  say mpirun -np 2 --oversubscribe --bind-to none "$BUILD/bin/minitorch-train" --config configs/ddp.json \
+    --data "$data" --steps 1 --out "" --device cuda > "$out/two-on-one.txt" 2>&1
+  cat "$out/two-on-one.txt"
+  grep -q "2 ranks run on this node but only 1 GPU is visible" "$out/two-on-one.txt" ||
+    { fail "--device cuda with 2 ranks on 1 GPU was not the one clear error"; return; }
+  NOTE="2 ranks on cuda:0 loss $gpu = cpu $cpu; --device cuda with 2 ranks on 1 GPU refused"
 }
 
 # bench: bench-gpu (bench/gpu.cpp), a GPT-2 124M training step.

@@ -1,5 +1,5 @@
 // minitorch-train --config CONFIG.json [--data TEXT] [--steps N] [--seed S] [--resume CKPT] [--out CKPT]
-//                 [--report REPORT.json] [--comm-timeout SECONDS]
+//                 [--report REPORT.json] [--comm-timeout SECONDS] [--device cpu|cuda|cuda:N]
 // Trains a GPT as the DeepSpeed-style config says; prints step, loss, lr, tokens/s with a progress bar
 // and the validation loss every eval_interval steps; saves a safetensors checkpoint at the end (ZeRO
 // stages 1-3 on several ranks: a directory of per-rank shards, runtime/sharded_checkpoint.h).
@@ -11,6 +11,8 @@
 // --report writes the run report (docs/report.md): losses, memory and traffic per rank, the formulas.
 // --comm-timeout (overrides comm.timeout_s, default 300): a rank that waits longer than this for the
 // others in one collective or receive ends the job, naming the operation — a stopped rank never hangs it.
+// --device cuda trains on the GPUs (one per rank by local rank; cuda:N = GPU N for all): one rank or DDP
+// (stage 0), fp32 or bf16; DDP's gradients are averaged by MPI through host buffers.
 // Exit status: 0 done, 2 usage or configuration error, 1 any other error.
 #include <algorithm>
 #include <chrono>
@@ -21,6 +23,7 @@
 #include <string>
 
 #include "cli_common.h"
+#include "device_flag.h"
 #include "data/text_dataset.h"
 #include "dist/process_group.h"
 #include "minitorch/parallel.h"
@@ -50,6 +53,7 @@ struct Overrides {
   std::int64_t steps = -1, seed = -1, eval_iters = -1;
   std::optional<double> comm_timeout;
   std::int64_t trace_steps = 20;  ///< with --trace: the steps recorded
+  std::string device = "cpu";     ///< --device
 };
 
 void train(const std::string& config_path, std::string data_path, const Overrides& flags, const std::string& resume,
@@ -77,6 +81,7 @@ void train(const std::string& config_path, std::string data_path, const Override
   if (flags.eval_iters >= 0) cfg.training.eval_iters = flags.eval_iters;
   if (flags.comm_timeout) cfg.comm.timeout_s = *flags.comm_timeout;
   world.set_timeout(cfg.comm.timeout_s);  // the engine sets it too; this covers the traffic before it
+  const Device device = tools::choose_device(flags.device);  // before the data and the model: errors come first
   if (data_path.empty()) data_path = cfg.training.data.empty() ? "datasets/kjv.txt" : cfg.training.data;
   const std::string out = out_flag ? *out_flag : cfg.training.checkpoint;  // "" = don't save
   const std::string run_id = runtime::new_run_id(world);  // names every save of this run (checkpoint manifest)
@@ -113,6 +118,7 @@ void train(const std::string& config_path, std::string data_path, const Override
     TagScope scope(MemTag::param);
     model = std::make_shared<nn::GPT>(mcfg, init);
   }
+  model->to(device);  // as deepspeed.initialize moves the model to the rank's device; the engine follows it
   // N > 1 ranks: DDP, rank 0's weights everywhere; with pipeline stages, this rank's stage of the grid.
   std::unique_ptr<pipeline::PipelineEngine> pipe;
   std::unique_ptr<runtime::Engine> whole;
@@ -151,6 +157,7 @@ void train(const std::string& config_path, std::string data_path, const Override
               static_cast<long long>(cfg.training.steps), num_threads(),
               cfg.bf16 ? " | bf16" : cfg.fp16.enabled ? " | fp16 (loss scaling)" : "",
               world.timeout());
+  if (!device.is_cpu()) std::printf("device %s (rank 0; each rank: --device %s)\n", device.str().c_str(), flags.device.c_str());
   if (pipe) {
     std::printf("pipeline: %lld stages x %d data-parallel, %s schedule of %lld micro-batches (bubble (P-1)/(M+P-1) = %.3f)",
                 static_cast<long long>(cfg.pipeline.stages), cfg.data_parallel_size, cfg.pipeline.schedule.c_str(),
@@ -299,6 +306,7 @@ int main(int argc, char** argv) {
                  "seconds a rank waits for the others in one collective or receive before it ends the job "
                  "(overrides comm.timeout_s; default 300)")
       ->check(cli::positive_number());
+  parser.option("--device", flags.device, tools::kDeviceHelp);
   return tools::run_tool(parser, argc, argv, [&] {
     try {
       if (parser.given("--trace-steps") && trace_dir.empty())

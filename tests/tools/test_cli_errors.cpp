@@ -8,8 +8,12 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "test_util.h"
+#if MINITORCH_WITH_CUDA
+#include "cuda/cuda.h"
+#endif
 
 using mt_test::bin;
 using mt_test::run_command;
@@ -258,6 +262,46 @@ TEST(L03_TrainCli, OutThatIsAUsersFileIsRefusedBeforeTraining) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.output, testing::Not(HasSubstr("step ")));
   EXPECT_EQ(mt_test::read_text(notes), "my notes");
+}
+
+TEST(L03_TrainCli, ADeviceThatCannotRunHereIsOneErrorWithStatus2BeforeTraining) {
+  mt_test::TempDir dir;
+  auto cfg = dir.write("c.json", kTinyConfig);
+  auto data = corpus(dir);
+  // A GPU that is not there: this build without the CUDA layer, this machine without a GPU, or (on a GPU
+  // machine) an index past its GPUs.
+#if MINITORCH_WITH_CUDA
+  const bool gpu_here = minitorch::cuda::device_count() > 0;
+  const std::string no_gpu_99 = gpu_here ? "there is no GPU 99" : "no usable CUDA device here";
+#else
+  const std::string no_gpu_99 = "this build has no CUDA layer";
+#endif
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"gpu", "--device 'gpu' is not a device: use cpu, cuda (one GPU per rank) or cuda:N (GPU N)"},
+      {"cuda:x", "--device 'cuda:x' is not a device"},
+      {"sim", "--device 'sim': the simulated accelerator is not available yet; use cpu or cuda"},
+      {"cuda:99", "--device 'cuda:99': " + no_gpu_99},
+  };
+  for (const auto& [device, message] : cases) {
+    auto r = run_command(train_cmd(cfg, data, "--device " + device));
+    expect_one_error(r, message);
+    EXPECT_EQ(r.exit_code, 2) << device;
+    EXPECT_THAT(r.output, testing::Not(HasSubstr("step "))) << device;
+  }
+  // --device cpu is the default: the same losses, bit for bit.
+  auto plain = run_command(train_cmd(cfg, data, "--steps 2"));
+  auto on_cpu = run_command(train_cmd(cfg, data, "--steps 2 --device cpu"));
+  ASSERT_EQ(plain.exit_code, 0) << plain.output;
+  ASSERT_EQ(on_cpu.exit_code, 0) << on_cpu.output;
+  auto losses = [](const std::string& out) {
+    std::string kept;
+    std::istringstream in(out);
+    for (std::string line; std::getline(in, line);)
+      if (line.rfind("step ", 0) == 0) kept += line.substr(0, line.find(" | lr")) + "\n";
+    return kept;
+  };
+  EXPECT_FALSE(losses(plain.output).empty());
+  EXPECT_EQ(losses(on_cpu.output), losses(plain.output));
 }
 
 TEST(L06_TraceCli, TraceRecordsTheFirstTraceStepsStepsAndSaysSo) {
