@@ -2,6 +2,7 @@
 // all-reduce, broadcast, barrier and split. Reduce-scatter and all-gather are in mpi_collectives.cpp,
 // send / recv in mpi_p2p.cpp. bf16 reductions are widened to f32, reduced, and rounded back once.
 #include "dist/mpi_group.h"
+#include "dist/phase_deadline.h"
 
 #include "minitorch/events.h"
 
@@ -30,10 +31,15 @@ void ring_all_reduce(float* data, std::int64_t numel, int rank, int size, const 
 
 }  // namespace
 
-MpiGroup::MpiGroup(MPI_Comm comm, bool owned) : comm_(comm), owned_(owned) {
+MpiGroup::MpiGroup(MPI_Comm comm, bool owned, double timeout_s) : comm_(comm), owned_(owned) {
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);
-  MPI_Comm_dup(comm_, &ring_comm_);
+  set_timeout(timeout_s);
+  {  // collective and blocking: bounded by a watchdog, like MPI_Comm_split
+    PhaseDeadline deadline("MPI_Comm_dup (a new group's ring communicator)", timeout_s, world_rank(),
+                           not_arrived());
+    MPI_Comm_dup(comm_, &ring_comm_);
+  }
   // Group rank -> world rank, for the trace's point-to-point events (a sub-group's rank 1 may be world rank 2).
   MPI_Group mine, world;
   MPI_Comm_group(comm_, &mine);
@@ -175,14 +181,39 @@ void MpiGroup::barrier() {
   wait(&request, 1, "barrier");
 }
 
+std::vector<std::string> MpiGroup::shutdown_exchange(const std::string& mine) {
+  constexpr std::size_t kRecord = 128;
+  std::vector<char> send(kRecord, '\0'), all(kRecord * static_cast<std::size_t>(size_), '\0');
+  mine.copy(send.data(), kRecord - 1);
+  MPI_Request request = MPI_REQUEST_NULL;
+  MPI_Iallgather(send.data(), static_cast<int>(kRecord), MPI_CHAR, all.data(), static_cast<int>(kRecord), MPI_CHAR,
+                 comm_, &request);
+  wait(&request, 1, "the barrier before MPI_Finalize (the end of the run)");
+  std::vector<std::string> said;
+  for (int r = 0; r < size_; ++r) said.emplace_back(all.data() + static_cast<std::size_t>(r) * kRecord);
+  return said;
+}
+
+int MpiGroup::world_rank() {
+  int r = -1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+
+std::string MpiGroup::not_arrived() const {
+  return "one or more ranks of the group (" + std::to_string(size_) + " ranks) did not arrive";
+}
+
 std::shared_ptr<ProcessGroup> MpiGroup::split(int color, int key) {
   progress_sends();
   MPI_Comm sub = MPI_COMM_NULL;
-  MPI_Comm_split(comm_, color < 0 ? MPI_UNDEFINED : color, key, &sub);
+  {  // MPI has no non-blocking split: a watchdog gives it the group's deadline
+    PhaseDeadline deadline("MPI_Comm_split (making a process group)", timeout_s_, world_rank(), not_arrived());
+    MPI_Comm_split(comm_, color < 0 ? MPI_UNDEFINED : color, key, &sub);
+  }
   if (sub == MPI_COMM_NULL) return nullptr;
-  auto g = std::make_shared<MpiGroup>(sub, /*owned=*/true);
+  auto g = std::make_shared<MpiGroup>(sub, /*owned=*/true, timeout_s_);
   g->set_algorithm(algorithm_);
-  g->set_timeout(timeout_s_);
   g->set_current_step(current_step_);
   return g;
 }

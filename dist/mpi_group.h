@@ -21,8 +21,9 @@ namespace minitorch::dist {
 class MpiGroup : public ProcessGroup {
  public:
   /// Wraps `comm`; frees it on destruction when `owned` (never MPI_COMM_WORLD). Destruction first
-  /// waits for this group's buffered sends.
-  MpiGroup(MPI_Comm comm, bool owned);
+  /// waits for this group's buffered sends. `timeout_s`: the group's comm timeout, which also bounds
+  /// the MPI_Comm_dup made here (dist/phase_deadline.h).
+  MpiGroup(MPI_Comm comm, bool owned, double timeout_s = kDefaultTimeoutSeconds);
   ~MpiGroup() override;
   MpiGroup(const MpiGroup&) = delete;
   MpiGroup& operator=(const MpiGroup&) = delete;
@@ -35,6 +36,11 @@ class MpiGroup : public ProcessGroup {
   void send(const Tensor& t, int dst, int tag = 0) override;
   void recv(Tensor& t, int src, int tag = 0) override;
   void barrier() override;
+  /// The barrier before MPI_Finalize (dist::finalize), which also tells every rank what each one says
+  /// (`mine`, at most 127 bytes: its host and pid, for dist/exit_watch.h). An all-gather of plain bytes,
+  /// no tensors: it runs at exit, when static objects (the allocator's) may already be gone. Its
+  /// timeout message says it was the end of the run.
+  std::vector<std::string> shutdown_exchange(const std::string& mine);
   std::shared_ptr<ProcessGroup> split(int color, int key) override;
 
   MPI_Comm comm() const { return comm_; }
@@ -49,6 +55,10 @@ class MpiGroup : public ProcessGroup {
   std::unique_ptr<Work> start_all_gather(Tensor& output, const Tensor& shard) override;
 
  private:
+  /// This process's rank in MPI_COMM_WORLD (named by the watchdogs' messages).
+  static int world_rank();
+  /// "one or more ranks of the group (N ranks) did not arrive": who a blocked collective waits for.
+  std::string not_arrived() const;
   /// The one place every operation starts: frees the buffered sends that have finished, records the
   /// operation (ProcessGroup::record) and, if it was recorded and a sink listens, emits its comm
   /// "begin" event (op, elements, bytes, peer, the thread's events::FlatRange). Returns the event id

@@ -14,7 +14,9 @@
 #include <exception>
 #include <stdexcept>
 
+#include "dist/exit_watch.h"
 #include "dist/mpi_group.h"
+#include "dist/phase_deadline.h"
 
 namespace minitorch::dist {
 
@@ -109,6 +111,13 @@ bool mpi_live() {
 }
 
 void finalize_at_exit() { finalize(); }
+
+// This process's rank as the launcher numbered it, before MPI_Init can say (-1: not launched by mpirun).
+int launcher_rank() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK"})
+    if (const char* v = std::getenv(name); v && *v) return std::atoi(v);
+  return -1;
+}
 }  // namespace
 
 ProcessGroup& init(int* argc, char*** argv) {
@@ -118,14 +127,21 @@ ProcessGroup& init(int* argc, char*** argv) {
   MPI_Initialized(&inited);
   MPI_Finalized(&finalized);
   if (finalized) throw std::logic_error("dist::init: MPI was already finalized in this process");
+  // No config is read yet: --comm-timeout on the command line, else the default, bounds the start-up.
+  const double limit = comm_timeout_from_args(argc ? *argc : 0, argv ? *argv : nullptr);
   if (!inited) {
     int provided = 0;
-    MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
+    {  // every rank waits in MPI_Init for all the others: a rank that never arrives would hang them
+      PhaseDeadline deadline("MPI_Init", limit, launcher_rank(),
+                             "a rank of the job did not start, or stopped while starting (each rank waits in "
+                             "MPI_Init for all the others; --comm-timeout sets this limit)");
+      MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
+    }
     if (provided < MPI_THREAD_FUNNELED) {
       std::fprintf(stderr, "warning: MPI provides thread level %d < MPI_THREAD_FUNNELED\n", provided);
     }
   }
-  w = std::make_unique<MpiGroup>(MPI_COMM_WORLD, /*owned=*/false);
+  w = std::make_unique<MpiGroup>(MPI_COMM_WORLD, /*owned=*/false, limit);
   std::set_terminate(on_terminate);
   std::atexit(finalize_at_exit);
   return *w;
@@ -142,7 +158,25 @@ bool initialized() { return world_slot() != nullptr; }
 void finalize() {
   if (!mpi_live()) return;
   MpiGroup::complete_all_sends();  // MPI_Finalize needs every buffered send complete
-  MPI_Finalize();
+  // MPI_Finalize waits for every rank, with no deadline: a rank stopped after its last step would hang
+  // the others there. So first a barrier with the comm timeout (a late rank ends the job, named), then
+  // MPI_Finalize under a watchdog for a rank that stops between the two.
+  const auto& w = world_slot();
+  const double limit = w ? w->timeout() : kDefaultTimeoutSeconds;
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  std::vector<PeerProcess> peers;  // this machine's other ranks, for the exit watcher
+  if (w && size > 1) {
+    peers = peers_on_this_host(w->shutdown_exchange(process_label()), rank);
+  }
+  {
+    PhaseDeadline deadline("MPI_Finalize", limit, rank,
+                           "one or more ranks of the job (" + std::to_string(size) + " ranks) did not arrive");
+    MPI_Finalize();
+  }
+  // A rank stopped after the barrier would still keep mpirun waiting: a watcher outlives this rank.
+  leave_exit_watcher(peers, limit, rank);
 }
 
 void abort_job(const std::string& what, int code) {

@@ -7,9 +7,15 @@
 //   mt-rank-stalls barrier SECONDS    the last rank SIGSTOPs itself before a barrier
 //   mt-rank-stalls kill SECONDS       the last rank SIGKILLs itself before an all-reduce
 //   mt-rank-stalls ok SECONDS         nobody stops: exit 0
+// The blocking calls without a deadline of their own (dist/phase_deadline.h):
+//   mt-rank-stalls stop_init SECONDS --comm-timeout SECONDS   the last rank SIGSTOPs itself before MPI_Init
+//   mt-rank-stalls stop_split SECONDS  the last rank SIGSTOPs itself before a split (MPI_Comm_split)
+//   mt-rank-stalls stop_exit SECONDS   the last rank SIGSTOPs itself after its work, before MPI_Finalize
+//   mt-rank-stalls stop_late SECONDS   the last rank SIGSTOPs itself after MPI_Finalize, before it exits
 // The timeout is SECONDS; the step is set to 3, so the message says "at step 3".
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "dist/process_group.h"
@@ -20,6 +26,12 @@ using minitorch::Tensor;
 namespace {
 constexpr std::int64_t kElements = 809600;
 
+void stop_myself(int rank) {
+  std::fprintf(stderr, "rank %d stops on purpose\n", rank);
+  std::fflush(stderr);
+  std::raise(SIGSTOP);
+}
+
 int body(dist::ProcessGroup& world, const std::string& how, double timeout_s) {
   world.set_timeout(timeout_s);
   world.set_current_step(3);
@@ -27,6 +39,15 @@ int body(dist::ProcessGroup& world, const std::string& how, double timeout_s) {
   Tensor t = Tensor::ones({kElements});
   world.all_reduce(t);  // everyone is up
   const int last = world.size() - 1;
+  if (how == "stop_split" || how == "stop_exit") {
+    if (world.rank() == last && how == "stop_split") stop_myself(last);
+    auto pairs = world.split(world.rank() % 2, world.rank());
+    Tensor one = Tensor::ones({4});
+    pairs->all_reduce(one);
+    if (world.rank() == 0) std::printf("pair sum %g\n", static_cast<double>(one.to_vector()[0]));
+    if (world.rank() == last && how == "stop_exit") stop_myself(last);
+    return 0;  // the others go on to dist::finalize
+  }
   if (world.rank() == last && how != "ok") {
     std::fprintf(stderr, "rank %d stops on purpose\n", last);
     std::fflush(stderr);
@@ -54,5 +75,16 @@ int body(dist::ProcessGroup& world, const std::string& how, double timeout_s) {
 int main(int argc, char** argv) {
   const std::string how = argc > 1 ? argv[1] : "stop";
   const double timeout_s = argc > 2 ? std::stod(argv[2]) : 5.0;
-  return dist::run_main(&argc, &argv, [&](dist::ProcessGroup& world) { return body(world, how, timeout_s); });
+  if (how == "stop_init") {  // before MPI exists: the launcher's numbering says who is last
+    const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
+    const char* size = std::getenv("OMPI_COMM_WORLD_SIZE");
+    if (rank && size && std::atoi(rank) == std::atoi(size) - 1) stop_myself(std::atoi(rank));
+  }
+  int last = -1;
+  const int code = dist::run_main(&argc, &argv, [&](dist::ProcessGroup& world) {
+    last = world.rank() == world.size() - 1 ? world.rank() : -1;
+    return body(world, how == "stop_late" ? "ok" : how, timeout_s);
+  });
+  if (how == "stop_late" && last >= 0) stop_myself(last);  // MPI is finalized: only the exit watchers can see it
+  return code;
 }

@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "dist/phase_deadline.h"
+#include "dist/process_group.h"
 #include "test_util.h"
 
 using testing::HasSubstr;
@@ -117,4 +119,59 @@ TEST(L05_CollectivesTimeout, NobodyStopsExitsZero) {
   auto t = run_ranks("mt-rank-stalls", 4, "ok 5");
   EXPECT_EQ(t.result.exit_code, 0) << t.result.output;
   EXPECT_THAT(t.result.output, HasSubstr("sum 16"));
+}
+
+// Start-up and shut-down: MPI_Init, MPI_Comm_split and MPI_Finalize wait for every rank with no deadline of
+// their own. A watchdog (dist/phase_deadline.h) bounds the first two, a barrier with the comm timeout the
+// last: a rank stopped there ends the job in the timeout, with the phase named, like any collective.
+namespace {
+Timed expect_phase_timeout(const std::string& args, const std::string& message) {
+  auto t = run_ranks("mt-rank-stalls", 4, args);
+  EXPECT_NE(t.result.exit_code, 0) << t.result.output;
+  EXPECT_THAT(t.result.output, HasSubstr(message));
+  std::printf("[ figure ] %s: the job ended after %.2f s\n", args.c_str(), t.seconds);
+  EXPECT_GE(t.seconds, 5.0) << "not before the timeout: " << t.result.output;
+  EXPECT_LT(t.seconds, 15.0) << t.result.output;
+  return t;
+}
+}  // namespace
+
+TEST(L05_StartAndExitTimeout, RankStoppedBeforeMpiInitEndsTheJob) {
+  // No config exists yet: the limit is --comm-timeout from the command line (else 300 s).
+  expect_phase_timeout("stop_init 5 --comm-timeout 5",
+                       ": error: MPI_Init timed out after 5 s: a rank of the job did not start, or stopped while starting");
+}
+
+TEST(L05_StartAndExitTimeout, RankStoppedBeforeASplitEndsTheJob) {
+  expect_phase_timeout("stop_split 5", ": error: MPI_Comm_split (making a process group) timed out after 5 s: one or "
+                                       "more ranks of the group (4 ranks) did not arrive");
+}
+
+TEST(L05_StartAndExitTimeout, RankStoppedAfterItsLastWorkEndsTheJob) {
+  expect_phase_timeout("stop_exit 5", ": error: the barrier before MPI_Finalize (the end of the run) timed out after 5 s "
+                                      "at step 3: one or more ranks of the group (4 ranks) did not arrive");
+}
+
+TEST(L05_StartAndExitTimeout, RankStoppedAfterMpiFinalizeIsKilledByTheExitWatchers) {
+  // Past the last barrier no code of the stopped rank runs, and mpirun would wait for it forever: the
+  // watchers the other ranks leave behind (dist/exit_watch.h) end it.
+  auto t = expect_phase_timeout("stop_late 5", ": error: rank 3 (pid ");
+  EXPECT_THAT(t.result.output, HasSubstr(") had not exited 5 s after the end of the run: it is stopped or stuck after "
+                                         "its last barrier; killing it so that mpirun ends the job"));
+}
+
+TEST(L05_StartAndExitTimeout, CommTimeoutFromTheCommandLineBoundsMpiInit) {
+  // What dist::init reads before any config: a number > 0 after --comm-timeout, else the default.
+  namespace d = minitorch::dist;
+  auto limit = [](std::vector<std::string> args) {
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    return d::comm_timeout_from_args(static_cast<int>(argv.size()), argv.data());
+  };
+  EXPECT_EQ(limit({"prog", "--comm-timeout", "7.5"}), 7.5);
+  EXPECT_EQ(limit({"prog", "--config", "c.json", "--comm-timeout=3"}), 3.0);
+  EXPECT_EQ(limit({"prog"}), d::kDefaultTimeoutSeconds);
+  EXPECT_EQ(limit({"prog", "--comm-timeout", "nan"}), d::kDefaultTimeoutSeconds);
+  EXPECT_EQ(limit({"prog", "--comm-timeout", "-2"}), d::kDefaultTimeoutSeconds);
+  EXPECT_EQ(limit({"prog", "--comm-timeout"}), d::kDefaultTimeoutSeconds);
 }

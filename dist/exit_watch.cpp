@@ -1,0 +1,108 @@
+#include "dist/exit_watch.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <sstream>
+
+namespace minitorch::dist {
+
+namespace {
+// Whether process `pid` still runs: its /proc entry exists and it is no zombie (exited, not yet reaped by
+// mpirun). Only system calls: the watcher is a forked copy of a process that had threads.
+bool still_there(long pid) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+  const int fd = ::open(path, O_RDONLY);
+  if (fd < 0) return false;
+  char buf[256];
+  const ssize_t n = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  if (n <= 0) return false;
+  buf[n] = '\0';
+  const char* close_paren = std::strrchr(buf, ')');  // "pid (comm) S ...": the state follows the name
+  if (!close_paren || close_paren[1] == '\0' || close_paren[2] == '\0') return false;
+  const char state = close_paren[2];
+  return state != 'Z' && state != 'X';
+}
+
+double now_s() {
+  timespec t{};
+  ::clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+[[noreturn]] void watch(const std::vector<PeerProcess>& peers, double seconds, int my_rank) {
+  const double deadline = now_s() + seconds;
+  const timespec pause{0, 10 * 1000 * 1000};  // 10 ms
+  for (;;) {
+    bool waiting = false;
+    for (const PeerProcess& p : peers) waiting = waiting || still_there(p.pid);
+    if (!waiting) ::_exit(0);
+    if (now_s() > deadline) break;
+    ::nanosleep(&pause, nullptr);
+  }
+  for (const PeerProcess& p : peers) {
+    if (!still_there(p.pid)) continue;
+    char line[512];
+    const int n = std::snprintf(line, sizeof line,
+                                "rank %d: error: rank %d (pid %ld) had not exited %g s after the end of the run: it "
+                                "is stopped or stuck after its last barrier; killing it so that mpirun ends the job\n",
+                                my_rank, p.rank, p.pid, seconds);
+    if (n > 0) (void)!::write(STDERR_FILENO, line, static_cast<std::size_t>(n) < sizeof line ? n : sizeof line - 1);
+    ::kill(static_cast<pid_t>(p.pid), SIGKILL);
+  }
+  ::_exit(1);
+}
+}  // namespace
+
+std::string process_label() {
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  return std::string(host) + " " + std::to_string(static_cast<long>(::getpid()));
+}
+
+std::vector<PeerProcess> peers_on_this_host(const std::vector<std::string>& labels, int my_rank) {
+  std::vector<PeerProcess> peers;
+  if (my_rank < 0 || static_cast<std::size_t>(my_rank) >= labels.size()) return peers;
+  std::istringstream mine(labels[static_cast<std::size_t>(my_rank)]);
+  std::string my_host;
+  mine >> my_host;
+  for (std::size_t r = 0; r < labels.size(); ++r) {
+    if (static_cast<int>(r) == my_rank) continue;
+    std::istringstream in(labels[r]);
+    std::string host;
+    long pid = 0;
+    if (in >> host >> pid && host == my_host && pid > 0) peers.push_back({static_cast<int>(r), pid});
+  }
+  return peers;
+}
+
+void leave_exit_watcher(const std::vector<PeerProcess>& peers, double seconds, int my_rank) {
+  if (peers.empty()) return;
+  std::fflush(nullptr);
+  const pid_t child = ::fork();
+  if (child < 0) return;  // no watcher: the run itself is done
+  if (child > 0) {        // this rank: reap the short-lived child and go on exiting
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    return;
+  }
+  // The child: a new session, then a grandchild that nobody waits for (init reaps it), so the rank's own
+  // exit is not delayed. Its stdout goes nowhere; stderr stays for the one message.
+  ::setsid();
+  if (::fork() != 0) ::_exit(0);
+  const int null_fd = ::open("/dev/null", O_RDWR);
+  if (null_fd >= 0) {
+    ::dup2(null_fd, STDIN_FILENO);
+    ::dup2(null_fd, STDOUT_FILENO);
+  }
+  watch(peers, seconds, my_rank);
+}
+
+}  // namespace minitorch::dist
