@@ -51,6 +51,7 @@ inline Device choose_device(const std::string& text, LocalRank local = local_ran
   }
   if (d.is_cpu()) return d;
 #if !MINITORCH_WITH_CUDA
+  (void)local;
   throw runtime::ConfigError(flag + ": this build has no CUDA layer (nvcc was not found when it was configured); "
                              "build where the CUDA toolkit is installed, or use --device cpu");
 #else
