@@ -196,13 +196,33 @@ def list_tests(exe):
     return names
 
 
-def run_binary(build, work, layer, np, timeout, only=None):
+# Suites that mostly sleep, in the deadlines of their stopped ranks (45 s of test-dist's run, one test after another):
+# they run in SLEEPY_PARTS parts of their own, all at once and beside everything else, instead of adding their
+# sleep to every lesson's run (docs/labs.md).
+SLEEPY = {"dist": ("L05_CollectivesTimeout.", "L05_StartAndExitTimeout.", "L05_CollectivesFailure.")}
+SLEEPY_PARTS = 4
+
+
+def binary_parts(build, layer, only=None):
+    """[(part, names or None)]: one binary run whole, or for a SLEEPY layer the rest of it and its sleeping tests
+    dealt into SLEEPY_PARTS parts "LAYER-sleepyK" (a part names its results folder)."""
+    prefixes = SLEEPY.get(layer)
+    if not prefixes:
+        return [(layer, only)]
+    names = sorted(only) if only is not None else list_tests(os.path.join(build, "bin", f"test-{layer}"))
+    sleepy = [n for n in names if n.startswith(prefixes)]
+    rest = [n for n in names if not n.startswith(prefixes)]
+    groups = [(layer, rest)] + [(f"{layer}-sleepy{k}", sleepy[k::SLEEPY_PARTS]) for k in range(SLEEPY_PARTS)]
+    return [(part, group) for part, group in groups if group]
+
+
+def run_binary(build, work, layer, np, timeout, only=None, part=None):
     """{test: Result} of one test binary, run whole (or only the tests `only` names). When a run dies: a
     single-process binary runs again without what finished (the test that was running failed); the ranks
     of a multi-rank binary may have fallen out of step (one rank's stub threw before a send another rank
     waits for), so its suites then run one at a time, and the tests of a suite that dies too alone."""
     exe = os.path.join(build, "bin", f"test-{layer}")
-    out_dir = os.path.join(work, "results", layer)
+    out_dir = os.path.join(work, "results", part or layer)
     positive = ":".join(sorted(only)) if only is not None else "*"
     results, excluded = {}, []
     for attempt in range(50):
@@ -264,18 +284,29 @@ def isolate(exe, layer, np, groups, out_dir, timeout):
 def run_suites(build, work, layers, np, jobs, timeout, only=None):
     """{test: Result} over the suites (or only the tests `only` = {layer: names} lists): the multi-rank ones
     one after another, beside the single-process ones `jobs` at a time. The slowest single-process binary
-    (test-dist) mostly sleeps, in its stopped-rank tests' deadlines, so the two lines overlap well."""
+    (test-dist) mostly sleeps, in its stopped-rank tests' deadlines: those tests run in parts of their own
+    (SLEEPY), all at once, so their sleep overlaps the other binaries and the multi-rank line."""
     if only is not None:
         layers = [layer for layer in layers if only.get(layer)]
     run = lambda layer: run_binary(build, work, layer, np, timeout, only and only[layer])  # noqa: E731
     single = [layer for layer in layers if not layer.endswith("_mpi")]
     multi = [layer for layer in layers if layer.endswith("_mpi")]
+    # (layer, part, names): a sleepy binary's parts run side by side, each a job of the pool
+    single_parts = [(layer, part, names) for layer in single
+                    for part, names in binary_parts(build, layer, only and only[layer])]
+    sleepy = [job for job in single_parts if "-sleepy" in job[1]]
+    busy = [job for job in single_parts if "-sleepy" not in job[1]]
+    run_part = lambda job: run_binary(build, work, job[0], np, timeout, job[2], part=job[1])  # noqa: E731
     results = {}
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as chain:
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as chain, \
+            concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(sleepy))) as sleepers:
         multi_results = chain.submit(lambda: [run(layer) for layer in multi])
+        sleepy_results = [sleepers.submit(run_part, job) for job in sleepy]
         with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-            for r in pool.map(run, single):
+            for r in pool.map(run_part, busy):
                 results.update(r)
+        for f in sleepy_results:
+            results.update(f.result())
         for r in multi_results.result():
             results.update(r)
     return results
