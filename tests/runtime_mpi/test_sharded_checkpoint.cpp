@@ -213,6 +213,24 @@ TEST(L06_ShardedCheckpoint, EachBadDirectoryIsOneClearError) {
   }
 }
 
+namespace {
+// A sharded save of `run` to `path` in which rank 0 fails (a full disk, a kill) just before step `step` of the
+// switch into place, after every file is written; the other ranks save normally.
+void save_with_rank0_failing_before(int step, const std::string& path, ZeroRun& run, dist::ProcessGroup& world) {
+  if (world.rank() == 0) {
+    EXPECT_EQ(mt_test::error_of([&] {
+                runtime::save_sharded_checkpoint(path, *run.engine, run.ds.tokenizer(), "run-a", [&](int s) {
+                  if (s == step) throw std::runtime_error("killed");
+                });
+              }),
+              "killed");
+    world.barrier();  // the save's last barrier, which rank 0 skipped by failing: the others wait in it
+  } else {
+    runtime::save_sharded_checkpoint(path, *run.engine, run.ds.tokenizer(), "run-a");
+  }
+}
+}  // namespace
+
 TEST(L06_ShardedCheckpoint, SaveThatFailsBeforeItsRenameLeavesThePreviousSaveWhole) {
   SharedDir dir;
   auto& world = dist::world();
@@ -222,17 +240,7 @@ TEST(L06_ShardedCheckpoint, SaveThatFailsBeforeItsRenameLeavesThePreviousSaveWho
   runtime::save_checkpoint(path, *run.engine, run.ds.tokenizer(), "run-a");
   run.train(1);
   // Every file of the new save is written; rank 0 fails just before the rename (a full disk, a kill).
-  if (world.rank() == 0) {
-    const std::string err = mt_test::error_of([&] {
-      runtime::save_sharded_checkpoint(path, *run.engine, run.ds.tokenizer(), "run-a", [](int step) {
-        if (step == 0) throw std::runtime_error("disk full");
-      });
-    });
-    EXPECT_EQ(err, "disk full");
-    world.barrier();  // the save's last barrier, which rank 0 skipped by failing: the others wait in it
-  } else {
-    runtime::save_sharded_checkpoint(path, *run.engine, run.ds.tokenizer(), "run-a");
-  }
+  save_with_rank0_failing_before(0, path, run, world);
   EXPECT_TRUE(fs::exists(path + ".partial"));
   ZeroRun resumed(config_json(1, 2, 1), &world, 99);
   EXPECT_EQ(runtime::resume_from(path, *resumed.engine).step, 2) << "the previous save, whole";
@@ -255,17 +263,7 @@ TEST(L06_ShardedCheckpoint, AKillBetweenTheRenamesLeavesACompleteSaveThatResumeF
     run.train(2);
     runtime::save_checkpoint(path, *run.engine, run.ds.tokenizer(), "run-a");
     run.train(1);
-    if (world.rank() == 0) {
-      EXPECT_EQ(mt_test::error_of([&] {
-                  runtime::save_sharded_checkpoint(path, *run.engine, run.ds.tokenizer(), "run-a", [&](int step) {
-                    if (step == k) throw std::runtime_error("killed");
-                  });
-                }),
-                "killed");
-      world.barrier();  // the save's last barrier, which rank 0 skipped by failing
-    } else {
-      runtime::save_sharded_checkpoint(path, *run.engine, run.ds.tokenizer(), "run-a");
-    }
+    save_with_rank0_failing_before(k, path, run, world);
     EXPECT_EQ(fs::exists(path), k == 2);
     EXPECT_TRUE(fs::exists(path + ".old"));
     const runtime::LocatedSave where = runtime::locate_save(path);
