@@ -110,7 +110,8 @@ class DistributedDataParallel {
 };
 
 /// Splits parameter sizes (given in reverse order of use) into buckets of at most `bucket_size`
-/// elements (a bigger parameter alone); returns the index ranges [first, last) into `numels`.
+/// elements (a bigger parameter alone; 0: every parameter alone); returns the index ranges [first, last)
+/// into `numels`.
 std::vector<std::pair<std::size_t, std::size_t>> plan_buckets(const std::vector<std::int64_t>& numels,
                                                               std::int64_t bucket_size);
 

@@ -15,6 +15,7 @@
 #include "minitorch/json_limits.h"
 #include "nn/gpt_config.h"
 #include "runtime/config_reader.h"
+#include "runtime/config_spellings.h"
 
 namespace minitorch::runtime {
 
@@ -31,23 +32,23 @@ std::string lower(std::string s) {
 
 void parse_offload(const json& j, const std::string& name, Config& c, OffloadConfig& out) {
   SectionReader r(j, name, c.source);
-  r.get("device", out.device);
-  if (out.device == "nvme") r.fail(name + ".device 'nvme' is not supported by minitorch; use 'cpu' or 'none'");
-  if (out.device != "none" && out.device != "cpu")
-    r.fail(name + ".device must be one of none, cpu, got '" + truncate_for_message(out.device) + "'");
+  r.get("device", out.device, {"none", "cpu", "nvme"});  // DeepSpeed's OffloadDeviceEnum
+  if (out.device == "nvme")
+    r.fail(name + ".device \"nvme\" (ZeRO-Infinity's NVMe offload) is not implemented yet; use \"none\"");
   r.get("pin_memory", out.pin_memory);
+  if (name.ends_with("offload_optimizer")) r.get("ratio", out.ratio);
   r.finish(c.warnings, c.zero.stage);
 }
 
 void parse_zero(const json& j, Config& c) {
   SectionReader r(j, "zero_optimization", c.source);
   ZeroConfig& z = c.zero;
-  r.get("stage", z.stage, 0, 3);
-  r.get("reduce_bucket_size", z.reduce_bucket_size, 1);  // DDP needs buckets of at least one element
-  r.get("allgather_bucket_size", z.allgather_bucket_size, 0);
-  r.get("stage3_prefetch_bucket_size", z.stage3_prefetch_bucket_size, 0);
-  r.get("stage3_param_persistence_threshold", z.stage3_param_persistence_threshold, 0);
-  r.get("sub_group_size", z.sub_group_size, 1);  // elements per tile of the ZeRO-3 optimizer step
+  r.get("stage", z.stage);
+  r.get("reduce_bucket_size", z.reduce_bucket_size);  // 0: every tensor its own bucket, as DeepSpeed
+  r.get("allgather_bucket_size", z.allgather_bucket_size);
+  r.get("stage3_prefetch_bucket_size", z.stage3_prefetch_bucket_size);
+  r.get("stage3_param_persistence_threshold", z.stage3_param_persistence_threshold);
+  r.get("sub_group_size", z.sub_group_size);  // elements per tile of the ZeRO-3 optimizer step (0: one per tensor)
   std::optional<bool> overlap;
   r.get("overlap_comm", overlap);
   z.overlap_comm = overlap.value_or(z.stage == 3);  // DeepSpeed's validator: default true only for stage 3
@@ -58,7 +59,11 @@ void parse_zero(const json& j, Config& c) {
     parse_offload(*o, "zero_optimization.offload_optimizer", c, z.offload_optimizer);
   if (const json* o = r.object("offload_param"))
     parse_offload(*o, "zero_optimization.offload_param", c, z.offload_param);
-  r.finish(c.warnings, z.stage);  // stage >= 1 and offload to "cpu" stop here while not implemented
+  // DeepSpeed's validator (offload_ratio_check), whatever the device.
+  if (z.offload_optimizer.ratio < 1.0 && z.stage != 3)
+    r.fail("Partial offloading only supported for ZeRO Stage 3. (zero_optimization.offload_optimizer.ratio is " +
+           json(z.offload_optimizer.ratio).dump() + " at stage " + std::to_string(z.stage) + "; remove ratio or use stage 3)");
+  r.finish(c.warnings, z.stage);  // offload to "cpu" stops here while not implemented
   // DeepSpeed's placement rules, for when offloading lands.
   if (z.offload_optimizer.enabled() && z.stage == 0)
     r.fail("zero_optimization.offload_optimizer needs ZeRO stage 1, 2 or 3 (stage is 0)");
@@ -81,10 +86,10 @@ void parse_optimizer(const json& j, Config& c) {
   r.finish(c.warnings);
   if (!p) return;
   SectionReader pr(*p, "optimizer.params", c.source);
-  pr.get("lr", o.lr, 0.0);
-  pr.get("weight_decay", o.weight_decay, 0.0);
+  pr.get("lr", o.lr);
+  pr.get("weight_decay", o.weight_decay);
   if (o.type == OptimizerType::sgd) {
-    pr.get("momentum", o.momentum, 0.0);
+    pr.get("momentum", o.momentum);
   } else {
     if (const json* b = p->contains("betas") ? &(*p)["betas"] : nullptr) {
       if (!b->is_array() || b->size() != 2 || !(*b)[0].is_number() || !(*b)[1].is_number())
@@ -96,7 +101,7 @@ void parse_optimizer(const json& j, Config& c) {
         pr.fail("optimizer.params.betas must both be in [0, 1), got " + json_excerpt(*b));
     }
     pr.known("betas");
-    pr.get("eps", o.eps, 0.0);
+    pr.get("eps", o.eps);
     pr.get("adam_w_mode", o.adam_w_mode);
     if (!o.adam_w_mode && o.weight_decay != 0.0)
       pr.fail("optimizer.params.adam_w_mode false (Adam with L2 weight decay) is not supported; use AdamW");
@@ -119,19 +124,19 @@ void parse_scheduler(const json& j, Config& c) {
   r.finish(c.warnings);
   static const json empty = json::object();
   SectionReader pr(p ? *p : empty, "scheduler.params", c.source);
-  pr.get("warmup_num_steps", s.warmup_num_steps, 1);
+  pr.get("warmup_num_steps", s.warmup_num_steps);
   std::string wt = optim::warmup_type_name(s.warmup_type);
   pr.get("warmup_type", wt, {"log", "linear"});
   s.warmup_type = optim::parse_warmup_type(wt);
   if (s.type == optim::LRScheduleType::warmup_cosine_lr) {
-    pr.get("warmup_min_ratio", s.warmup_min_ratio, 0.0, 1.0);
-    pr.get("cos_min_ratio", s.cos_min_ratio, 0.0, 1.0);
+    pr.get("warmup_min_ratio", s.warmup_min_ratio);
+    pr.get("cos_min_ratio", s.cos_min_ratio);
   } else {
-    pr.get("warmup_min_lr", s.warmup_min_lr, 0.0);
-    pr.get("warmup_max_lr", s.warmup_max_lr, 0.0);
+    pr.get("warmup_min_lr", s.warmup_min_lr);
+    pr.get("warmup_max_lr", s.warmup_max_lr);
   }
   if (s.type != optim::LRScheduleType::warmup_lr) {
-    pr.get("total_num_steps", s.total_num_steps, 1);
+    pr.get("total_num_steps", s.total_num_steps);
     if (!pr.has("total_num_steps")) pr.fail(std::string("scheduler.params.total_num_steps is required by ") + type);
   }
   pr.finish(c.warnings);
@@ -147,12 +152,12 @@ void parse_model(const json& j, Config& c) {
     r.fail(e.what());
   }
   // Token ids and positions are i32; the memory check (model_budget.h) bounds the product.
-  r.get("n_layer", c.model.n_layer, 1, kMaxDim);
-  r.get("n_head", c.model.n_head, 1, kMaxDim);
-  r.get("n_embd", c.model.n_embd, 1, kMaxDim);
-  r.get("block_size", c.model.block_size, 1, kMaxDim);
-  r.get("vocab_size", c.model.vocab_size, 0, kMaxDim);
-  r.get("dropout", c.model.dropout, 0.0, 1.0);
+  r.get("n_layer", c.model.n_layer);
+  r.get("n_head", c.model.n_head);
+  r.get("n_embd", c.model.n_embd);
+  r.get("block_size", c.model.block_size);
+  r.get("vocab_size", c.model.vocab_size);
+  r.get("dropout", c.model.dropout);
   r.get("bias", c.model.bias);
   r.finish(c.warnings);  // dropout other than 0: not implemented yet
   if (c.model.n_embd % c.model.n_head != 0)
@@ -163,10 +168,10 @@ void parse_model(const json& j, Config& c) {
 void parse_training(const json& j, Config& c) {
   SectionReader r(j, "training", c.source);
   TrainingConfig& t = c.training;
-  r.get("steps", t.steps, 0);
-  r.get("eval_interval", t.eval_interval, 0);
-  r.get("eval_iters", t.eval_iters, 1);     // 0 batches would average nothing: nan
-  r.get("log_interval", t.log_interval, 1); // a period: 0 would divide by zero
+  r.get("steps", t.steps);
+  r.get("eval_interval", t.eval_interval);
+  r.get("eval_iters", t.eval_iters);     // 0 batches would average nothing: nan
+  r.get("log_interval", t.log_interval); // a period: 0 would divide by zero
   r.get("checkpoint", t.checkpoint);
   r.get("seed", t.seed);
   r.get("tokenizer", t.tokenizer, {"char", "byte"});
@@ -182,27 +187,35 @@ void parse_small_sections(SectionReader& r, Config& c) {
   }
   if (const json* f = r.object("fp16")) {
     SectionReader fr(*f, "fp16", c.source);
-    fr.get("enabled", c.fp16.enabled);
-    fr.get("loss_scale", c.fp16.loss_scale, 0.0);
-    fr.get("initial_scale_power", c.fp16.initial_scale_power, 0, 64);
-    fr.get("loss_scale_window", c.fp16.loss_scale_window, 1);
-    fr.get("hysteresis", c.fp16.hysteresis, 1);
-    fr.get("consecutive_hysteresis", c.fp16.consecutive_hysteresis);
-    fr.get("min_loss_scale", c.fp16.min_loss_scale, 0.0);
-    const Fp16Config& f16 = c.fp16;
-    if (!(f16.min_loss_scale > 0))
-      fr.fail("fp16.min_loss_scale must be > 0 (the dynamic scale halves towards it), got " + std::to_string(f16.min_loss_scale));
-    if (f16.dynamic() && f16.min_loss_scale > std::ldexp(1.0, f16.initial_scale_power))
-      fr.fail("fp16.min_loss_scale " + std::to_string(f16.min_loss_scale) + " is above the initial scale 2^" +
-              std::to_string(f16.initial_scale_power) + "; lower it or raise fp16.initial_scale_power");
-    // DeepSpeed's message for both.
-    if (c.bf16 && c.fp16.enabled)
-      r.fail("bfloat16 and fp16 modes cannot be simultaneously enabled (bf16.enabled and fp16.enabled are both true)");
+    Fp16Config& f16 = c.fp16;
+    fr.get("enabled", f16.enabled);
+    fr.get("loss_scale", f16.loss_scale);
+    fr.get("initial_scale_power", f16.initial_scale_power);
+    fr.get("loss_scale_window", f16.loss_scale_window);
+    fr.get("hysteresis", f16.hysteresis);
+    fr.get("consecutive_hysteresis", f16.consecutive_hysteresis);
+    fr.get("min_loss_scale", f16.min_loss_scale);
+    // DeepSpeed's _validate_dynamic_loss_scale_params: the window and the floor matter only to a dynamic
+    // scale of an enabled fp16, and only then must they be > 0.
+    if (f16.enabled && f16.dynamic()) {
+      if (f16.loss_scale_window <= 0)
+        fr.fail("fp16.loss_scale_window must be > 0 when dynamic loss scaling is enabled (loss_scale=0), got " +
+                std::to_string(f16.loss_scale_window));
+      if (!(f16.min_loss_scale > 0))
+        fr.fail("fp16.min_loss_scale must be > 0 when dynamic loss scaling is enabled (loss_scale=0), got " +
+                json(f16.min_loss_scale).dump());
+      if (f16.min_loss_scale > std::ldexp(1.0, f16.initial_scale_power))  // minitorch's check
+        fr.fail("fp16.min_loss_scale " + json(f16.min_loss_scale).dump() + " is above the initial scale 2^" +
+                std::to_string(f16.initial_scale_power) + "; lower it or raise fp16.initial_scale_power");
+    }
     fr.finish(c.warnings);
   }
+  // DeepSpeed's message.
+  if (c.bf16 && c.fp16.enabled)
+    r.fail("bfloat16 and fp16 modes cannot be simultaneously enabled (bf16.enabled and fp16.enabled are both true)");
   if (const json* p = r.object("pipeline")) {
     SectionReader pr(*p, "pipeline", c.source);
-    pr.get("stages", c.pipeline.stages, 1);
+    pr.get("stages", c.pipeline.stages);
     pr.get("schedule", c.pipeline.schedule, {"gpipe", "1f1b"});
     pr.get("partition_method", c.pipeline.partition_method, {"parameters", "uniform"});
     pr.finish(c.warnings);
@@ -210,16 +223,14 @@ void parse_small_sections(SectionReader& r, Config& c) {
   if (const json* a = r.object("activation_checkpointing")) {
     SectionReader ar(*a, "activation_checkpointing", c.source);
     ar.get("enabled", c.activation_checkpointing.enabled);
-    ar.get("segment_size", c.activation_checkpointing.segment_size, 1);
+    ar.get("segment_size", c.activation_checkpointing.segment_size);
     ar.finish(c.warnings);
   }
 }
 
 void parse_comm(const json& j, Config& c) {
   SectionReader r(j, "comm", c.source);
-  r.get("timeout_s", c.comm.timeout_s);
-  if (!(c.comm.timeout_s > 0))  // 0 would time out every wait at once; there is no "never"
-    r.fail("comm.timeout_s must be greater than 0 seconds, got " + j.at("timeout_s").dump());
+  r.get("timeout_s", c.comm.timeout_s);  // > 0 (the table): 0 would time out every wait at once
   r.finish(c.warnings);
 }
 
@@ -309,18 +320,29 @@ Config Config::from_json(const std::string& text, int world_size, const std::str
   c.source = source;
   if (world_size < 1) throw ConfigError(source + ": world_size must be at least 1, got " + std::to_string(world_size));
   c.world_size = world_size;
-  const json top = parse_config_json(text, source);
+  json top = parse_config_json(text, source);
+  apply_deepspeed_spellings(top, source, c.warnings);  // old names and aliases, as DeepSpeed maps them
   SectionReader r(top, "", source);
   const bool has_train = r.has("train_batch_size"), has_micro = r.has("train_micro_batch_size_per_gpu"),
              has_gas = r.has("gradient_accumulation_steps");
   r.get("train_batch_size", c.train_batch_size);
   r.get("train_micro_batch_size_per_gpu", c.train_micro_batch_size_per_gpu);
   r.get("gradient_accumulation_steps", c.gradient_accumulation_steps);
-  r.get("gradient_clipping", c.gradient_clipping, 0.0);
-  r.get("steps_per_print", c.steps_per_print, 1);  // a period: 0 would divide by zero
+  r.get("gradient_clipping", c.gradient_clipping);
+  r.get("steps_per_print", c.steps_per_print);  // a period: 0 would divide by zero
   r.get("wall_clock_breakdown", c.wall_clock_breakdown);
+  std::string reduce_op = "mean";
+  r.get("gradient_allreduce_op", reduce_op);
+  reduce_op = lower(reduce_op);  // DeepSpeed lower-cases it
   parse_small_sections(r, c);
   if (const json* z = r.object("zero_optimization")) parse_zero(*z, c);
+  // DeepSpeed's get_gradient_allreduce_op and _do_error_check, messages verbatim.
+  if (reduce_op != "mean" && reduce_op != "sum")
+    r.fail("Invalid gradient_allreduce_op. Supported operations: ['mean', 'sum']. Got: '" + truncate_for_message(reduce_op) + "'");
+  if (reduce_op == "sum" && c.zero.stage == 3) r.fail("gradient_allreduce_op='sum' is not supported with ZeRO stage 3");
+  if (reduce_op == "sum")
+    r.fail("gradient_allreduce_op 'sum' (gradients summed over the ranks, not averaged) is not implemented yet; remove it or "
+           "set \"mean\"");
   if (const json* o = r.object("optimizer")) parse_optimizer(*o, c);
   if (const json* s = r.object("scheduler")) parse_scheduler(*s, c);
   if (const json* m = r.object("model")) parse_model(*m, c);

@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <set>
 
 #include "minitorch/json_limits.h"
@@ -84,16 +86,112 @@ json parse_config_json(const std::string& text, const std::string& source) {
   return j;
 }
 
+std::optional<json> coerce_value(const json& v, ValueType type, bool lax) {
+  auto lower = [](std::string s) {
+    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+  };
+  // A whole string: "3", " 3 " (pydantic strips), not "3x".
+  auto parse_number = [](const std::string& s, bool integer) -> std::optional<json> {
+    const std::size_t b = s.find_first_not_of(" \t\n"), e = s.find_last_not_of(" \t\n");
+    if (b == std::string::npos) return std::nullopt;
+    const std::string t = s.substr(b, e - b + 1);
+    char* end = nullptr;
+    errno = 0;
+    if (integer) {
+      if (t.find_first_not_of("+-0123456789") != std::string::npos) return std::nullopt;
+      const long long n = std::strtoll(t.c_str(), &end, 10);
+      if (errno != 0 || end != t.c_str() + t.size()) return std::nullopt;
+      return json(n);
+    }
+    const double d = std::strtod(t.c_str(), &end);
+    if (errno != 0 || end != t.c_str() + t.size() || !std::isfinite(d)) return std::nullopt;
+    return json(d);
+  };
+  switch (type) {
+    case ValueType::any:
+      return v;
+    case ValueType::boolean:
+      if (v.is_boolean()) return v;
+      if (!lax) return std::nullopt;
+      if (v.is_number() && (v.get<double>() == 0 || v.get<double>() == 1)) return json(v.get<double>() == 1);
+      if (v.is_string()) {
+        const std::string s = lower(v.get<std::string>());
+        for (const char* t : {"1", "on", "t", "true", "y", "yes"})
+          if (s == t) return json(true);
+        for (const char* f : {"0", "off", "f", "false", "n", "no"})
+          if (s == f) return json(false);
+      }
+      return std::nullopt;
+    case ValueType::integer:
+      if (v.is_number_unsigned()) {
+        if (v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)) return std::nullopt;
+        return json(static_cast<std::int64_t>(v.get<std::uint64_t>()));
+      }
+      if (v.is_number_integer()) return v;
+      if (v.is_number_float() && std::trunc(v.get<double>()) == v.get<double>() && std::fabs(v.get<double>()) < 9.2e18)
+        return json(static_cast<std::int64_t>(v.get<double>()));  // 5e8
+      if (lax && v.is_string()) return parse_number(v.get<std::string>(), true);
+      return std::nullopt;
+    case ValueType::number:
+      if (v.is_number()) return json(v.get<double>());
+      if (lax && v.is_string()) return parse_number(v.get<std::string>(), false);
+      return std::nullopt;
+    case ValueType::string:
+      return v.is_string() ? std::optional<json>(v) : std::nullopt;
+    case ValueType::object:
+      return v.is_object() ? std::optional<json>(v) : std::nullopt;
+    case ValueType::array:
+      return v.is_array() ? std::optional<json>(v) : std::nullopt;
+  }
+  return std::nullopt;
+}
+
 SectionReader::SectionReader(const json& obj, std::string name, std::string source)
-    : obj_(obj), name_(std::move(name)), source_(std::move(source)) {}
+    : obj_(obj), name_(std::move(name)), source_(std::move(source)), lax_(is_pydantic_section(name_)) {}
+
+json SectionReader::checked(const std::string& key, const ConfigKey& entry, const json& v) const {
+  const ValueType type = entry.value_type();
+  auto expected = [&] {
+    switch (type) {
+      case ValueType::boolean: return std::string(lax_ ? "a boolean (true/false, 0/1 or \"true\"/\"false\")" : "a boolean (true/false)");
+      case ValueType::integer: return std::string(lax_ ? "an integer (or a string of one)" : "an integer");
+      case ValueType::number: return std::string(lax_ ? "a number (or a string of one)" : "a number");
+      case ValueType::string: return std::string("a string");
+      case ValueType::object: return std::string("an object");
+      case ValueType::array: return std::string("an array");
+      case ValueType::any: return std::string("anything");
+    }
+    return std::string();
+  };
+  if (type == ValueType::number && v.is_number_float() && !std::isfinite(v.get<double>()))
+    fail(path(key) + " must be a finite number, got " + json_excerpt(v));
+  std::optional<json> c = coerce_value(v, type, lax_);
+  if (!c) fail(path(key) + " must be " + expected() + ", got " + json_excerpt(v) + " (" + v.type_name() + ")");
+  if (c->is_number() && entry.has_range()) {
+    const double d = c->get<double>();
+    auto num = [&](double x) {  // as the key's type writes it: 1 for an integer, 1.0 for a number
+      return type == ValueType::integer && std::fabs(x) < 9.2e18 ? std::to_string(static_cast<long long>(x)) : json(x).dump();
+    };
+    const bool low = entry.lo_open ? !(d > entry.lo) : d < entry.lo;
+    if (low || d > entry.hi) {
+      std::string range = entry.hi < kUnbounded ? "between " + num(entry.lo) + " and " + num(entry.hi)
+                          : entry.lo_open       ? "greater than " + num(entry.lo)
+                                                : "at least " + num(entry.lo);
+      fail(path(key) + " must be " + range + ", got " + json_excerpt(v));
+    }
+  }
+  return *c;
+}
 
 void SectionReader::fail(const std::string& message) const { throw ConfigError(source_ + ": " + message); }
 
-void SectionReader::type_error(const char* key, const char* expected, const json& v) const {
-  fail(path(key) + " must be " + expected + ", got " + json_excerpt(v) + " (" + v.type_name() + ")");
+bool SectionReader::has(const char* key) const {
+  auto it = obj_.find(key);
+  if (it == obj_.end()) return false;
+  const ConfigKey* k = find_config_key(path(key));
+  return !(it->is_null() && k && k->deepspeed_default == "null");
 }
-
-bool SectionReader::has(const char* key) const { return obj_.contains(key); }
 
 void SectionReader::known(const char* key) { find(key); }
 
@@ -101,82 +199,51 @@ const json* SectionReader::find(const char* key) {
   if (!find_config_key(path(key)))
     throw std::logic_error("config key '" + path(key) + "' is read but missing from the table in runtime/config_keys.cpp");
   known_.emplace_back(key);
-  auto it = obj_.find(key);
-  return it == obj_.end() ? nullptr : &*it;
+  if (!has(key)) return nullptr;
+  return &*obj_.find(key);
 }
 
 void SectionReader::get(const char* key, bool& out) {
-  if (const json* v = find(key)) {
-    if (!v->is_boolean()) type_error(key, "a boolean (true/false)", *v);
-    out = v->get<bool>();
-  }
+  if (const json* v = find(key)) out = checked(key, *find_config_key(path(key)), *v).get<bool>();
 }
 
 void SectionReader::get(const char* key, std::optional<bool>& out) {
   bool b = false;
   if (has(key)) get(key, b), out = b;
-  else known_.emplace_back(key);
+  else find(key);
 }
 
-void SectionReader::get(const char* key, std::int64_t& out, std::int64_t min, std::int64_t max) {
-  const json* v = find(key);
-  if (!v) return;
-  std::int64_t value;
-  if (v->is_number_unsigned()) {
-    if (v->get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)) type_error(key, "a 64-bit integer", *v);
-    value = static_cast<std::int64_t>(v->get<std::uint64_t>());
-  } else if (v->is_number_integer()) {
-    value = v->get<std::int64_t>();
-  } else if (v->is_number_float() && std::trunc(v->get<double>()) == v->get<double>() &&
-             std::fabs(v->get<double>()) < 9.2e18) {
-    value = static_cast<std::int64_t>(v->get<double>());  // 5e8
-  } else {
-    type_error(key, "an integer", *v);
-  }
-  if (value < min || value > max)
-    fail(path(key) + " must be " +
-         (max == INT64_MAX ? "at least " + std::to_string(min)
-                           : "between " + std::to_string(min) + " and " + std::to_string(max)) +
-         ", got " + std::to_string(value));
-  out = value;
+void SectionReader::get(const char* key, std::int64_t& out) {
+  if (const json* v = find(key)) out = checked(key, *find_config_key(path(key)), *v).get<std::int64_t>();
 }
 
-void SectionReader::get(const char* key, int& out, int min, int max) {
+void SectionReader::get(const char* key, int& out) {
   std::int64_t v = out;
-  get(key, v, min, max);
+  get(key, v);
+  if (v < INT32_MIN || v > INT32_MAX) fail(path(key) + " must fit in 32 bits, got " + std::to_string(v));
   out = static_cast<int>(v);
 }
 
 void SectionReader::get(const char* key, std::uint64_t& out) {
   std::int64_t v = static_cast<std::int64_t>(out);
-  get(key, v, 0);
+  get(key, v);
   out = static_cast<std::uint64_t>(v);
 }
 
-void SectionReader::get(const char* key, double& out, double min, double max) {
-  if (const json* v = find(key)) {
-    if (!v->is_number()) type_error(key, "a number", *v);
-    const double d = v->get<double>();
-    if (!std::isfinite(d)) fail(path(key) + " must be a finite number, got " + json_excerpt(*v));
-    if (d < min || d > max)
-      fail(path(key) + " must be " +
-           (max >= 1e300 ? "at least " + json(min).dump() : "between " + json(min).dump() + " and " + json(max).dump()) +
-           ", got " + json_excerpt(*v));
-    out = d;
-  }
+void SectionReader::get(const char* key, double& out) {
+  if (const json* v = find(key)) out = checked(key, *find_config_key(path(key)), *v).get<double>();
 }
 
-void SectionReader::get(const char* key, std::optional<double>& out, double min) {
+void SectionReader::get(const char* key, std::optional<double>& out) {
   double d = 0;
-  if (has(key)) get(key, d, min), out = d;
-  else known_.emplace_back(key);
+  if (has(key)) get(key, d), out = d;
+  else find(key);
 }
 
 void SectionReader::get(const char* key, std::string& out, std::initializer_list<const char*> allowed) {
   const json* v = find(key);
   if (!v) return;
-  if (!v->is_string()) type_error(key, "a string", *v);
-  std::string s = v->get<std::string>();
+  std::string s = checked(key, *find_config_key(path(key)), *v).get<std::string>();
   if (allowed.size() > 0 && std::none_of(allowed.begin(), allowed.end(), [&](const char* a) { return s == a; })) {
     std::string list;
     for (const char* a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
@@ -187,7 +254,7 @@ void SectionReader::get(const char* key, std::string& out, std::initializer_list
 
 const json* SectionReader::object(const char* key) {
   const json* v = find(key);
-  if (v && !v->is_object()) type_error(key, "an object", *v);
+  if (v) checked(key, *find_config_key(path(key)), *v);
   return v;
 }
 
@@ -234,7 +301,11 @@ void SectionReader::finish(std::vector<std::string>& warnings, int zero_stage) c
                          "silently ignore it)" + (close ? "; did you mean '" + near + "'?" : std::string()));
       continue;
     }
-    present.emplace_back(find_config_key(path(key)), &it.value());
+    const ConfigKey* entry = find_config_key(path(key));
+    if (it.value().is_null() && entry->deepspeed_default == "null") continue;  // None: as if absent
+    if (std::find(known_.begin(), known_.end(), key) == known_.end())
+      checked(key, *entry, it.value());  // a key without effect still has DeepSpeed's type and range
+    present.emplace_back(entry, &it.value());
   }
   for (const auto& [k, value] : present) {
     KeyVerdict v = judge_config_key(*k, *value, zero_stage);

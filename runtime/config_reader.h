@@ -12,7 +12,15 @@
 #include <string>
 #include <vector>
 
+#include "runtime/config_keys.h"
+
 namespace minitorch::runtime {
+
+/// `v` read as `type`, DeepSpeed's way: a whole float is an integer everywhere (5e8); with `lax` (a
+/// pydantic section: is_pydantic_section) also a numeric string is a number ("3" → 3, "1e-3"), and 0/1,
+/// 0.0/1.0 and "true"/"false"/"yes"/"no"/"on"/"off"/"t"/"f"/"y"/"n"/"1"/"0" (any case) are booleans.
+/// A boolean is never a number (DeepSpeed's fp16 validators refuse that too). nullopt: not a `type`.
+std::optional<nlohmann::json> coerce_value(const nlohmann::json& v, ValueType type, bool lax);
 
 /// Levenshtein distance (insert, delete, substitute: cost 1 each).
 std::size_t edit_distance(const std::string& a, const std::string& b);
@@ -34,17 +42,19 @@ class SectionReader {
   /// `obj` must outlive the reader; `name` is the section's dotted path ("" for the top level).
   SectionReader(const nlohmann::json& obj, std::string name, std::string source);
 
+  /// The key is present (a null where DeepSpeed's default is None counts as absent).
   bool has(const char* key) const;
+  // The getters check the value against the table's type and range (checked()); an absent key leaves `out`.
   void get(const char* key, bool& out);
   void get(const char* key, std::optional<bool>& out);
   /// Integers; 5e8 written as a JSON float is accepted when it is a whole number (DeepSpeed configs
-  /// often do this). Values below `min` or above `max` are errors.
-  void get(const char* key, std::int64_t& out, std::int64_t min = INT64_MIN, std::int64_t max = INT64_MAX);
-  void get(const char* key, int& out, int min = INT32_MIN, int max = INT32_MAX);
+  /// often do this).
+  void get(const char* key, std::int64_t& out);
+  void get(const char* key, int& out);
   void get(const char* key, std::uint64_t& out);
-  /// A finite number in [min, max] (nlohmann reads 1e999 as inf: refused too).
-  void get(const char* key, double& out, double min = -1e300, double max = 1e300);
-  void get(const char* key, std::optional<double>& out, double min = -1e300);
+  /// A finite number (nlohmann reads 1e999 as inf: refused too).
+  void get(const char* key, double& out);
+  void get(const char* key, std::optional<double>& out);
   /// A string; if `allowed` is non-empty the value must be one of them.
   void get(const char* key, std::string& out, std::initializer_list<const char*> allowed = {});
   /// A nested object (nullptr if absent); an error if present but not an object.
@@ -66,11 +76,15 @@ class SectionReader {
 
  private:
   /// Registers `key` as read; a key missing from the table is a bug in the parser (std::logic_error).
+  /// nullptr when absent or a null standing for DeepSpeed's None.
   const nlohmann::json* find(const char* key);
-  [[noreturn]] void type_error(const char* key, const char* expected, const nlohmann::json& v) const;
+  /// `v`, the value of `key`, checked against the table's type (coerce_value) and range: the coerced
+  /// value, or a ConfigError naming the key, what it must be and what it is.
+  nlohmann::json checked(const std::string& key, const ConfigKey& entry, const nlohmann::json& v) const;
 
   const nlohmann::json& obj_;
   std::string name_, source_;
+  bool lax_;  ///< a pydantic section
   std::vector<std::string> known_;
 };
 

@@ -1,6 +1,7 @@
 #include "zero/tiled_step.h"
 
 #include <algorithm>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -22,7 +23,10 @@ struct Segment {
 /// The tiles over every parameter with a gradient, in group and parameter order; each at most
 /// `tile_elements` elements.
 std::vector<std::vector<Segment>> plan_tiles(const optim::AdamW& adamw, std::int64_t tile_elements) {
-  if (tile_elements < 1) throw std::invalid_argument("tiled step: tile_elements must be >= 1, got " + std::to_string(tile_elements));
+  if (tile_elements < 0) throw std::invalid_argument("tiled step: tile_elements must be >= 0, got " + std::to_string(tile_elements));
+  // 0 is DeepSpeed's sub_group_size 0: a sub-group closes once it reaches the size, so each tensor is one.
+  const bool per_tensor = tile_elements == 0;
+  if (per_tensor) tile_elements = std::numeric_limits<std::int64_t>::max();
   std::vector<std::vector<Segment>> tiles(1);
   std::int64_t filled = 0;
   const auto& groups = adamw.param_groups();
@@ -40,6 +44,7 @@ std::vector<std::vector<Segment>> plan_tiles(const optim::AdamW& adamw, std::int
         at += len;
         filled += len;
       }
+      if (per_tensor && filled > 0) filled = tile_elements;  // the next tensor opens a tile
     }
   if (tiles.back().empty()) tiles.pop_back();
   return tiles;

@@ -3,7 +3,8 @@
 /// The optimizer step in tiles: DeepSpeed's `sub_group_size` at ZeRO-3. The parameters a rank updates
 /// (its shard's pieces) are walked as one flat index space, in group and parameter order, and cut
 /// into tiles of at most `tile_elements` elements; a tile may hold the end of one piece and the start
-/// of the next. Per tile, one f32 buffer of the tile's size is allocated under MemTag::optim_temp,
+/// of the next (`tile_elements` 0, DeepSpeed's sub_group_size 0: one tensor per tile). Per tile, one
+/// f32 buffer of the tile's size is allocated under MemTag::optim_temp,
 /// filled with the gradient widened (bf16 / f16 → f32) and multiplied by the step's gradient
 /// multiplier (clipping × 1/loss-scale), used, and freed before the next tile:
 ///

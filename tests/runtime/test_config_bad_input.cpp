@@ -89,8 +89,9 @@ TEST(L03_Config, PeriodsAndCountsMustBePositive) {
   EXPECT_EQ(parse_error(with(R"("steps_per_print": 0, "wall_clock_breakdown": true)")),
             "test.json: steps_per_print must be at least 1, got 0");
   EXPECT_EQ(parse_error(with(R"("training": {"eval_iters": 0})")), "test.json: training.eval_iters must be at least 1, got 0");
-  EXPECT_EQ(parse_error(with(R"("zero_optimization": {"reduce_bucket_size": 0})")),
-            "test.json: zero_optimization.reduce_bucket_size must be at least 1, got 0");
+  // An element count of 0 is DeepSpeed's too (every tensor its own bucket); below it, its range.
+  EXPECT_EQ(parse_error(with(R"("zero_optimization": {"reduce_bucket_size": -1})")),
+            "test.json: zero_optimization.reduce_bucket_size must be at least 0, got -1");
 }
 
 TEST(L03_Config, NumericRangesNameTheAllowedRange) {

@@ -39,7 +39,7 @@ TEST(L05_CommConfig, TimeoutDefaultsTo300AndIsRead) {
 }
 
 TEST(L05_CommConfig, TimeoutMustBeAPositiveNumber) {
-  EXPECT_THAT(parse_error(R"(, "comm": {"timeout_s": 0})"), HasSubstr("comm.timeout_s must be greater than 0 seconds, got 0"));
+  EXPECT_THAT(parse_error(R"(, "comm": {"timeout_s": 0})"), HasSubstr("comm.timeout_s must be greater than 0.0, got 0"));
   EXPECT_THAT(parse_error(R"(, "comm": {"timeout_s": -5})"), HasSubstr("comm.timeout_s must be greater than 0"));
   EXPECT_THAT(parse_error(R"(, "comm": {"timeout_s": "300"})"), HasSubstr("timeout_s"));
   EXPECT_THAT(parse_error(R"(, "comm": {"timeout": 300})"), HasSubstr("did you mean 'timeout_s'"));

@@ -127,7 +127,10 @@ TEST(L05_T4_DDP, PlanBucketsInReverseOrderAndBigParametersAlone) {
   std::vector<std::pair<std::size_t, std::size_t>> want{{0, 1}, {1, 2}, {2, 3}, {3, 5}};
   EXPECT_EQ(r, want);
   EXPECT_EQ(dist::plan_buckets({1, 1, 1}, 100).size(), 1u);
-  EXPECT_TRUE(mt_test::contains(mt_test::error_of([] { dist::plan_buckets({1}, 0); }), "reduce_bucket_size"));
+  // 0 (DeepSpeed accepts it): every parameter alone.
+  std::vector<std::pair<std::size_t, std::size_t>> alone{{0, 1}, {1, 2}, {2, 3}};
+  EXPECT_EQ(dist::plan_buckets({5, 3, 10}, 0), alone);
+  EXPECT_TRUE(mt_test::contains(mt_test::error_of([] { dist::plan_buckets({1}, -1); }), "reduce_bucket_size"));
 }
 
 TEST(L05_DDP, NRanksEqualOneRankWithGradientAccumulationOver20Steps) { expect_equivalent(2, 1); }
