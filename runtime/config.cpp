@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <climits>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -23,7 +22,6 @@ using nlohmann::json;
 
 namespace {
 
-constexpr std::int64_t kMaxDim = INT32_MAX;
 
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });

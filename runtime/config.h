@@ -5,7 +5,10 @@
 /// config file runs here unchanged as far as minitorch implements it, and a wrong one fails the same way.
 ///
 /// Nothing is accepted silently: every key is in the table of runtime/config_keys.h (documented in
-/// docs/config.md) with its status. Stricter than DeepSpeed, on purpose:
+/// docs/config.md) with its status and, for DeepSpeed's keys, DeepSpeed's default, type and range, which
+/// the parser enforces on every key present. DeepSpeed's other spellings (`bfloat16`, `cpu_offload`, the
+/// `stage3_` aliases, ...) are mapped first (runtime/config_spellings.h). Stricter than DeepSpeed, on purpose
+/// (docs/config.md lists each departure):
 /// - an unknown key inside a section is an error naming the nearest valid key
 ///   ("unknown key 'reduce_bucket_sz' in zero_optimization; did you mean 'reduce_bucket_size'?");
 /// - an unknown top-level key is a warning in `Config::warnings` (DeepSpeed silently ignores it),
@@ -13,16 +16,15 @@
 /// - a DeepSpeed key that only tunes performance, or only another ZeRO stage (e.g. sub_group_size
 ///   below stage 3), is a warning saying it has no effect here;
 /// - a feature not implemented yet is an error "... is not implemented yet" saying what to do
-///   instead: ZeRO stages 1-3 (stage 0, DDP, runs on any number of ranks), offload_optimizer /
-///   offload_param to "cpu", pipeline.stages > 1, amp,
-///   model.dropout > 0. Their off values ("none", false, 1, 0) are silent;
+///   instead (offload_optimizer / offload_param to "cpu", ZeRO++, MiCS, amp, model.dropout > 0, ...);
+///   its off value is silent;
 /// - wrong JSON types, malformed JSON and duplicate keys are errors naming the file and the key.
 ///
 /// minitorch's additions (not DeepSpeed keys) live in their own sections:
 /// - `model`: {"name": "baby"|"small"|"gpt2", overrides n_layer, n_head, n_embd, block_size,
 ///   vocab_size (0 = from the tokenizer), dropout (only 0), bias};
 /// - `training`: {steps, eval_interval, eval_iters, log_interval, checkpoint, seed, tokenizer, data};
-/// - `pipeline`: {stages, schedule "gpipe"|"1f1b"} (stages 1 only, for now);
+/// - `pipeline`: {stages, schedule "gpipe"|"1f1b"} and partition_method (pipeline/engine.h);
 /// - `activation_checkpointing`: {"enabled": bool, "segment_size": blocks per segment (default 1)};
 /// - `comm`: {"timeout_s": seconds > 0} — how long a rank waits in one collective or receive before
 ///   it ends the job (dist::ProcessGroup::set_timeout).

@@ -52,7 +52,6 @@ constexpr std::string_view kWarmup = R"({"scheduler": {"type": "WarmupLR"}})";
 constexpr std::string_view kCosine = R"({"scheduler": {"type": "WarmupCosineLR", "params": {"total_num_steps": 10}}})";
 
 using T = ValueType;
-constexpr double kInf = kUnbounded;
 
 // DeepSpeed's declarations (deepspeed/runtime/zero/config.py, zero/offload_config.py, precision_config.py,
 // activation_checkpointing/config.py, runtime/config.py + constants.py, lr_schedules.py, ops/adam/fused_adam.py;

@@ -89,6 +89,29 @@ TEST(L03_Config, EveryTableKeyBehavesAsItsStatusSays) {
   EXPECT_GE(seen[KeyStatus::error], 6);
 }
 
+TEST(L03_Config, EveryDeepSpeedKeyAcceptsDeepSpeedsDefault) {
+  // What DeepSpeed accepts by default, minitorch accepts: each key set to its DeepSpeed default parses, at
+  // every stage (a not-implemented feature's default is its off value, so that too is silent).
+  int n = 0;
+  for (const ConfigKey& k : mz::config_keys()) {
+    const std::string path(k.path);
+    if (!k.is_deepspeed() || k.status == KeyStatus::deprecated) continue;
+    // Not a value: the batch keys (None means "derive it"), the scheduler's required type and total, and a
+    // default DeepSpeed builds in code (leaf_module's class list).
+    if (path.starts_with("train_") || path == "gradient_accumulation_steps" || path == "scheduler.type" ||
+        path == "scheduler.params.total_num_steps" || path == "zero_optimization.leaf_module")
+      continue;
+    ++n;
+    for (int stage = in_zero_section(k) ? 0 : -1; stage <= (in_zero_section(k) ? 3 : -1); ++stage) {
+      const std::string text = config_with(k, std::string(k.deepspeed_default), stage);
+      SCOPED_TRACE(path + " in " + text);
+      Config c;
+      EXPECT_NO_THROW(c = parse(text, path == "pipeline.stages" ? 2 : 1));
+    }
+  }
+  EXPECT_GE(n, 150);
+}
+
 TEST(L03_Config, EveryZeroStageRunsOnAnyNumberOfRanks) {
   for (int world : {1, 2}) {
     for (int stage : {0, 1, 2, 3}) {

@@ -30,7 +30,7 @@ optim::NamedTensors make_params(DType dtype, std::uint64_t seed) {
 
 TEST(L07_TiledStep, AnyTileSizeUpdatesLikeOneAdamWStep) {
   for (DType dtype : {DType::f32, DType::bf16})
-    for (std::int64_t tile : {1, 6, 13, 1000}) {
+    for (std::int64_t tile : {0, 1, 6, 13, 1000}) {  // 0: DeepSpeed's sub_group_size 0, one tensor per tile
       optim::NamedTensors a = make_params(dtype, 3), b = make_params(dtype, 3);
       optim::AdamW ref(a, {.lr = 1e-2f, .weight_decay = 0.1f}), tiled(b, {.lr = 1e-2f, .weight_decay = 0.1f});
       optim::scale_grads(ref.parameters(), 0.5f);  // the reference gets g / 2 (exact in bf16 too) ...
@@ -59,5 +59,8 @@ TEST(L07_TiledStep, ItsTemporaryIsOneF32TileUnderOptimTemp) {
   EXPECT_EQ(memory_stats().peak(MemTag::optim_temp), 20 * 4);
   zero::tiled_sum_squares(opt, 100);
   EXPECT_EQ(memory_stats().peak(MemTag::optim_temp), 55 * 4);
+  reset_peak_memory();
+  zero::tiled_adamw_step(opt, 1.f, 0);  // one tensor per tile: the biggest, w (5 x 7), sets the peak
+  EXPECT_EQ(memory_stats().peak(MemTag::optim_temp), 35 * 4);
   EXPECT_EQ(memory_stats().current(MemTag::optim_temp), 0);
 }
