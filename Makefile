@@ -96,6 +96,17 @@ LABS_OUT ?= $(BUILD)/labs
 labs: deps
 	/usr/bin/python3 tools/labs/make_labs.py --root . --out $(LABS_OUT) $(if $(LESSON),--lesson $(LESSON))
 
+# make lab LESSON=NN: the student's build (docs/labs.md, LAB.md): only what grading lesson NN runs — the
+# libraries, the test binaries that hold its tasks' tests, lesson-NN — in $(LAB_BUILD), without the CUDA
+# layer (nothing graded runs on a GPU). Then: cd $(LAB_BUILD) && ctest -R L05_T1; $(LAB_BUILD)/bin/minitorch-grade.
+LAB_BUILD ?= build-lab
+.PHONY: lab
+lab: deps data
+	@test -n "$(LESSON)" || { echo "make lab: say which lesson, e.g. make lab LESSON=05" >&2; exit 2; }
+	@cmake -S . -B $(LAB_BUILD) -DCMAKE_BUILD_TYPE=Release -DMINITORCH_CUDA=OFF $(CMAKE_NATIVE) > /dev/null
+	targets=$$(/usr/bin/python3 tools/labs/labs_tasks.py --root . --targets $(LESSON)) && \
+	  cmake --build $(LAB_BUILD) -j$(JOBS) --target $$targets
+
 # make labs-check [LESSON=NN] (tools/labs/labs_check.py, docs/labs.md): for each lesson (or the one given), its
 # solution blocks are stubbed in place (put back byte for byte after), the library's suites rebuilt and run:
 # the reference passes every test; a test passes iff it depends on no stubbed task (labs/depends.json); each

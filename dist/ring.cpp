@@ -4,12 +4,12 @@
 // 7 % 3 = 1 chunk gets the extra one) at offsets 0, 3, 5. Write a_i, b_i, c_i for chunk i on ranks
 // 0, 1, 2.
 //
-//   reduce-scatter, step 0: rank 0 sends chunk 2 → rank 1    rank 1 adds: b2 + a2      (recv + own)
-//                           rank 1 sends chunk 0 → rank 2    rank 2 adds: c0 + b0
-//                           rank 2 sends chunk 1 → rank 0    rank 0 adds: a1 + c1
-//                   step 1: rank 0 sends chunk 1 → rank 1    rank 1 adds: b1 + (a1 + c1)  = chunk 1 done
-//                           rank 1 sends chunk 2 → rank 2    rank 2 adds: c2 + (b2 + a2)  = chunk 2 done
-//                           rank 2 sends chunk 0 → rank 0    rank 0 adds: a0 + (c0 + b0)  = chunk 0 done
+//   reduce-scatter, step 0: rank 0 sends chunk 2 → rank 1    rank 1 adds: a2 + b2      (recv + own)
+//                           rank 1 sends chunk 0 → rank 2    rank 2 adds: b0 + c0
+//                           rank 2 sends chunk 1 → rank 0    rank 0 adds: c1 + a1
+//                   step 1: rank 0 sends chunk 1 → rank 1    rank 1 adds: (c1 + a1) + b1  = chunk 1 done
+//                           rank 1 sends chunk 2 → rank 2    rank 2 adds: (a2 + b2) + c2  = chunk 2 done
+//                           rank 2 sends chunk 0 → rank 0    rank 0 adds: (b0 + c0) + a0  = chunk 0 done
 //   all-gather,     step 0: rank r sends its finished chunk r to the right, receives chunk r−1;
 //                   step 1: rank r forwards chunk r−1 to the right, receives chunk r−2. Done.
 #include "dist/ring.h"

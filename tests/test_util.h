@@ -112,11 +112,12 @@ inline std::string tiny_model_copy(const TempDir& dir, const std::string& rel, i
 /// `mpirun -np N build/bin/PROGRAM ARGS` as a shell command, in a clean environment: once the test
 /// process has initialised MPI itself it carries a singleton's OMPI_* / PMIX_* variables, which would
 /// derail mpirun. The sanitizer settings pass through (make sanitize: Open MPI's leak suppressions,
-/// report files, the preloaded dlclose); 1 thread per rank, root allowed, at most 120 s.
+/// report files, the preloaded dlclose); 1 thread per rank, root allowed, at most 120 s (then SIGTERM, and
+/// SIGKILL 5 s later: an mpirun stuck in its own teardown ignores the first).
 inline std::string mpirun_command(const std::string& program, int np, const std::string& args) {
   return std::string("env -i PATH=\"$PATH\" HOME=\"$HOME\" LD_LIBRARY_PATH=\"$LD_LIBRARY_PATH\" ") +
          "LD_PRELOAD=\"$LD_PRELOAD\" ASAN_OPTIONS=\"$ASAN_OPTIONS\" LSAN_OPTIONS=\"$LSAN_OPTIONS\" UBSAN_OPTIONS=\"$UBSAN_OPTIONS\" " +
-         "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 MINITORCH_NUM_THREADS=1 timeout 120 " + MT_MPIEXEC +
+         "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 MINITORCH_NUM_THREADS=1 timeout -k 5 120 " + MT_MPIEXEC +
          " -np " + std::to_string(np) + " --oversubscribe --bind-to none " + bin(program) + " " + args;
 }
 #endif

@@ -192,9 +192,9 @@ void point_to_point_bytes_and_the_tied_embedding(lesson::Beats& beats, dist::Pro
   data::BatchSampler sampler(s.tokens, 4, 64, 1337);
   for (int step = 0; step < 3; ++step) pipe.train_batch(sampler);
   const pipeline::PipelineMeasure m = pipe.measure();
-  const std::int64_t C = model->config().n_embd, act = 4 * 64 * C * 4;
-  std::printf("activations: measured %lld bytes per step = (P-1) x M x B·T·C x 4 = 3 x 8 x %lld = %lld  %s\n",
-              static_cast<long long>(m.activation_bytes), static_cast<long long>(act),
+  const std::int64_t C = model->config().n_embd, btc = 4 * 64 * C, act = btc * 4;  // f32: 4 bytes an element
+  std::printf("activations: measured %lld bytes per step = (P-1) x M x B·T·C x 4 = 3 x 8 x %lld x 4 = %lld  %s\n",
+              static_cast<long long>(m.activation_bytes), static_cast<long long>(btc),
               static_cast<long long>(3 * M8 * act), m.activation_bytes == 3 * M8 * act ? "(= formula)" : "(DIFFERENT)");
   std::printf("gradients:   measured %lld bytes per step, the same  %s\n", static_cast<long long>(m.gradient_bytes),
               m.gradient_bytes == 3 * M8 * act ? "(= formula)" : "(DIFFERENT)");

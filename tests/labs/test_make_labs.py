@@ -83,16 +83,19 @@ with tempfile.TemporaryDirectory(prefix="mt-labs-") as tmp:
         check(not os.path.exists(os.path.join(out, ".git")), "the student tree has a .git")
         check(not os.path.exists(os.path.join(out, "untracked_solution.cpp")), "an untracked file was copied")
         check(not os.path.exists(os.path.join(out, "build")), "build outputs were copied")
-        lab = open(os.path.join(out, "LAB.md")).read()
-        check("| L05.1 | ring all-reduce | dist/ring.cpp:3 | `L05_T1` | 3 |" in lab, "LAB.md lacks L05.1's row:\n" + lab)
-        check("| L06.1 |" in lab and "`L06_T1`" in lab, "LAB.md lacks L06.1's row (default filter L06_T1):\n" + lab)
+        lab = open(os.path.join(out, "LAB.md"), encoding="utf-8").read()
+        check("| L05.1 | ring all-reduce | dist/ring.cpp:3 | `ctest -R L05_T1` | 3 | — |" in lab, "LAB.md lacks L05.1's row:\n" + lab)
+        check("| L06.1 |" in lab and "`ctest -R L06_T1`" in lab, "LAB.md lacks L06.1's row (default filter L06_T1):\n" + lab)
+        for command in ("make deps", "make data", "make lab LESSON=05", "minitorch-grade --lesson 05",
+                        "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1", "--oversubscribe"):
+            check(command in lab, f"LAB.md does not say `{command}`:\n" + lab)
     # One lesson: the other keeps its solution.
     r = run(ref, out, "--lesson", "06")
     check(r.returncode == 0, f"--lesson 06 failed: {r.stdout}{r.stderr}")
     if r.returncode == 0:
         text = open(os.path.join(out, "dist", "ring.cpp")).read()
         check("int secret_sum" in text and "secret_partition" not in text, "--lesson 06 must stub L06.1 only:\n" + text)
-        check("L05.1" not in open(os.path.join(out, "LAB.md")).read(), "--lesson 06's LAB.md lists L05.1")
+        check("L05.1" not in open(os.path.join(out, "LAB.md"), encoding="utf-8").read(), "--lesson 06's LAB.md lists L05.1")
     # The output may not be the reference itself (it would be deleted).
     r = run(ref, ref)
     check(r.returncode == 2 and "outside the reference tree" in r.stderr, f"--out = the reference: {r.returncode} {r.stderr}")

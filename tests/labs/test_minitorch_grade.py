@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
-"""ctest Labs.Grade: minitorch-grade (tools/labs/minitorch_grade.py) checks its arguments and leaves nothing
-running. --np takes rank counts from 2 to 16 only (0, -2, 1, 1000 and "abc" are usage errors, exit 2, one
-line, no traceback); a test run that times out takes every process it started with it (its own process
-group). No build needed. Exit 0 when all holds; 1 with "error: ..." lines otherwise."""
+"""ctest Labs.Grade: minitorch-grade (tools/labs/minitorch_grade.py) checks its arguments, leaves nothing
+running and reports what a student needs. --np takes rank counts from 2 to 16 only (0, -2, 1, 1000 and "abc"
+are usage errors, exit 2, one line, no traceback); a test run that times out takes every process it started
+with it (its own process group); a binary that crashes in one test is reported as a crash in that test and
+the tests after it still run; failure messages keep their Unicode (GoogleTest's JSON escapes it byte by byte)
+and are cut at a line or a word, never inside one. No build needed (fake test binaries). Exit 0 when all
+holds; 1 with "error: ..." lines otherwise."""
 import os
 import subprocess
 import sys
@@ -55,6 +58,49 @@ with tempfile.TemporaryDirectory() as tmp:
             alive = f.read().split(")")[-1].split()[0] != "Z"
         os.kill(grandchild, 9)
     check(not alive, "the test run's grandchild was left running after its timeout")
+
+# A crash in one test: named as a crash in that test; the tests it cut short run again without it. The fake
+# binary speaks GoogleTest's console lines and JSON (json.dumps escapes the em dash's three bytes one by one, as
+# GoogleTest does).
+FAKE = r'''#!/usr/bin/env python3
+import json, os, signal, sys
+out = [a.split(":", 1)[1] for a in sys.argv if a.startswith("--gtest_output=json:")][0]
+names = [a.split("=", 1)[1] for a in sys.argv if a.startswith("--gtest_filter=")][0].split(":")
+results = []
+for n in names:
+    print(f"[ RUN      ] {n}", flush=True)
+    if n.endswith("Crash"):
+        os.kill(os.getpid(), signal.SIGSEGV)
+    if n.endswith("Fail"):
+        print("ring.cpp:12: Failure\nexpected 3, got 4", flush=True)
+        print(f"[  FAILED  ] {n} (1 ms)", flush=True)
+        results.append({"name": n.split(".")[1], "failures": [{"failure": "ring.cpp:12: Failure\nexpected 3 \u00e2\u0080\u0094 got 4"}]})
+    else:
+        print(f"[       OK ] {n} (1 ms)", flush=True)
+        results.append({"name": n.split(".")[1]})
+with open(out, "w") as f:
+    f.write(json.dumps({"testsuites": [{"name": "S", "testsuite": results}]}))
+'''
+with tempfile.TemporaryDirectory() as tmp:
+    exe = os.path.join(tmp, "test-fake")
+    with open(exe, "w") as f:
+        f.write(FAKE)
+    os.chmod(exe, 0o755)
+    results = mg.run_tests(exe, ["S.Pass1", "S.Crash", "S.Pass2", "S.Fail"], 0, timeout=60)
+    check(results.get("S.Pass1") is None, f"the test before the crash passed: {results}")
+    check(results.get("S.Crash") == "crashed (segmentation fault, signal 11) in this test", f"the crash is named: {results}")
+    check(results.get("S.Pass2") is None, f"the test after the crash ran again and passed: {results}")
+    check("expected 3 \u2014 got 4" in (results.get("S.Fail") or ""), f"the failure keeps its em dash: {results}")
+
+# Messages are cut at a line, or (one long line) at a word: never inside a word.
+check(mg.clip("short", 100) == "short", "a short message is whole")
+check(mg.clip("alpha beta gamma", 12) == "alpha beta [...]", f"cut at a word: {mg.clip('alpha beta gamma', 12)!r}")
+check(mg.clip("line one\nline two\nline three", 19) == "line one\nline two [...]", "cut at a line")
+check(mg.from_gtest_bytes("\u00e2\u0080\u0094") == "\u2014", "GoogleTest's byte escapes put back together")
+check(mg.from_gtest_bytes("plain \u2014") == "plain \u2014", "text that was not escaped byte by byte is left alone")
+check(mg.crash_signal(1, "mpirun noticed that process rank 1 with PID 7 on node x exited on signal 11 (Segmentation fault).") == 11,
+      "mpirun's report of a rank's signal")
+check(mg.crash_signal(1, "[  FAILED  ] 1 test") is None, "a failing run is no crash")
 
 for f in failures:
     print(f"error: {f}")

@@ -19,6 +19,10 @@ the multi-rank ones under mpirun -np 2). tools/ and lessons/ (programs trained f
 cuda/ and backend_ops/ (the op table that holds a backend to a reference, for the GPU check) are left out:
 docs/labs.md says why.
 
+Then the grader itself: for the wrong solutions in WRONG_SOLUTIONS (a ring that stops one step early, one
+that crashes), minitorch-grade's output must say what a student needs (the case, rank, expected and actual
+value; the crash and its test), in whole lines.
+
 If a run is interrupted, the stubbed files are restored from WORK/backup the next time this runs (and a
 message says so); `--restore` does only that.
 """
@@ -455,6 +459,82 @@ def compress(failing, all_tests):
     return out
 
 
+# ---- what the grader tells a student ------------------------------------------------------------------------
+
+# Wrong solutions pasted in place of a task's block: minitorch-grade must report each the way a student can act
+# on (docs/labs.md). Each is (what, a function of the reference block's text giving the wrong one, substrings
+# the grader's text output must hold). A ring that stops one step early, as the guide's own example; and one
+# that writes through a wild pointer, so the test binary dies of a segmentation fault.
+WRONG_SOLUTIONS = {
+    "L05.1": [
+        ("a ring that stops one step early",
+         lambda block: must_replace(block, "step < world - 1", "step < world - 2"),
+         ["L05.1", "with N=", "ranks, numel", ": rank", "expected", ", got"]),
+        ("a ring that crashes",
+         lambda block: "  volatile std::uintptr_t wild = 16;  // an address the compiler cannot see\n"
+                       "  *reinterpret_cast<float*>(wild) = 0.f;\n",
+         ["L05.1", "crashed (segmentation fault, signal 11) in this test"]),
+    ],
+}
+
+
+def must_replace(text, old, new):
+    if old not in text:
+        raise LabError(f"labs-check's wrong solution expects '{old}' in the reference block; update WRONG_SOLUTIONS")
+    return text.replace(old, new)
+
+
+def with_block_replaced(marked, task, replace):
+    """{path: text} of the files holding `task`'s blocks, each block's body replaced by replace(body)."""
+    texts = {}
+    for rel, (lines, blocks) in marked.items():
+        mine = sorted((b for b in blocks if b[0] == task), key=lambda b: -b[1])
+        if not mine:
+            continue
+        out = list(lines)
+        for _, begin, end in mine:
+            out[begin + 1:end] = [replace("".join(lines[begin + 1:end]))]
+        texts[rel] = "".join(out)
+    return texts
+
+
+def check_grader_on_wrong_solutions(build, root, marked, tasks, lessons, inplace, jobs):
+    """Problems with what minitorch-grade prints for the wrong solutions of WRONG_SOLUTIONS (tasks of `lessons`):
+    its text output must name the task, say what is wrong (N, rank, expected and actual value, or the crash and
+    the test it happened in), keep each first-failure line whole and at most 4 lines long, and never fall back on
+    a bare "no result"."""
+    problems = []
+    for task, cases in sorted(WRONG_SOLUTIONS.items()):
+        if task not in tasks or tasks[task]["lesson"] not in lessons:
+            continue
+        prefix = tasks[task]["tests"] + "_"
+        layers = [layer for layer in suite_binaries(build)
+                  if any(n.startswith(prefix) for n in list_tests(os.path.join(build, "bin", f"test-{layer}")))]
+        for what, make, want in cases:
+            t0 = time.time()
+            inplace.apply(with_block_replaced(marked, task, make))
+            build_suites(build, layers, jobs)
+            cmd = [os.path.join(build, "bin", "minitorch-grade"), "--task", task, "--np", "2"]
+            r = subprocess.run(cmd, capture_output=True, text=True, encoding="utf-8", errors="replace",
+                               env={**os.environ, **ENV})
+            out = r.stdout
+            missing = [w for w in want if w not in out]
+            block = out.split("first failure: ", 1)[1].split("\ntotal ", 1)[0] if "first failure: " in out else ""
+            found = []
+            if r.returncode != 0:
+                found.append(f"minitorch-grade exited {r.returncode}: {r.stderr.strip()[-300:]}")
+            if missing:
+                found.append("its output lacks " + ", ".join(repr(w) for w in missing))
+            if "no result (" in out:
+                found.append("it reports 'no result' instead of what happened")
+            if len(block.strip().splitlines()) > 4:
+                found.append(f"its first failure takes {len(block.strip().splitlines())} lines (at most 4)")
+            log(f"labs-check: minitorch-grade on {task} with {what}: {len(found)} problems ({time.time() - t0:.0f} s)\n  "
+                + "\n  ".join(out.strip().splitlines()))
+            problems += [f"minitorch-grade on {task} with {what}: {p}\n{out}" for p in found]
+    return problems
+
+
 def interrupted(*_):
     raise KeyboardInterrupt()
 
@@ -555,6 +635,8 @@ def main():
                     f"{len(failed)} fail as they should ({own_failed} of them the stubbed tasks' own), "
                     f"{len(problems)} problems ({time.time() - t0:.0f} s)")
                 all_problems += [f"L{lesson} ({what}): {p}" for p in problems]
+        if not args.record:
+            all_problems += check_grader_on_wrong_solutions(build, root, marked, tasks, lessons, inplace, args.jobs)
         inplace.restore()
         if args.record:
             # a test listed under a task that builds on T (needs it) need not be listed under T too

@@ -60,3 +60,35 @@ def load_tasks(root):
                 raise LabError(f"labs/tasks/L{t['lesson']}.json: task {t['id']} needs '{n}', which is not another "
                                f"task of lesson {t['lesson']} (tasks build on each other only within a lesson)")
     return tasks
+
+
+def lab_targets(root, lesson):
+    """The CMake targets a student's build of lesson `lesson` needs (make lab): the test binaries whose sources
+    hold its tasks' tests (tests/<layer>/*.cpp naming L<NN>_T<k>_...: binary test-<layer>) and lesson-NN."""
+    tasks = [t for t in load_tasks(root).values() if t["lesson"] == lesson]
+    if not tasks:
+        raise LabError(f"lesson {lesson}: no tasks in labs/tasks/L{lesson}.json")
+    defines = re.compile(r"\bTEST(?:_F|_P)?\(\s*(?:" + "|".join(re.escape(t["tests"]) for t in tasks) + r")_")
+    targets = set()
+    for path in glob.glob(os.path.join(root, "tests", "*", "*.cpp")):
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        if defines.search(text):
+            targets.add("test-" + os.path.basename(os.path.dirname(path)))
+    if glob.glob(os.path.join(root, "lessons", f"{lesson}_*")):
+        targets.add(f"lesson-{lesson}")
+    return sorted(targets)
+
+
+if __name__ == "__main__":
+    import argparse
+    import sys
+    ap = argparse.ArgumentParser(description="the lab tasks (docs/labs.md)")
+    ap.add_argument("--root", default=".", help="the repository")
+    ap.add_argument("--targets", metavar="NN", required=True, help="print the CMake targets `make lab LESSON=NN` builds")
+    args = ap.parse_args()
+    try:
+        print(" ".join(lab_targets(args.root, args.targets)))
+    except LabError as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)

@@ -103,6 +103,53 @@ def stub(lines, blocks, tasks, chosen):
     return out + lines[last:]
 
 
+def lab_md(root, tasks, chosen, per_task, lesson):
+    """LAB.md of a student tree: how to build, test one task, grade, run MPI as root and make the corpus, then
+    each task with its code, tests, points, what it needs and how many other tests wait on it, all from
+    labs/tasks/L*.json and labs/depends.json (the data labs-check holds the tree to)."""
+    from labs_check import load_depends  # noqa: E402 (one reader of depends.json)
+    depends = load_depends(root, tasks)
+    mine = [t for t in sorted(tasks) if chosen(t)]
+    lessons = sorted({tasks[t]["lesson"] for t in mine})
+    nn = lesson or (lessons[0] if lessons else "05")
+    first = mine[0] if mine else "L05.1"
+    points = sum(tasks[t]["points"] for t in mine)
+    head = f"lesson {lesson}" if lesson else "every lesson"
+    out = [f"# Lab: {head} ({len(mine)} tasks, {points} points)", "",
+           "Each task below is a function of the library whose body is a stub: it throws",
+           f"`NotImplemented(\"{first}: ... see <guide>\")`, so every test of the task fails naming it. Write the body",
+           "(the guide of its lesson explains it), rebuild, run its tests, and grade.", "",
+           "## Commands", "",
+           "    make deps                      # once, as root: compilers, Open MPI, Eigen, nlohmann-json, CLI11, GoogleTest",
+           "    make data                      # once: this tree has no datasets/ folder; this writes datasets/kjv.txt",
+           f"    make lab LESSON={nn}              # build only what grading lesson {nn} runs, into build-lab/ (again after each edit)",
+           f"    cd build-lab && ctest -R {tasks[first]['tests'] if mine else 'L05_T1'} --output-on-failure   # one task's tests",
+           f"    build-lab/bin/minitorch-grade --lesson {nn}   # points per task; --task {first} for one, --json for a machine",
+           f"    build-lab/bin/lesson-{nn} --auto --quick          # the lesson itself, running your code", "",
+           "As root, Open MPI refuses to start unless `OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1` are",
+           "set (ctest and the grader set them for their own runs; set them yourself for `mpirun`), and more ranks than",
+           "cores need `mpirun --oversubscribe`. A multi-rank test runs under mpirun: by hand,",
+           "`mpirun -np 2 --oversubscribe build-lab/bin/test-zero_mpi --gtest_filter='L05_T4_*'`. `make` builds",
+           "everything (every tool, lesson, benchmark and test: minutes); `make lab` only what the grader needs.", "",
+           "## Tasks", "",
+           "| task | write | where | its tests | points | needs | other tests that fail while it is a stub |",
+           "|---|---|---|---|---|---|---|"]
+    for t in mine:
+        task = tasks[t]
+        waiting = depends.get(t, [])
+        out.append(f"| {t} | {task['title']} | {', '.join(per_task.get(t, []))} | `ctest -R {task['tests']}` "
+                   f"| {task['points']} | {', '.join(task['needs']) or '—'} "
+                   f"| {len(waiting)} ({', '.join(waiting[:3])}{', ...' if len(waiting) > 3 else ''}) |"
+                   if waiting else
+                   f"| {t} | {task['title']} | {', '.join(per_task.get(t, []))} | `ctest -R {task['tests']}` "
+                   f"| {task['points']} | {', '.join(task['needs']) or '—'} | none |")
+    out += ["", "A task's points are its points × the share of its tests that pass (a multi-rank test counts only if it",
+            "passes at every rank count the grader tries: 2 and 4). \"needs\": tasks of the same lesson whose code this",
+            "one's tests call; write those first. The last column is labs/depends.json: tests of the library that call",
+            "the task's code and so fail until it is written (docs/labs.md).", ""]
+    return "\n".join(out)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--root", required=True, help="the reference repository (a git checkout)")
@@ -147,16 +194,8 @@ def main():
                 stubbed += sum(1 for t, _, _ in blocks if chosen(t))
             else:
                 shutil.copy2(src, dst, follow_symlinks=False)
-        with open(os.path.join(out, "LAB.md"), "w") as f:
-            f.write("# Lab tasks\n\nEach task's code is a stub that throws `NotImplemented` with its id. Write it, then run "
-                    "its tests: `cd build && ctest -R <filter>`.\n\n"
-                    "| task | what | where | tests | points | guide |\n|---|---|---|---|---|---|\n")
-            for task in sorted(tasks):
-                if not chosen(task):
-                    continue
-                t = tasks[task]
-                f.write(f"| {task} | {t['title']} | {', '.join(per_task.get(task, []))} | `{t['tests']}` "
-                        f"| {t['points']} | {t['guide']} |\n")
+        with open(os.path.join(out, "LAB.md"), "w", encoding="utf-8") as f:
+            f.write(lab_md(root, tasks, chosen, per_task, args.lesson))
         print(f"labs: wrote {out} ({len(files)} files, {stubbed} solution blocks stubbed"
               f"{'' if args.lesson is None else ' of lesson ' + args.lesson}; LAB.md lists the tasks)")
         return 0

@@ -51,8 +51,60 @@ def list_task_tests(exe):
     return out
 
 
-def run_tests(exe, names, np, timeout):
-    """{test: first failure message or None} of one run of `names` (under mpirun -np np if np)."""
+SIGNALS = {4: "illegal instruction", 6: "aborted", 7: "bus error", 8: "floating-point exception", 9: "killed",
+           11: "segmentation fault", 15: "terminated"}
+
+
+def crash_signal(returncode, output):
+    """The signal that ended a run, or None: a negative exit status (the binary itself), or mpirun's report of a
+    rank "exited on signal N"."""
+    if returncode is not None and returncode < 0:
+        return -returncode
+    m = re.search(r"exited on signal (\d+)", output)
+    return int(m.group(1)) if m else None
+
+
+def describe_signal(sig):
+    return f"{SIGNALS.get(sig, 'signal')}, signal {sig}" if sig in SIGNALS else f"signal {sig}"
+
+
+def from_gtest_bytes(text):
+    """GoogleTest's JSON writes each byte of a UTF-8 character as its own \\u00XX escape (an em dash comes back as
+    'â\\x80\\x94'): put the bytes back together. Text that was not written that way is returned as it is."""
+    if not any(127 < ord(c) < 256 for c in text) or any(ord(c) > 255 for c in text):
+        return text
+    try:
+        return text.encode("latin-1").decode("utf-8")
+    except UnicodeDecodeError:
+        return text
+
+
+def console_results(output, names):
+    """What GoogleTest's console output says of `names` when its JSON never came (the binary crashed):
+    {test: None (passed) | failure text | "started" (a rank began it and never finished it)}; tests that
+    never started are left out. Every rank prints its own lines: a test counts once per rank."""
+    out = {}
+    for name in names:
+        q = re.escape(name)
+        runs = [m.end() for m in re.finditer(rf"^\[ RUN      \] {q}$", output, re.M)]
+        if not runs:
+            continue
+        oks = len(re.findall(rf"^\[       OK \] {q} \(", output, re.M))
+        failed = [m.start() for m in re.finditer(rf"^\[  FAILED  \] {q} \(", output, re.M)]
+        if oks + len(failed) < len(runs):
+            out[name] = "started"
+        elif failed:
+            begin = max(r for r in runs if r < failed[0])
+            out[name] = output[begin:failed[0]].strip() or "failed"
+        else:
+            out[name] = None
+    return out
+
+
+def run_tests(exe, names, np, timeout, _depth=0):
+    """{test: first failure message or None} of one run of `names` (under mpirun -np np if np). A run that
+    crashes names the test it crashed in ("crashed (segmentation fault, signal 11) in this test") and runs the
+    tests it never reached again, without it."""
     with tempfile.TemporaryDirectory(prefix="mt-grade-") as tmp:
         filt = "--gtest_filter=" + ":".join(names)
         if np:
@@ -61,35 +113,66 @@ def run_tests(exe, names, np, timeout):
         else:
             cmd = [exe, f"--gtest_output=json:{tmp}/rank0.json", filt]
         # Its own process group: on a timeout, Ctrl-C or SIGTERM every rank goes with mpirun, none is left behind.
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
-                                env={**os.environ, **ENV}, start_new_session=True)
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, encoding="utf-8",
+                                errors="replace", env={**os.environ, **ENV}, start_new_session=True)
+        timed_out = False
         try:
             out, _ = proc.communicate(timeout=timeout)
-            ended = f"exit {proc.returncode}: {out.strip()[-300:]}"
         except subprocess.TimeoutExpired:
-            ended = f"timed out after {timeout} s"
+            timed_out = True
+            out = ""
         finally:
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
+        if timed_out:
+            ended = f"timed out after {timeout} s"
+        else:
+            last = [line for line in out.strip().splitlines() if line.strip()][-3:]
+            ended = f"exit {proc.returncode}" + (": " + " / ".join(last) if last else "")
         results = {n: f"no result ({ended})" for n in names}
         seen = set()
         for f in sorted(os.listdir(tmp)):
             try:
-                with open(os.path.join(tmp, f)) as fh:
+                with open(os.path.join(tmp, f), encoding="utf-8") as fh:
                     doc = json.load(fh)
             except ValueError:
                 continue
             for suite in doc.get("testsuites", []):
                 for t in suite.get("testsuite", []):
                     name = f"{suite['name']}.{t['name']}"
-                    fails = [x.get("failure", "") for x in t.get("failures", [])]
+                    fails = [from_gtest_bytes(x.get("failure", "")) for x in t.get("failures", [])]
                     if name not in seen:
                         seen.add(name)
                         results[name] = None
                     if fails and results.get(name) is None:
                         results[name] = fails[0].strip()
+        sig = None if timed_out else crash_signal(proc.returncode, out)
+        missing = [n for n in names if n not in seen]
+        if sig is not None and missing:
+            console = console_results(out, missing)
+            for name, status in console.items():
+                results[name] = (f"crashed ({describe_signal(sig)}) in this test" if status == "started" else status)
+            rest = [n for n in missing if n not in console]
+            if rest and len(rest) < len(names) and _depth < len(names):  # the crash cut the run short: the others again
+                results.update(run_tests(exe, rest, np, timeout, _depth + 1))
         return results
+
+
+def clip(text, limit):
+    """`text` cut to at most `limit` characters at the end of a line (a single longer line: at the end of a
+    word), never inside a word; a cut is marked [...]."""
+    if len(text) <= limit:
+        return text
+    kept = ""
+    for line in text.splitlines():
+        longer = line if not kept else kept + "\n" + line
+        if len(longer) > limit:
+            break
+        kept = longer
+    if not kept:
+        kept = text[:limit].rsplit(" ", 1)[0] if " " in text[:limit] else text[:limit]
+    return kept.rstrip() + " [...]"
 
 
 # The multi-rank tests need a peer; more ranks than this only oversubscribe the machine further.
@@ -120,6 +203,8 @@ def main():
     ap.add_argument("--root", default=os.path.normpath(os.path.join(HERE, "..", "..")), help="the source tree")
     ap.add_argument("--timeout", type=int, default=600, help="seconds per test run")
     args = ap.parse_args()
+    if hasattr(sys.stdout, "reconfigure"):  # the messages are UTF-8 whatever the locale (a C locale would garble them)
+        sys.stdout.reconfigure(encoding="utf-8", errors="replace")
     signal.signal(signal.SIGTERM, interrupted)  # a killed grader ends its test runs too (run_tests)
     try:
         if not args.build or not os.path.isdir(os.path.join(args.build, "bin")):
@@ -165,7 +250,7 @@ def main():
             failures = [f for _, f in sorted(tests.items()) if f is not None]
             rows.append({"id": t, "title": tasks[t]["title"], "tests_passed": passed, "tests_total": len(tests),
                          "points": points, "max_points": tasks[t]["points"],
-                         "first_failure": (failures[0][:500] if failures else None) if tests else
+                         "first_failure": (clip(failures[0], 500) if failures else None) if tests else
                          f"no tests named {tasks[t]['tests']}_... in {bin_dir}"})
             total += points
             max_total += tasks[t]["points"]
@@ -175,8 +260,9 @@ def main():
             print(f"{'task':7} {'tests':>7} {'points':>11}  title")
             for r in rows:
                 print(f"{r['id']:7} {r['tests_passed']:>3}/{r['tests_total']:<3} {r['points']:>5g} / {r['max_points']:<3}  {r['title']}")
-                if r["first_failure"]:
-                    print(f"        first failure: {' '.join(r['first_failure'].split())[:240]}")
+                if r["first_failure"]:  # at most 4 lines, each whole
+                    lines = [line.strip() for line in clip(r["first_failure"], 320).splitlines() if line.strip()][:4]
+                    print("        first failure: " + "\n                       ".join(lines))
             print(f"total {round(total, 2):g} / {max_total}")
         return 0
     except LabError as e:
