@@ -39,7 +39,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from labs_tasks import LabError, load_tasks  # noqa: E402
+from labs_tasks import LabError, load_depends, load_tasks  # noqa: E402
 from make_labs import marked_files, stub, tracked_files  # noqa: E402
 
 SKIPPED_LAYERS = ("tools", "lessons", "cuda", "backend_ops")
@@ -57,26 +57,6 @@ def log(msg):
 
 
 # ---- what each test depends on ------------------------------------------------------------------------------
-
-def load_depends(root, tasks):
-    """{task id: [test name patterns]} from labs/depends.json: the tests (other than the task's own) that fail
-    while that task is a stub."""
-    path = os.path.join(root, "labs", "depends.json")
-    if not os.path.exists(path):
-        return {}
-    try:
-        with open(path) as f:
-            doc = json.load(f)
-    except ValueError as e:
-        raise LabError(f"labs/depends.json: {e}")
-    depends = doc.get("depends", {})
-    for task, patterns in depends.items():
-        if task not in tasks:
-            raise LabError(f"labs/depends.json: '{task}' is not a task of labs/tasks/L*.json")
-        if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
-            raise LabError(f"labs/depends.json: depends['{task}'] must be a list of test name patterns")
-    return depends
-
 
 def own_task(test, tasks):
     m = TASK_PREFIX.match(test)

@@ -62,6 +62,26 @@ def load_tasks(root):
     return tasks
 
 
+def load_depends(root, tasks):
+    """{task id: [test name patterns]} from labs/depends.json: the tests (other than the task's own) that fail
+    while that task is a stub."""
+    path = os.path.join(root, "labs", "depends.json")
+    if not os.path.exists(path):
+        return {}
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+    except ValueError as e:
+        raise LabError(f"labs/depends.json: {e}")
+    depends = doc.get("depends", {})
+    for task, patterns in depends.items():
+        if task not in tasks:
+            raise LabError(f"labs/depends.json: '{task}' is not a task of labs/tasks/L*.json")
+        if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
+            raise LabError(f"labs/depends.json: depends['{task}'] must be a list of test name patterns")
+    return depends
+
+
 def lab_targets(root, lesson):
     """The CMake targets a student's build of lesson `lesson` needs (make lab): the test binaries whose sources
     hold its tasks' tests (tests/<layer>/*.cpp naming L<NN>_T<k>_...: binary test-<layer>) and lesson-NN."""

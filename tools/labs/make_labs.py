@@ -28,7 +28,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from labs_tasks import LabError, load_tasks  # noqa: E402
+from labs_tasks import LabError, load_depends, load_tasks  # noqa: E402
 
 BEGIN = re.compile(r"^(\s*)//\s*BEGIN SOLUTION\s+(\S+)\s*$")
 END = re.compile(r"^\s*//\s*END SOLUTION\s*$")
@@ -107,7 +107,6 @@ def lab_md(root, tasks, chosen, per_task, lesson):
     """LAB.md of a student tree: how to build, test one task, grade, run MPI as root and make the corpus, then
     each task with its code, tests, points, what it needs and how many other tests wait on it, all from
     labs/tasks/L*.json and labs/depends.json (the data labs-check holds the tree to)."""
-    from labs_check import load_depends  # noqa: E402 (one reader of depends.json)
     depends = load_depends(root, tasks)
     mine = [t for t in sorted(tasks) if chosen(t)]
     lessons = sorted({tasks[t]["lesson"] for t in mine})
