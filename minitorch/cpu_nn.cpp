@@ -15,7 +15,6 @@ namespace minitorch::cpu {
 
 namespace {
 constexpr std::int64_t kRowBlock = 32;  // rows per partial sum of dweight / dbias (fixed: thread-count independent)
-std::int64_t row_grain(std::int64_t n) { return std::max<std::int64_t>(1, kGrainElems / std::max<std::int64_t>(n, 1)); }
 }  // namespace
 
 // x: (..., C), weight, bias: (C)  ->  y: (..., C) dtype of x, mean, rstd: (...) f32

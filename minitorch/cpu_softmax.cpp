@@ -49,7 +49,6 @@ void softmax_backward_row(const float* y, const float* dy, float* dx, std::int64
   // END SOLUTION
 }
 
-std::int64_t row_grain(std::int64_t n) { return std::max<std::int64_t>(1, kGrainElems / std::max<std::int64_t>(n, 1)); }
 }  // namespace
 
 // x: (..., N) -> y: (..., N), dtype of x

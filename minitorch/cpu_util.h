@@ -2,6 +2,7 @@
 /// \file cpu_util.h
 /// Helpers shared by the CPU kernels (minitorch/cpu_*.cpp): turning any input view into a plain f32
 /// array, converting results back to bf16, walking strided layouts row by row.
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -11,6 +12,8 @@ namespace minitorch::cpu {
 
 /// Elementwise loops below this size run on one thread (waking threads costs more).
 inline constexpr std::int64_t kGrainElems = 1 << 15;
+/// Rows of n elements per parallel chunk: about kGrainElems elements, at least one row.
+inline std::int64_t row_grain(std::int64_t n) { return std::max<std::int64_t>(1, kGrainElems / std::max<std::int64_t>(n, 1)); }
 
 /// x itself when it is contiguous f32, else a contiguous f32 copy (bf16 widened, strides walked).
 Tensor f32_contiguous(const Tensor& x);

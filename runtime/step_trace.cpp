@@ -18,6 +18,7 @@ json frames_run(const Engine& engine, int world_size) {
           {"world_size", world_size},
           {"dtype", c.bf16 ? "bf16" : c.fp16.enabled ? "f16" : "f32"},
           {"num_parameters", engine.model().num_parameters()},
+          {"gradient_accumulation_steps", c.gradient_accumulation_steps},
           {"capacity_bytes", nullptr}};
 }
 

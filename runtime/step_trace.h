@@ -15,7 +15,7 @@
 
 namespace minitorch::runtime {
 
-/// What frames.json says of the run (docs/frames.md `run`): strategy, stage, ranks, dtype, Ψ.
+/// What frames.json says of the run (docs/frames.md `run`): strategy, stage, ranks, dtype, Ψ, G.
 nlohmann::json frames_run(const Engine& engine, int world_size);
 
 /// frames.json of what `events` recorded on every rank (trace/frames.h): every rank calls it (a

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "minitorch/allocator.h"
+#include "trace/frames_reader.h"
 
 namespace minitorch::trace {
 
@@ -21,6 +22,7 @@ json FlatSpace::to_json() const {
     json ps = json::array();
     for (const SpaceParam& p : b.params) ps.push_back({{"name", p.name}, {"begin", p.begin}, {"end", p.end}});
     bs.push_back({{"name", b.name}, {"begin", b.begin}, {"end", b.end}, {"params", ps}});
+    if (b.persistent) bs.back()["persistent"] = true;  // only ZeRO-3's have the key
   }
   return {{"numel", numel}, {"buckets", bs}};
 }
@@ -156,7 +158,8 @@ json frames_document(const json& run, const FlatSpace& space, const std::vector<
                       {"label", f["label"]}, {"caption", f["caption"]}, {"collective", f["collective"]},
                       {"ranks", ranks}});
   }
-  return {{"format", "minitorch-frames-1"}, {"run", run}, {"space", space.to_json()}, {"frames", frames}};
+  return {{"format", "minitorch-frames-1"}, {"version", kFramesVersion}, {"run", run}, {"space", space.to_json()},
+          {"frames", frames}};
 }
 
 }  // namespace minitorch::trace

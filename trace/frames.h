@@ -41,6 +41,7 @@ struct SpaceBucket {
   std::string name;
   std::int64_t begin = 0, end = 0;
   std::vector<SpaceParam> params;
+  bool persistent = false;  ///< ZeRO-3: kept whole on every rank (gathered once per step, not per pass)
 };
 /// The flat parameter space of a run, what every range of frames.json refers to: the buckets end to end.
 struct FlatSpace {
@@ -59,7 +60,7 @@ enum class Overlay {
 
 /// What one rank holds of one kind (params, grads or optimizer states): sorted, non-overlapping
 /// ranges of the flat space, each with a state (docs/frames.md: whole, shard, gathering, gathered,
-/// accumulating, reduced). A later paint covers what an earlier one painted.
+/// accumulating, reducing, reduced). A later paint covers what an earlier one painted.
 class HeldRanges {
  public:
   void paint(std::int64_t begin, std::int64_t end, std::string_view state, Overlay how = Overlay::same_buffer);
@@ -102,8 +103,9 @@ void record_frame(const FrameNote& note, const RankHoldings& held);
 /// Only frames between a step_begin and its step_end count: an evaluation or a save makes none.
 std::vector<nlohmann::json> frames_of(const std::vector<events::Event>& events);
 
-/// frames.json: `run` (strategy, zero_stage, world_size, dtype, num_parameters, capacity_bytes),
-/// `space`, and frame k = the k-th frame of every rank (`per_rank[r]` = frames_of(rank r's events)).
+/// frames.json (`version` kFramesVersion): `run` (strategy, zero_stage, world_size, dtype, num_parameters,
+/// gradient_accumulation_steps, capacity_bytes), `space`, and frame k = the k-th frame of every rank
+/// (`per_rank[r]` = frames_of(rank r's events)).
 /// Throws std::runtime_error naming the rank and frame when the ranks' frames do not pair up.
 nlohmann::json frames_document(const nlohmann::json& run, const FlatSpace& space,
                                const std::vector<std::vector<nlohmann::json>>& per_rank);

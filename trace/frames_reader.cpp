@@ -68,6 +68,12 @@ class Checker {
 
 std::string at_index(const std::string& at, std::size_t i) { return at + "[" + std::to_string(i) + "]"; }
 
+std::string joined(const std::vector<std::string>& words) {
+  std::string s;
+  for (const std::string& w : words) s += (s.empty() ? "" : ", ") + w;
+  return s;
+}
+
 }  // namespace
 
 std::int64_t RankState::memory_total() const {
@@ -98,12 +104,29 @@ int FramesDoc::owner_of(std::int64_t x) const {
   return world_size - 1;
 }
 
+std::int64_t FramesDoc::step_bytes_through(std::size_t i) const {
+  std::int64_t sum = 0;
+  for (std::size_t k = i + 1; k-- > 0 && frames.at(k).step == frames.at(i).step;)  // back to the step's first frame
+    if (frames[k].collective) sum += frames[k].collective->bytes;
+  return sum;
+}
+
 FramesDoc parse_frames(const json& j, const std::string& what) {
   const Checker c(what);
   FramesDoc d;
   const json& format = c.member(j, "", "format");
   if (!format.is_string() || format.get<std::string>() != "minitorch-frames-1")
     c.fail("format", "expected \"minitorch-frames-1\", got " + json_excerpt(format));
+  // A newer schema may mean something this build cannot show right: refuse it, saying what to do.
+  if (const json* v = c.optional(j, "version")) {
+    if (v->is_number_unsigned() && v->get<std::uint64_t>() > static_cast<std::uint64_t>(kFramesVersion))
+      c.fail("version", json_excerpt(*v) + " is newer than this minitorch reads (versions 1 to " +
+                            std::to_string(kFramesVersion) + "): play it with the minitorch that recorded it, or "
+                            "record it again with this one");
+    if (!v->is_number_integer() || v->get<std::int64_t>() < 1)
+      c.fail("version", "expected a positive integer, got " + json_excerpt(*v));
+    d.version = static_cast<int>(v->get<std::int64_t>());
+  }
 
   const json& run = c.member(j, "", "run");
   constexpr int kMaxRanks = 4096;
@@ -112,6 +135,8 @@ FramesDoc parse_frames(const json& j, const std::string& what) {
   d.dtype = c.text_or(run, "run", "dtype", "");
   if (const json* v = c.optional(run, "zero_stage")) d.zero_stage = static_cast<int>(c.integer(*v, "run.zero_stage", 0, 3));
   if (const json* v = c.optional(run, "capacity_bytes")) d.capacity_bytes = c.integer(*v, "run.capacity_bytes", 1);
+  if (const json* v = c.optional(run, "gradient_accumulation_steps"))
+    d.accumulation = c.integer(*v, "run.gradient_accumulation_steps", 1);
 
   const json& space = c.member(j, "", "space");
   d.numel = c.integer_at(space, "space", "numel", 1);
@@ -126,6 +151,10 @@ FramesDoc parse_frames(const json& j, const std::string& what) {
     bk.begin = c.integer_at(buckets[b], at, "begin", 0, d.numel);
     bk.end = c.integer_at(buckets[b], at, "end", 0, d.numel);
     bk.name = c.text_or(buckets[b], at, "name", "bucket " + std::to_string(b));
+    if (const json* v = c.optional(buckets[b], "persistent")) {
+      if (!v->is_boolean()) c.fail(at + ".persistent", "expected true or false, got " + json_excerpt(*v));
+      bk.persistent = v->get<bool>();
+    }
     if (bk.end <= bk.begin) c.fail(at, "end must be greater than begin");
     if (bk.begin < last_end) c.fail(at, "buckets must be in flat order and must not overlap");
     last_end = bk.end;
@@ -192,8 +221,7 @@ FramesDoc parse_frames(const json& j, const std::string& what) {
           if (r.begin < prev_end) c.fail(qa, "ranges must be sorted and must not overlap");
           const auto& states = range_states();
           if (std::find(states.begin(), states.end(), r.state) == states.end())
-            c.fail(qa + ".state", "must be one of whole, shard, gathering, gathered, accumulating, reduced; got \"" +
-                                      truncate_for_message(r.state) + "\"");
+            c.fail(qa + ".state", "must be one of " + joined(states) + "; got \"" + truncate_for_message(r.state) + "\"");
           prev_end = r.end;
           out.push_back(std::move(r));
         }

@@ -4,7 +4,8 @@
 /// (trace/html_player.h) and the terminal (trace/terminal_player.h, minitorch-trace). Everything is
 /// checked before anything is shown: a malformed file is one error naming the file and the place in
 /// it ("frames 'out/frames.json': frames[3].ranks[1].params[0]: state must be one of ...").
-/// Keys the players do not know are ignored, so a newer recorder's extra fields do not break them.
+/// Keys the players do not know are ignored, so a newer recorder's extra fields do not break them;
+/// a file of a newer `version` than kFramesVersion (a schema this build does not know) is refused.
 ///
 /// \code
 ///   minitorch::trace::FramesDoc doc = minitorch::trace::read_frames_file("out/trace/frames.json");
@@ -27,9 +28,14 @@ class FramesError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// The schema version this build writes and reads (docs/frames.md `version`; a file without one is 1).
+/// 2 added the state "reducing", run.gradient_accumulation_steps and space.buckets[].persistent.
+inline constexpr int kFramesVersion = 2;
+
 /// The states a held range can be in (docs/frames.md), in the order the players list them.
 inline const std::vector<std::string>& range_states() {
-  static const std::vector<std::string> s = {"whole", "shard", "gathering", "gathered", "accumulating", "reduced"};
+  static const std::vector<std::string> s = {"whole",        "shard",    "gathering", "gathered",
+                                             "accumulating", "reducing", "reduced"};
   return s;
 }
 /// The memory tags in the order the players stack them; a file may carry others after these.
@@ -41,11 +47,13 @@ inline const std::vector<std::string>& memory_tags() {
 struct Range {
   std::int64_t begin = 0, end = 0;  ///< [begin, end) of the flat space
   std::string state;                ///< one of range_states()
+  bool operator==(const Range&) const = default;
 };
 
 struct Bucket {
   std::string name;
   std::int64_t begin = 0, end = 0;
+  bool persistent = false;  ///< ZeRO-3: kept whole on every rank (version 2; false when absent)
   std::int64_t numel() const { return end - begin; }
   /// Rank r's shard [first, second) of this bucket among n ranks (docs/frames.md).
   std::pair<std::int64_t, std::int64_t> shard(int r, int n) const {
@@ -79,9 +87,11 @@ struct Frame {
 };
 
 struct FramesDoc {
+  int version = 1;  ///< the file's schema version (1 when it has none)
   std::string strategy, dtype;
   int zero_stage = 0, world_size = 1;
   std::int64_t num_parameters = 0;
+  std::int64_t accumulation = 0;  ///< run.gradient_accumulation_steps (G); 0 when the file does not say
   std::optional<std::int64_t> capacity_bytes;
   std::int64_t numel = 0;  ///< the flat space: Ψ + padding
   std::vector<Bucket> buckets;
@@ -90,6 +100,9 @@ struct FramesDoc {
   int bucket_of(std::int64_t x) const;
   /// The rank whose shard of its bucket holds flat element x (-1 outside every bucket).
   int owner_of(std::int64_t x) const;
+  /// The bytes per rank of the collectives of frame i's step, from its first frame through frame i:
+  /// the running total both players show.
+  std::int64_t step_bytes_through(std::size_t i) const;
 };
 
 /// Checks `j` against docs/frames.md and returns it as a FramesDoc; `what` names the file in errors.

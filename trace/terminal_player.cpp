@@ -27,6 +27,7 @@ char state_char(const std::string& s) {
   if (s == "gathering") return ':';
   if (s == "gathered") return '+';
   if (s == "accumulating") return '~';
+  if (s == "reducing") return '%';
   if (s == "reduced") return '*';
   return '?';
 }
@@ -132,7 +133,7 @@ std::string render_run_header(const FramesDoc& doc, const TerminalOptions& opt) 
   o << ", " << doc.buckets.size() << (doc.buckets.size() == 1 ? " bucket" : " buckets") << ", " << doc.frames.size()
     << (doc.frames.size() == 1 ? " frame" : " frames");
   if (doc.capacity_bytes) o << ", capacity " << format_bytes(*doc.capacity_bytes) << " per rank";
-  o << "\ncells: # own shard  = whole  + gathered  : gathering  ~ local grads  * reduced  . freed\n";
+  o << "\ncells: # own shard  = whole  + gathered  : gathering  ~ local grads  % reducing  * reduced  . freed\n";
   o << "owner: the rank whose shard of the bucket holds the cell";
   if (opt.colour) {
     o << "; colours:";
@@ -148,10 +149,10 @@ std::string render_frame_text(const FramesDoc& doc, std::size_t i, const Termina
   const bool c = opt.colour;
   std::ostringstream o;
 
-  // header, label, caption, collective
+  // header (with what this rank has sent in the step's collectives so far), label, caption, collective
   std::ostringstream head;
   head << "frame " << i + 1 << "/" << doc.frames.size() << " | step " << f.step << " | micro " << f.micro << " | "
-       << shown(f.phase);
+       << shown(f.phase) << " (collectives this step so far: " << doc.step_bytes_through(i) << " B per rank)";
   const std::string h = head.str();
   o << "\n" << (c ? kBold : "") << "=== " << h << " " << std::string(h.size() < 70 ? 70 - h.size() : 3, '=')
     << (c ? kReset : "") << "\n";

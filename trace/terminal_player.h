@@ -1,13 +1,15 @@
 #pragma once
 /// \file terminal_player.h
 /// The terminal player of frames.json (docs/frames.md): minitorch-trace prints it, lessons can too.
-/// Per frame: a header (frame k/total, step, micro, phase), the label and caption, the collective in
+/// Per frame: a header (frame k/total, step, micro, phase, and the bytes per rank the step's collectives
+/// have sent up to this frame), the label and caption, the collective in
 /// one line, then per rank one bar per kind (params, grads, optim) over the flat space, bucket by
 /// bucket, and the rank's memory per tag. Every cell of a bar lies in one shard, so it has one owner:
 /// with colour the cell is drawn in its owner's colour (the rank's own shard bold); the character
 /// says the state, so `--plain` output (no escape codes) still says everything:
 ///
-///   #  own shard    =  whole (replicated)    +  gathered    ~  local gradients    *  reduced    .  freed
+///   #  own shard    =  whole (replicated)    +  gathered    :  gathering    ~  local gradients
+///   %  reducing (its reduce-scatter in flight)    *  reduced    .  freed
 ///
 /// A bucket gets N·max(1, round(width·numel/Ψ/N)) cells (N ranks): a small bucket (the outer unit) is
 /// drawn enlarged, so that each of its shards shows.

@@ -4,14 +4,20 @@ namespace minitorch::zero {
 
 ShardedStrategy::ShardedStrategy(std::shared_ptr<nn::GPT> model, dist::ProcessGroup& group, Partition partition)
     : model_(std::move(model)), group_(group), partition_(std::move(partition)) {
-  progress_.reduced.assign(partition_.buckets().size(), false);
+  progress_.resize(partition_.buckets().size());
   bucket_names_ = numbered_buckets(partition_);
 }
 
 void ShardedStrategy::start_reducer_and_optimizer(const StrategyConfig& config, BucketReducer::Launch launch,
                                                   BucketReducer::Finish finish) {
+  // A launched bucket's shard is "reducing" in the frames until the stage's finish records it reduced.
+  auto launch_and_mark = [this, launch = std::move(launch)](std::size_t b) {
+    std::unique_ptr<dist::Work> work = launch(b);
+    progress_.reducing.at(b) = true;
+    return work;
+  };
   reducer_ = std::make_unique<BucketReducer>(partition_, config.zero.overlap_comm, /*max_in_flight=*/2,
-                                             std::move(launch), std::move(finish));
+                                             std::move(launch_and_mark), std::move(finish));
   optimizer_ = std::make_unique<ShardedOptimizer>(partition_, config, group_);
   optimizer_->set_frame_source(this);
 }

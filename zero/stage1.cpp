@@ -38,7 +38,7 @@ void Stage1::paint_bucket(std::size_t b, trace::RankHoldings& h) const {
   if (bucket.grads.numel() == 0) return;
   h.grads.paint(bucket.first, bucket.first + bucket.numel, "accumulating");  // one buffer: the shard is a view of it
   const auto [begin, end] = own_shard(partition_, b);
-  if (progress_.reduced[b]) h.grads.paint(begin, end, "reduced");
+  h.grads.paint(begin, end, progress_.shard_state(b, "accumulating"));  // in place: its reduce-scatter writes here
 }
 
 ModelStateBytes Stage1::bucket_bytes(std::size_t b) const {

@@ -116,6 +116,7 @@ Stage3::Stage3(std::shared_ptr<nn::GPT> model, const StrategyConfig& config, dis
   start_reducer_and_optimizer(
       config, [this](std::size_t b) { return post_backward(b); },
       [this](std::size_t b) {
+        frame_releases();  // releases from earlier hooks first, while b's shard still shows "reducing"
         reductions_[b].finish(partition_, b);
         reduced_frame(*this, partition_, b, bucket_names_[b], progress_, /*local_freed=*/true);
       });
@@ -171,6 +172,11 @@ void Stage3::release(std::size_t b, bool framed) {
   if (framed) unit_released_frame(*this, bucket_names_[b], progress_.in_backward);
 }
 
+void Stage3::frame_releases() {
+  for (std::size_t b : unframed_releases_) unit_released_frame(*this, bucket_names_[b], progress_.in_backward);
+  unframed_releases_.clear();
+}
+
 void Stage3::prefetch(const std::vector<std::size_t>& order, std::size_t pos, bool including) {
   std::int64_t ahead = 0;
   for (std::size_t i = including ? pos : pos + 1; i < order.size(); ++i) {
@@ -193,6 +199,7 @@ void Stage3::pre_forward(std::size_t pos) {
 void Stage3::post_forward(std::size_t pos) { release(units_[pos]); }
 
 void Stage3::pre_backward(std::size_t pos) {
+  frame_releases();  // the unit whose backward just ended, before this one's gather
   const std::size_t at = backward_position(pos);
   ensure_gathered(backward_order_[at]);
   prefetch(backward_order_, at, /*including=*/false);
@@ -200,9 +207,13 @@ void Stage3::pre_backward(std::size_t pos) {
 
 std::unique_ptr<dist::Work> Stage3::post_backward(std::size_t b) {
   auto work = reductions_[b].start(partition_, b, group_);
-  // No node of this backward reads the unit any more. No frame: inside the gradient hook the autograd
-  // engine still holds the gradient it just made, memory no buffer of ours accounts for.
-  if (!persistent_[b]) release(b, /*framed=*/false);
+  // No node of this backward reads the unit any more. Its frame comes later (frame_releases): inside the
+  // gradient hook the autograd engine still holds the gradient it just made, memory no buffer of ours
+  // accounts for, so a frame now would not agree with the allocator.
+  if (!persistent_[b] && state_[b] != UnitState::sharded) {
+    release(b, /*framed=*/false);
+    unframed_releases_.push_back(b);
+  }
   return work;
 }
 
@@ -221,9 +232,17 @@ void Stage3::release_all() {
 }
 
 void Stage3::end_backward() {
-  reducer_->end_backward();
+  frame_releases();  // the backward has returned: the engine holds no gradient any more
+  reducer_->end_backward();  // the buckets whose hooks did not fire: released by post_backward, framed next
+  frame_releases();
   for (std::size_t b : units_) release(b);  // a unit this backward did not reach
   progress_.in_backward = false;
+}
+
+trace::FlatSpace Stage3::flat_space() const {
+  trace::FlatSpace space = ShardedStrategy::flat_space();
+  for (std::size_t b = 0; b < space.buckets.size(); ++b) space.buckets[b].persistent = persistent_[b];
+  return space;
 }
 
 // ---- read-outs: what this rank holds, for the frames and the run report (no computation) ----

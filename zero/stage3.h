@@ -56,6 +56,8 @@ class Stage3 final : public ShardedStrategy {
   int zero_stage() const override { return 3; }
   /// Also releases the units this backward did not reach.
   void end_backward() override;
+  /// The partition's buckets, the persistent ones marked (their traffic differs: docs/frames.md).
+  trace::FlatSpace flat_space() const override;
   // step(): the shards are updated; only the persistent buckets are gathered after it (ShardedStrategy).
 
   /// Bucket index of each unit in forward order: the outer unit, then the blocks.
@@ -76,6 +78,9 @@ class Stage3 final : public ShardedStrategy {
   void gather_async(std::size_t bucket);  ///< sharded → gathering
   void ensure_gathered(std::size_t bucket);  ///< → gathered (waits for a gather in flight)
   void release(std::size_t bucket, bool framed = true);  ///< gathered → sharded (a frame, unless told not to)
+  /// The frames of the units post_backward released inside a gradient hook, recorded at the next
+  /// transition outside it (the next unit's pre-backward, a reduction finishing, end_backward).
+  void frame_releases();
   /// Starts the gathers of the units from position `pos` of `order` (after it, unless `including`)
   /// that fit in stage3_prefetch_bucket_size elements.
   void prefetch(const std::vector<std::size_t>& order, std::size_t pos, bool including);
@@ -93,6 +98,7 @@ class Stage3 final : public ShardedStrategy {
   bool has_outer_ = false;                           ///< units_[0] is the outer unit
   std::vector<UnitState> state_;                     ///< per bucket
   std::vector<std::unique_ptr<dist::Work>> gathers_;  ///< per bucket: the gather in flight
+  std::vector<std::size_t> unframed_releases_;        ///< released in a gradient hook, no frame yet
   std::int64_t prefetch_elements_ = 0, prefetched_ = 0;
   std::vector<HookHandle> hooks_;
   // bucket_names_ (ShardedStrategy): "outer", "h.0", ..., "persistent 0", ...

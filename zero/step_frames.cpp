@@ -42,7 +42,7 @@ void paint_sharded_gradients(const Partition& partition, std::size_t b, const Re
   const ShardedBucket& bucket = partition.buckets()[b];
   if (bucket.grad_shard.defined()) {
     const auto [begin, end] = own_shard(partition, b);
-    grads.paint(begin, end, progress.reduced[b] ? "reduced" : "shard");
+    grads.paint(begin, end, progress.shard_state(b, "shard"));
   }
   std::int64_t at = bucket.first;
   for (std::size_t p : bucket.members) {
@@ -54,6 +54,7 @@ void paint_sharded_gradients(const Partition& partition, std::size_t b, const Re
 
 void reduced_frame(const GradientStrategy& s, const Partition& partition, std::size_t b, const std::string& name,
                    ReductionProgress& progress, bool local_freed) {
+  progress.reducing.at(b) = false;
   progress.reduced.at(b) = true;
   frame(s, [&] {
     return trace::FrameNote{
@@ -125,8 +126,11 @@ void unit_gathered_frame(const GradientStrategy& s, const Partition& partition, 
 void unit_released_frame(const GradientStrategy& s, const std::string& unit, bool in_backward) {
   frame(s, [&] {
     return trace::FrameNote{in_backward ? "backward" : "forward", "release " + unit,
-                            "release: " + unit + "'s gathered parameters are freed; each rank keeps only its own "
-                                "shard of them",
+                            in_backward ? "release: " + unit + "'s backward is done, its gathered parameters are freed "
+                                              "(each rank keeps only its own shard); its gradients, flattened into a "
+                                              "comm buffer and freed, are being reduce-scattered"
+                                        : "release: " + unit + "'s gathered parameters are freed; each rank keeps only "
+                                              "its own shard of them",
                             nullptr};
   });
 }

@@ -38,19 +38,29 @@ std::vector<std::string> numbered_buckets(const Partition& partition);
 void paint_optimizer_shard(const Partition& partition, const optim::AdamW& adamw, trace::HeldRanges& optim);
 /// This rank's shard of bucket b, [first, second) in the flat space.
 std::pair<std::int64_t, std::int64_t> own_shard(const Partition& partition, std::size_t b);
-/// What the ZeRO stages remember for their frames: which buckets' gradients this step has reduced,
-/// and whether a backward is running (a reduction finishing then belongs to the backward phase).
+/// What the ZeRO stages remember for their frames: which buckets' reduce-scatters are in flight and
+/// which this step has finished, and whether a backward is running (a reduction finishing then
+/// belongs to the backward phase).
 struct ReductionProgress {
-  std::vector<bool> reduced;
+  std::vector<bool> reducing, reduced;  ///< per bucket
   bool in_backward = false;
-  void clear() { reduced.assign(reduced.size(), false); }
+  void resize(std::size_t buckets) {
+    reducing.assign(buckets, false);
+    reduced.assign(buckets, false);
+  }
+  void clear() { resize(reduced.size()); }
+  /// The state of bucket b's gradient shard: "reducing" while its reduce-scatter is in flight (the
+  /// buffer is there, its values not yet reduced), "reduced" once this step finished one, else `otherwise`.
+  const char* shard_state(std::size_t b, const char* otherwise) const {
+    return reducing.at(b) ? "reducing" : reduced.at(b) ? "reduced" : otherwise;
+  }
 };
-/// Stages 2 and 3: bucket b's gradient shard ("reduced" once this step reduced it, else "shard"), then
+/// Stages 2 and 3: bucket b's gradient shard (ReductionProgress::shard_state, else "shard"), then
 /// the parameters whose full .grad is allocated — backward's local gradients, a buffer of their own
 /// over the shard until their reduction frees them — as "accumulating".
 void paint_sharded_gradients(const Partition& partition, std::size_t b, const ReductionProgress& progress,
                              trace::HeldRanges& grads);
-/// Marks bucket b reduced and records the frame of its finished reduce-scatter; `local_freed`: the
+/// Marks bucket b reduced (no longer reducing) and records the frame of its finished reduce-scatter; `local_freed`: the
 /// full local gradients were freed when it started (stages 2, 3), else they stay (stage 1).
 void reduced_frame(const GradientStrategy& s, const Partition& partition, std::size_t b, const std::string& name,
                    ReductionProgress& progress, bool local_freed);
@@ -71,7 +81,8 @@ void gathered_after_step_frame(const GradientStrategy& s, const Partition& parti
 /// ZeRO-3: unit b (named `unit`) is gathered for its forward or its backward.
 void unit_gathered_frame(const GradientStrategy& s, const Partition& partition, std::size_t b, const std::string& unit,
                          bool in_backward);
-/// ZeRO-3: unit `unit`'s gathered parameters are freed; the shard stays.
+/// ZeRO-3: unit `unit`'s gathered parameters are freed; the shard stays. In backward its gradients
+/// were flattened and freed and their reduce-scatter is in flight.
 void unit_released_frame(const GradientStrategy& s, const std::string& unit, bool in_backward);
 
 /// Bucket b's collective `op` ("reduce_scatter", "all_gather") as frames.json describes it: the whole

@@ -170,10 +170,18 @@ void zero1_one_step_live(lesson::Beats& beats, dist::ProcessGroup& world, State&
   std::printf("\nthe same step as frames: what each rank holds of the flat space, bucket by bucket\n");
   const lesson::StepFrames frames1(seen, world, *s.engine, lesson::frames_in_colour(beats));
   frames1.print_legend();
-  frames1.print(frames1.find("reduce-scatter bucket 0"));
+  const std::size_t reduced0 = frames1.find("reduce-scatter bucket 0");
+  frames1.print(reduced0);
   frames1.print(frames1.find("all-gather the updated parameters"));
   std::printf("\nZeRO-1: every rank keeps all its local gradients (~) after the reduce-scatter; only its own shard\n"
               "is the average (*). AdamW updates the shards it owns, and the all-gather makes every rank whole.\n");
+  // The comm line of the reduce-scatter frame: bucket 1's reduction, started after bucket 0's, is in flight.
+  const std::int64_t next = s1->partition().buckets()[1].numel;
+  std::printf("comm at bucket 0's frame: %lld B = bucket 1's %lld elements x 4 B, %s: bucket 1's reduce-scatter is\n"
+              "in flight, reading an f32 copy of the bucket. ZeRO-1 reduces in place (the shard it writes is a view\n"
+              "into the gradients it reads), and a reduce-scatter must not write what it is still reading.\n",
+              frames1.memory(reduced0, 0, "comm"), static_cast<long long>(next),
+              frames1.memory(reduced0, 0, "comm") == 4 * next ? "equal" : "DIFFERENT");
 }
 
 void zero2_gradients_sharded_too(lesson::Beats& beats, dist::ProcessGroup& world, State& s) {
@@ -205,7 +213,7 @@ void zero2_gradients_sharded_too(lesson::Beats& beats, dist::ProcessGroup& world
   frames2.print(frames2.find("all-gather the updated parameters"));
   std::printf("\nZeRO-2: of buckets 0 and 1 each rank keeps only its own shard, reduced (*): their local gradients\n"
               "were freed (.) when each bucket's reduce-scatter began. The later buckets show how far backward\n"
-              "got meanwhile: local gradients (~), or freed with the shard (#) not yet reduced (in flight).\n"
+              "got meanwhile: local gradients (~), or freed with the shard reducing (%%: its reduce-scatter in flight).\n"
               "After the step only the reduced shards are left: G psi / N bytes of gradients per rank.\n");
 }
 

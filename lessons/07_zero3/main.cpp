@@ -220,7 +220,7 @@ void backward_gather_again_reduce_scatter_release(lesson::Beats& beats, dist::Pr
     std::printf("\nreduce-scatter: of h.2's gradients (and of h.3's, reduced before) each rank keeps its own shard,\n"
                 "now the average over the ranks (*); the full local gradients were freed (.). The frame is taken\n"
                 "when the reduction is done: backward has gone on meanwhile, the units it works on gathered (+),\n"
-                "with local gradients (~) or a reduction in flight (#: the shard, not yet reduced).\n");
+                "with local gradients (~) or a reduction in flight (%%: the shard, reducing).\n");
   }
 }
 

@@ -127,11 +127,20 @@ void UnitTrace::on_event(const events::Event& e) {
   char text[160];
   if (compute_begin) {
     const std::string prefix = "transformer.h.";
-    if (e.micro_step >= 0 && (e.name == "forward" || e.name == "backward"))  // the engine's own span
+    if (e.micro_step >= 0 && (e.name == "forward" || e.name == "backward")) {  // the engine's own span
       line(e.name == "forward" ? "engine forward: model.loss(idx, targets)" : "engine backward: autograd from the loss",
            states());
-    else if (e.scope.starts_with(prefix) && e.scope.find('.', prefix.size()) == std::string::npos)
-      line(e.name + " " + e.scope, states());  // a block's forward, or its backward (nn::ModulePhaseEvents)
+    } else if (!pending_forward_.empty() && e.scope.starts_with(pending_forward_ + ".")) {
+      // The block's first sub-module begins: its pre-forward hook has run (the unit gathered, the next
+      // one's prefetch started), so this is when the block really computes.
+      line("forward " + pending_forward_, states());
+      pending_forward_.clear();
+    } else if (e.scope.starts_with(prefix) && e.scope.find('.', prefix.size()) == std::string::npos) {
+      // A block's forward span opens before its pre-forward hook gathers it: wait for its body. Its
+      // backward (nn::ModulePhaseEvents' hook, registered after Stage3's) comes once it is gathered.
+      if (e.name == "forward") pending_forward_ = e.scope;
+      else line(e.name + " " + e.scope, states());
+    }
     return;
   }
   if (comm && e.kind == Kind::begin) {

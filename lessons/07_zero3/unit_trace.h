@@ -63,6 +63,7 @@ class UnitTrace : public minitorch::events::Sink {
     std::string what, tail;        // the line, less its label
   } gather_;
   std::string pending_rs_;  // a reduce-scatter begun: printed with the release that follows it
+  std::string pending_forward_;  // "transformer.h.K": its forward span opened, its body not yet begun
 };
 
 }  // namespace lesson07

@@ -84,6 +84,14 @@ class StepFrames {
     return rank0_ && doc_.frames.at(i).collective ? static_cast<long long>(doc_.frames.at(i).collective->bytes) : 0;
   }
 
+  /// Rank `rank`'s allocator bytes under `tag` ("comm", ...) at frame i (0 on the other ranks).
+  long long memory(std::size_t i, int rank, const std::string& tag) const {
+    if (!rank0_) return 0;
+    for (const auto& [t, bytes] : doc_.frames.at(i).ranks.at(static_cast<std::size_t>(rank)).memory)
+      if (t == tag) return static_cast<long long>(bytes);
+    return 0;
+  }
+
   /// The run (strategy, ranks, Ψ, buckets, frames) and what the characters of a bar mean.
   void print_legend() const {
     if (rank0_) std::fputs(minitorch::trace::render_run_header(doc_, opt_).c_str(), stdout);

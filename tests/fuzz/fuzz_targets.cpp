@@ -345,22 +345,26 @@ Outcome run_frames(std::string_view input) {
   }
 }
 
-/// What the recorder writes (trace::frames_document) for two frames of a 2-rank ZeRO-3 step over a
-/// padded bucket: a gathered unit over the shards, then the reduced gradient shards.
+/// What the recorder writes (trace::frames_document, version 2) for three frames of a 2-rank ZeRO-3 step
+/// over a padded bucket: a gathered unit over the shards, its release with the gradient shards reducing,
+/// then the reduced gradient shards.
 std::vector<std::string> frames_seeds() {
   trace::FlatSpace space;
   trace::SpaceBucket& b = space.add_bucket("h.0", 8);
   b.params = {{"w", 0, 5}, {"b", 5, 7}};
   const nlohmann::json run = {{"strategy", "ZeRO-3"}, {"zero_stage", 3}, {"world_size", 2}, {"dtype", "f32"},
-                              {"num_parameters", 7}, {"capacity_bytes", nullptr}};
+                              {"num_parameters", 7}, {"gradient_accumulation_steps", 1}, {"capacity_bytes", nullptr}};
   std::vector<std::vector<nlohmann::json>> per_rank(2);
   for (int r = 0; r < 2; ++r) {
-    trace::RankHoldings gathered, reduced;
+    trace::RankHoldings gathered, reducing, reduced;
     gathered.params.paint(4 * r, 4 * r + 4, "shard");
     gathered.params.paint(0, 8, "gathered", trace::Overlay::separate_buffer);
+    reducing.params.paint(4 * r, 4 * r + 4, "shard");
+    reducing.grads.paint(4 * r, 4 * r + 4, "reducing");
     reduced.params.paint(4 * r, 4 * r + 4, "shard");
     reduced.grads.paint(4 * r, 4 * r + 4, "reduced");
-    for (const auto& [label, held] : {std::pair{"all-gather h.0", &gathered}, std::pair{"reduce-scatter h.0", &reduced}})
+    for (const auto& [label, held] : {std::pair{"all-gather h.0", &gathered}, std::pair{"release h.0", &reducing},
+                                      std::pair{"reduce-scatter h.0", &reduced}})
       per_rank[static_cast<std::size_t>(r)].push_back(
           {{"label", label}, {"phase", "backward"}, {"caption", std::string(label) + ": done"}, {"step", 1}, {"micro", 0},
            {"collective", trace::collective_json("all_gather", 0, 0, 8, 4, 16, 2)}, {"params", held->params.to_json()},

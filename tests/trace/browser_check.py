@@ -11,14 +11,26 @@ beyond Python's standard library is needed. It:
   - checks at a chosen frame that every shard bar's data-owner is the rank whose shard of its bucket
     holds it (computed here from frames.json, independently of the page's script), and that each held
     range of each rank is drawn exactly;
+  - at every frame, that #step-bytes' data-bytes is the running total of the step's collectives' bytes;
+    at the last frame of every step, that it is their sum and that this sum is the strategy's formula
+    plus the extras docs/frames.md names (padding, persistent parameters, the norm's all-reduce),
+    exactly (fractions computed here from the run's fields and the frames), as #formula says;
+  - at a backward release frame (ZeRO-3: "release <unit>" in phase backward, which must exist), that
+    every rank holds of the unit's parameters only its own shard and that its gradient shard is drawn
+    with data-state "reducing" (its reduce-scatter in flight);
+  - that the phase strip has one labelled run per run of frames of one phase;
+  - that a version-1 file (no `version`: tests/trace/data/zero3_4ranks) still plays, and that a page whose
+    frames are of a newer version shows one error instead;
   - fails on any console error or uncaught exception;
-  - saves a screenshot of the chosen frame (--screenshot, build/trace-screenshot.png under ctest).
+  - saves a screenshot of the chosen frame (--screenshot, build/trace-screenshot.png under ctest) and
+    one of the backward release frame beside it (-release.png).
 
 Exit 0 when all holds; 1 with "error: ..." lines otherwise, "error: chromium not found ... run `make deps`"
 when there is no browser: this test never skips.
 """
 import argparse
 import base64
+from fractions import Fraction
 import json
 import os
 import select
@@ -226,6 +238,62 @@ def check_owners(b, doc, frame):
     return problems
 
 
+def expected_traffic(doc, step):
+    """The step's bytes per rank by docs/frames.md ("What a step sends"), from the run's fields and the
+    frames: the formula over Ψ and its extras, as exact fractions."""
+    run, frames = doc["run"], [f for f in doc["frames"] if f["step"] == step]
+    n, stage = run["world_size"], run.get("zero_stage", 0)
+    g = run.get("gradient_accumulation_steps") or 1 + max(f.get("micro", 0) for f in frames)
+    psi, numel = run["num_parameters"], doc["space"]["numel"]
+    b = 4 if stage == 0 else {"f32": 4, "bf16": 2, "f16": 2}[run["dtype"]]  # DDP reduces in f32 buffers
+    k = 0 if n == 1 else 2 if stage <= 1 else g + 1 if stage == 2 else 3 * g
+    persistent = sum(bk["end"] - bk["begin"] for bk in doc["space"]["buckets"] if bk.get("persistent"))
+
+    def ring(x):  # one ring pass over x elements
+        return Fraction((n - 1) * x * b, n)
+    return {"formula": k * ring(psi), "padding": k * ring(numel - psi),
+            "persistent": (g + 1 - 3 * g) * ring(persistent) if stage == 3 else Fraction(0),
+            "norm": Fraction(sum(f["collective"]["bytes"] for f in frames
+                                 if f["phase"] == "optimizer_step" and f.get("collective")))}
+
+
+def phase_runs(doc):
+    """(phase, first, last) per run of frames of one phase within one step."""
+    runs = []
+    for i, f in enumerate(doc["frames"]):
+        if runs and runs[-1][0] == f["phase"] and doc["frames"][runs[-1][2]]["step"] == f["step"]:
+            runs[-1] = (runs[-1][0], runs[-1][1], i)
+        else:
+            runs.append((f["phase"], i, i))
+    return runs
+
+
+def go(b, frame):
+    """Shows frame `frame` (0-based) with the scrub slider's own input event."""
+    b.js(f"(() => {{ const s = document.getElementById('scrub'); s.value = '{frame}';"
+         " s.dispatchEvent(new Event('input')); })()")
+
+
+def check_release(b, doc, frame):
+    """At a backward `release <unit>` frame: each rank's params in the unit are its own shard only, and
+    its gradient shard there is drawn 'reducing'."""
+    unit = doc["frames"][frame]["label"][len("release "):]
+    bk = next((x for x in doc["space"]["buckets"] if x["name"] == unit), None)
+    if bk is None:
+        return [f"no bucket named {unit!r}"]
+    n, size, problems = doc["run"]["world_size"], bk["end"] - bk["begin"], []
+    segs = b.js("""[...document.querySelectorAll('rect.seg')].map(e => ({rank: +e.dataset.rank, kind: e.dataset.kind,
+        begin: +e.dataset.begin, end: +e.dataset.end, owner: +e.dataset.owner, state: e.dataset.state}))""")
+    for r in range(n):
+        own = (bk["begin"] + r * size // n, bk["begin"] + (r + 1) * size // n)
+        for kind, state in (("params", "shard"), ("grads", "reducing")):
+            drawn = sorted((s["begin"], s["end"], s["state"], s["owner"]) for s in segs if s["rank"] == r and
+                           s["kind"] == kind and s["end"] > bk["begin"] and s["begin"] < bk["end"])
+            if drawn != [(own[0], own[1], state, r)]:
+                problems.append(f"{unit}: rank {r} {kind} drawn {drawn}, expected its own shard {own} {state!r}")
+    return problems
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trace-bin", required=True, help="build/bin/minitorch-trace")
@@ -234,6 +302,9 @@ def main():
     ap.add_argument("--screenshot", required=True, help="where to save the PNG of the chosen frame")
     ap.add_argument("--frame", type=int, default=None, help="the frame (0-based) to check and shoot; default: "
                     "the first all-gather of a block")
+    ap.add_argument("--v1-frames", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "data",
+                                                        "zero3_4ranks", "frames.json"),
+                    help="a version-1 frames.json (no `version`) the page must still play")
     args = ap.parse_args()
     started = time.time()
 
@@ -242,11 +313,11 @@ def main():
         die("chromium not found (the trace page's browser test needs Debian's chromium): run `make deps`")
     with open(args.frames) as fh:
         doc = json.load(fh)
-    total = len(doc["frames"])
+    n_frames = len(doc["frames"])
     chosen = args.frame
     if chosen is None:
         chosen = next((i for i, f in enumerate(doc["frames"]) if f.get("collective") and f["collective"]["op"] ==
-                       "all_gather" and f["collective"].get("bucket") not in (None, 0)), total // 2)
+                       "all_gather" and f["collective"].get("bucket") not in (None, 0)), n_frames // 2)
 
     shutil.rmtree(args.work, ignore_errors=True)
     os.makedirs(args.work)
@@ -255,6 +326,30 @@ def main():
     if r.returncode != 0:
         die(f"minitorch-trace --html failed ({r.returncode}): {r.stdout}{r.stderr}")
     page = os.path.abspath(os.path.join(args.work, "trace.html"))
+    # the same page over a version-1 file, and over frames claiming a newer version than the page reads
+    for sub in ("v1", "newer"):
+        os.makedirs(os.path.join(args.work, sub))
+    shutil.copyfile(args.v1_frames, os.path.join(args.work, "v1", "frames.json"))
+    r = subprocess.run([args.trace_bin, os.path.join(args.work, "v1"), "--html"], capture_output=True, text=True, timeout=30)
+    if r.returncode != 0:
+        die(f"minitorch-trace --html of the version-1 sample failed ({r.returncode}): {r.stdout}{r.stderr}")
+    v1_doc = json.load(open(args.v1_frames))
+    with open(page) as fh:
+        html = fh.read()
+    at = html.find('<script type="application/json" id="frames">{')
+    end = html.find("}</script>", at)
+    if at < 0 or end < 0:
+        die("trace.html has no embedded frames object")
+    with open(os.path.join(args.work, "newer", "trace.html"), "w") as fh:  # a newer recorder's file: the last
+        fh.write(html[:end] + ',"version":99' + html[end:])               # "version" is the one JSON.parse keeps
+
+    release = next((i for i, f in enumerate(doc["frames"]) if f["phase"] == "backward" and
+                    f["label"].startswith("release ")), None)
+    running, step_totals = [], {}  # per frame, per step: bytes of the step's collectives
+    for i, f in enumerate(doc["frames"]):
+        before = running[-1] if i > 0 and doc["frames"][i - 1]["step"] == f["step"] else 0
+        running.append(before + (f["collective"]["bytes"] if f.get("collective") else 0))
+        step_totals[f["step"]] = (i, running[-1])
 
     b = Browser(exe, 1280, 800)
     failures = []
@@ -271,17 +366,21 @@ def main():
             return b.js("+document.getElementById('frame-index').dataset.index")
 
         shown = b.js("document.getElementById('frame-index').textContent")
-        if index() != 0 or shown.replace(" ", "") != f"1/{total}":
-            failures.append(f"the page opens at {shown!r}, expected frame 1 / {total}")
+        if index() != 0 or shown.replace(" ", "") != f"1/{n_frames}":
+            failures.append(f"the page opens at {shown!r}, expected frame 1 / {n_frames}")
         rect = b.js("(() => { const r = document.getElementById('btn-next').getBoundingClientRect();"
                     " return [r.x + r.width / 2, r.y + r.height / 2, r.width, r.height]; })()")
         if rect[2] <= 0 or rect[3] <= 0 or not (0 <= rect[0] <= 1280 and 0 <= rect[1] <= 800):
             failures.append(f"the next button is not visible in 1280x800: {rect}")
-        for i in range(1, total):
+        for i in range(1, n_frames):
             b.click(rect[0], rect[1])
             if index() != i:
                 failures.append(f"after {i} clicks on next the page shows frame index {index()}, expected {i}")
                 break
+            got = b.js("+document.getElementById('step-bytes').dataset.bytes")
+            if got != running[i]:
+                failures.append(f"frame index {i}: #step-bytes data-bytes {got}, the step's collectives so far "
+                                f"add up to {running[i]}")
             if i == chosen:
                 problems = check_owners(b, doc, i)
                 failures += [f"frame index {i}: {p}" for p in problems]
@@ -298,17 +397,17 @@ def main():
                 with open(args.screenshot, "wb") as out:
                     out.write(base64.b64decode(shot["data"]))
         b.click(rect[0], rect[1])  # at the last frame, next stays there
-        if index() != total - 1:
+        if index() != n_frames - 1:
             failures.append(f"next at the last frame moved to {index()}")
         b.key("Home", "Home", 36)
         if index() != 0:
             failures.append(f"Home shows frame index {index()}, expected 0")
         b.key("End", "End", 35)
-        if index() != total - 1:
-            failures.append(f"End shows frame index {index()}, expected {total - 1}")
+        if index() != n_frames - 1:
+            failures.append(f"End shows frame index {index()}, expected {n_frames - 1}")
         b.key("ArrowLeft", "ArrowLeft", 37)
-        if index() != total - 2:
-            failures.append(f"ArrowLeft shows frame index {index()}, expected {total - 2}")
+        if index() != n_frames - 2:
+            failures.append(f"ArrowLeft shows frame index {index()}, expected {n_frames - 2}")
         # scrubbing: the slider's own input event
         b.js(f"(() => {{ const s = document.getElementById('scrub'); s.value = '{chosen}';"
              " s.dispatchEvent(new Event('input')); })()")
@@ -325,10 +424,73 @@ def main():
         b.click(play[0], play[1])
         played = index()
         time.sleep(0.5)
-        if not 1 <= played <= total - 1 or index() != played:
+        if not 1 <= played <= n_frames - 1 or index() != played:
             failures.append(f"play at 4x for 1 s then pause: frame index {played}, then {index()} (expected 2-3, then still)")
+        # the step's total at its last frame: the sum of its collectives = the formula + the named extras
+        if not step_totals:
+            failures.append("no steps")
+        for step, (last, want) in step_totals.items():
+            go(b, last)
+            page_bytes = b.js("+document.getElementById('step-bytes').dataset.bytes")
+            shown = b.js("Object.fromEntries(Object.entries(document.getElementById('formula').dataset)"
+                         ".map(([k, v]) => [k, +v]))")
+            parts = expected_traffic(doc, step)
+            if page_bytes != want or shown.get("total") != want:
+                failures.append(f"step {step}: the page's total {page_bytes} (#formula {shown.get('total')}), "
+                                f"the step's collectives sum to {want}")
+            if sum(parts.values()) != want:
+                failures.append(f"step {step}: {want} B sent, but formula + extras = "
+                                + " + ".join(f"{k} {v}" for k, v in parts.items()) + f" = {sum(parts.values())}")
+            for k, v in parts.items():
+                if abs(shown.get(k, float("nan")) - float(v)) > 1e-6 * max(1.0, abs(float(v))):
+                    failures.append(f"step {step}: #formula data-{k} {shown.get(k)}, expected {float(v)}")
+            if shown.get("other") != 0:
+                failures.append(f"step {step}: the page leaves {shown.get('other')} B unexplained")
+        # a backward release frame: the unit back to its own shard, its reduce-scatter in flight
+        if release is None:
+            failures.append("no backward release frame ('release <unit>' in phase backward)")
+        else:
+            go(b, release)
+            failures += [f"frame index {release} ({doc['frames'][release]['label']}): {p}"
+                         for p in check_owners(b, doc, release) + check_release(b, doc, release)]
+            time.sleep(0.8)
+            shot = b.call("Page.captureScreenshot", {"format": "png"})
+            with open(os.path.splitext(args.screenshot)[0] + "-release.png", "wb") as out:
+                out.write(base64.b64decode(shot["data"]))
+        # the phase strip: one run per run of frames of one phase, named in its tooltip
+        runs = b.js("""[...document.querySelectorAll('#phases .phase-run')].map(e => [e.dataset.phase, +e.dataset.first,
+            +e.dataset.last, e.dataset.shown, e.textContent, e.title])""")
+        if [tuple(r[:3]) for r in runs] != phase_runs(doc):
+            failures.append(f"phase strip runs {[tuple(r[:3]) for r in runs][:6]}..., frames.json has "
+                            f"{phase_runs(doc)[:6]}...")
+        for phase, first, last, how, text, title in runs:
+            if how not in ("full", "short", "none") or (how == "none") != (text == "") or not title:
+                failures.append(f"phase run {phase} [{first}, {last}]: shown {how!r}, text {text!r}, title {title!r}")
+        longest = max(runs, key=lambda r: r[2] - r[1], default=None)
+        if longest and longest[3] != "full":
+            failures.append(f"the longest phase run ({longest[0]}, {longest[2] - longest[1] + 1} frames) is not "
+                            f"labelled in full at 1280 px: {longest[3]!r}")
         b.js("0")  # collect the events that came meanwhile
         failures += b.console_errors()
+
+        # a version-1 file plays as before (its running totals from its collectives); a newer one is refused
+        b.events.clear()
+        b.call("Page.navigate", {"url": "file://" + os.path.abspath(os.path.join(args.work, "v1", "trace.html"))})
+        b.wait_event("Page.loadEventFired")
+        if b.js("document.getElementById('frame-index').textContent").replace(" ", "") != f"1/{len(v1_doc['frames'])}":
+            failures.append("the version-1 sample's page does not open at its first frame")
+        b.key("End", "End", 35)
+        v1_total = sum(f["collective"]["bytes"] for f in v1_doc["frames"] if f.get("collective")
+                       and f["step"] == v1_doc["frames"][-1]["step"])
+        if b.js("+document.getElementById('step-bytes').dataset.bytes") != v1_total:
+            failures.append(f"version 1: the last frame's total is not the step's {v1_total} B")
+        failures += ["version 1: " + e for e in b.console_errors()]
+        b.call("Page.navigate", {"url": "file://" + os.path.abspath(os.path.join(args.work, "newer", "trace.html"))})
+        b.wait_event("Page.loadEventFired")
+        error = b.js("(() => { const e = document.getElementById('error'); "
+                     "return getComputedStyle(e).display === 'none' ? '' : e.textContent; })()")
+        if "version 99, newer than this page reads" not in error:
+            failures.append(f"a page of version-99 frames says {error!r}, not that it is too new")
     except (RuntimeError, TimeoutError, OSError) as e:
         failures.append(str(e))
     finally:
@@ -341,9 +503,10 @@ def main():
         for f in failures:
             print("error: " + f)
         sys.exit(1)
-    print(f"trace page ok: {total} frames stepped with the page's next button, owners checked at frame "
-          f"{chosen + 1} ({doc['frames'][chosen]['label']}), no console errors; screenshot {args.screenshot} "
-          f"({elapsed:.1f} s)")
+    print(f"trace page ok: {n_frames} frames stepped with the page's next button, owners checked at frame "
+          f"{chosen + 1} ({doc['frames'][chosen]['label']}), the backward release at frame {release + 1} "
+          f"({doc['frames'][release]['label']}), step totals = formula + extras for {len(step_totals)} steps, "
+          f"version-1 and newer pages; no console errors; screenshot {args.screenshot} ({elapsed:.1f} s)")
 
 
 if __name__ == "__main__":

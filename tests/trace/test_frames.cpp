@@ -86,7 +86,10 @@ TEST(L07_Frames, TheRanksFramesPairUpIntoAFileThePlayersRead) {
   b.params.push_back({"w", 0, 7});  // one element of padding
   const json run = {{"strategy", "ZeRO-3"}, {"zero_stage", 3}, {"world_size", 2}, {"dtype", "f32"}, {"num_parameters", 7}};
   const json doc = trace::frames_document(run, space, {{rank_frame("x", 0, 4)}, {rank_frame("x", 4, 8)}});
+  EXPECT_EQ(doc["version"], trace::kFramesVersion);  // the schema this build writes (docs/frames.md)
+  EXPECT_FALSE(doc["space"]["buckets"][0].contains("persistent"));  // only ZeRO-3's persistent buckets say it
   const trace::FramesDoc read = trace::parse_frames(doc, "test");
+  EXPECT_EQ(read.version, trace::kFramesVersion);
   ASSERT_EQ(read.frames.size(), 1u);
   EXPECT_EQ(read.frames[0].ranks[1].params[0].begin, 4);
   EXPECT_EQ(read.owner_of(5), 1);

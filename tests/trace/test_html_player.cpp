@@ -34,7 +34,8 @@ TEST(L07_TraceHtml, TemplateHoldsThePlaceholderOnceAndTheTestHooks) {
   const std::size_t at = t.find(trace::kFramesPlaceholder);
   ASSERT_NE(at, std::string::npos);
   EXPECT_EQ(t.find(trace::kFramesPlaceholder, at + 1), std::string::npos);
-  for (const char* id : {"frame-index", "btn-first", "btn-prev", "btn-play", "btn-next", "btn-last", "scrub", "speed"})
+  for (const char* id : {"frame-index", "btn-first", "btn-prev", "btn-play", "btn-next", "btn-last", "scrub", "speed",
+                         "step-bytes", "formula", "phases"})
     EXPECT_TRUE(contains(t, std::string("id=\"") + id + "\"")) << id;
   for (const char* hook : {"data-owner", "data-state", "data-kind", "data-begin", "data-end", "data-rank"})
     EXPECT_TRUE(contains(t, hook)) << hook;
@@ -132,6 +133,48 @@ TEST(L07_TraceHtml, SchemaErrorsSayWhere) {
   bad = j;
   bad["space"]["buckets"][2]["end"] = 10'000'000;
   EXPECT_TRUE(contains(error(bad), "space.buckets[2].end: must be in [0, 809600]")) << error(bad);
+  // a schema newer than this build's: refused, saying what to do; a version it knows is read
+  bad = j;
+  bad["version"] = trace::kFramesVersion + 1;
+  EXPECT_TRUE(contains(error(bad), "frames 'f.json': version: " + std::to_string(trace::kFramesVersion + 1) +
+                                       " is newer than this minitorch reads (versions 1 to " +
+                                       std::to_string(trace::kFramesVersion) + "): play it with the minitorch that "
+                                       "recorded it, or record it again"))
+      << error(bad);
+  bad["version"] = "2";
+  EXPECT_TRUE(contains(error(bad), "version: expected a positive integer, got \"2\"")) << error(bad);
+  bad["version"] = 0;
+  EXPECT_TRUE(contains(error(bad), "version: expected a positive integer, got 0")) << error(bad);
+  bad = j;
+  bad["space"]["buckets"][1]["persistent"] = "yes";
+  EXPECT_TRUE(contains(error(bad), "space.buckets[1].persistent: expected true or false")) << error(bad);
+}
+
+TEST(L07_TraceFrames, VersionOneFilesAndVersionTwoStatesAreRead) {
+  // The samples are version 1 (no `version`): read as before, with the keys version 2 added absent.
+  const trace::FramesDoc v1 = trace::read_frames_file(kZero3);
+  EXPECT_EQ(v1.version, 1);
+  EXPECT_EQ(v1.accumulation, 0);
+  for (const trace::Bucket& b : v1.buckets) EXPECT_FALSE(b.persistent) << b.name;
+  EXPECT_FALSE(trace::render_trace_html(mt_test::read_text(kZero3)).empty());
+  // Version 2: "reducing", run.gradient_accumulation_steps and a persistent bucket.
+  nlohmann::json j = nlohmann::json::parse(mt_test::read_text(kZero3));
+  j["version"] = 2;
+  j["run"]["gradient_accumulation_steps"] = 3;
+  j["space"]["buckets"][4]["persistent"] = true;
+  j["frames"][20]["ranks"][0]["grads"][0]["state"] = "reducing";
+  const trace::FramesDoc v2 = trace::parse_frames(j, "v2");
+  EXPECT_EQ(v2.version, 2);
+  EXPECT_EQ(v2.accumulation, 3);
+  EXPECT_TRUE(v2.buckets[4].persistent);
+  EXPECT_EQ(v2.frames[20].ranks[0].grads[0].state, "reducing");
+  // the running total of a step's collectives through a frame, as both players show it
+  std::int64_t sum = 0;
+  for (std::size_t i = 0; i < v2.frames.size(); ++i) {
+    if (i > 0 && v2.frames[i].step != v2.frames[i - 1].step) sum = 0;
+    sum += v2.frames[i].collective ? v2.frames[i].collective->bytes : 0;
+    EXPECT_EQ(v2.step_bytes_through(i), sum) << "frame " << i;
+  }
 }
 
 TEST(L07_TraceFrames, OwnersFollowTheShardsOfEachBucket) {

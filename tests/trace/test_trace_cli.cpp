@@ -127,6 +127,35 @@ TEST(L07_TraceTerminal, BadDirOrFramesIsOneClearError) {
   EXPECT_TRUE(contains(r.output, "run.world_size: must be in [1, 4096], got 0")) << r.output;
 }
 
+TEST(L07_TraceTerminal, ReducingHasItsCharacterAndTheHeaderAddsUpTheStep) {
+  // Version 2 (docs/frames.md): a gradient shard whose reduce-scatter is in flight is "reducing", '%'.
+  mt_test::TempDir tmp;
+  auto doc = nlohmann::json::parse(mt_test::read_text(source("tests/trace/data/zero1_2ranks/frames.json")));
+  doc["version"] = 2;
+  // frame 4: h.3's reduce-scatter done; say rank 0's shard of h.2 ([413056, 512192)) is in flight
+  doc["frames"][3]["ranks"][0]["grads"][0] = {{"begin", 0}, {"end", 413056}, {"state", "accumulating"}};
+  doc["frames"][3]["ranks"][0]["grads"].insert(doc["frames"][3]["ranks"][0]["grads"].begin() + 1,
+                                               {{{"begin", 413056}, {"end", 512192}, {"state", "reducing"}},
+                                                {{"begin", 512192}, {"end", 611328}, {"state", "accumulating"}}});
+  tmp.write("frames.json", doc.dump());
+  const auto r = run_command(trace_cmd(tmp.dir.string() + " --plain --frame 4"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "% reducing")) << r.output;  // the legend
+  EXPECT_TRUE(contains(r.output, "       grads    |~~|~~~~~~~~~~~~~~~~|~~~~~~~~~~~~~~~~|%%%%%%%%~~~~~~~~|********~~~~~~~~|"))
+      << r.output;
+  // the step's collectives so far: bucket 0's reduce-scatter, 99136 elements × 4 bytes
+  EXPECT_TRUE(contains(r.output, "=== frame 4/10 | step 1 | micro 0 | reduce (collectives this step so far: 396544 B per rank) ==="))
+      << r.output;
+  // a newer version than this build reads: one error, naming the file and what to do
+  doc["version"] = 99;
+  tmp.write("frames.json", doc.dump());
+  const auto newer = run_command(trace_cmd(tmp.dir.string() + " --plain --auto"));
+  EXPECT_EQ(newer.exit_code, 1) << newer.output;
+  EXPECT_EQ(mt_test::error_lines(newer.output), 1) << newer.output;
+  EXPECT_TRUE(contains(newer.output, "error: frames '" + tmp.path("frames.json") + "': version: 99 is newer than this minitorch reads"))
+      << newer.output;
+}
+
 TEST(L06_TraceTerminal, UsageErrorsExit2) {
   auto r = run_command(trace_cmd(""));
   EXPECT_EQ(r.exit_code, 2) << r.output;

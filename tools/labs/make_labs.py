@@ -145,7 +145,8 @@ def lab_md(root, tasks, chosen, per_task, lesson):
     out += ["", "A task's points are its points × the share of its tests that pass (a multi-rank test counts only if it",
             "passes at every rank count the grader tries: 2 and 4). \"needs\": tasks of the same lesson whose code this",
             "one's tests call; write those first. The last column is labs/depends.json: tests of the library that call",
-            "the task's code and so fail until it is written (docs/labs.md).", ""]
+            "the task's code and so fail until it is written (docs/labs.md); `make lab` builds only the task tests,",
+            "`make test` builds and runs them all.", ""]
     return "\n".join(out)
 
 
