@@ -39,7 +39,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from labs_tasks import LabError, load_depends, load_tasks  # noqa: E402
+from labs_tasks import LabError, from_gtest_bytes, load_depends, load_tasks  # noqa: E402
 from make_labs import marked_files, stub, tracked_files  # noqa: E402
 
 SKIPPED_LAYERS = ("tools", "lessons", "cuda", "backend_ops")
@@ -106,7 +106,7 @@ def parse_json(path, binary, results):
     for suite in doc.get("testsuites", []):
         for t in suite.get("testsuite", []):
             name = f"{suite['name']}.{t['name']}"
-            failures = [x.get("failure", "") for x in t.get("failures", [])]
+            failures = [from_gtest_bytes(x.get("failure", "")) for x in t.get("failures", [])]
             passed = not failures and t.get("result", "COMPLETED") in ("COMPLETED", "SKIPPED")
             prev = results.get(name)
             if prev is None or (prev.passed and not passed):  # failed on any rank = failed

@@ -100,6 +100,17 @@ def lab_targets(root, lesson):
     return sorted(targets)
 
 
+def from_gtest_bytes(text):
+    """GoogleTest's JSON writes each byte of a UTF-8 character as its own \\u00XX escape (an em dash comes back as
+    'â\\x80\\x94'): put the bytes back together. Text that was not written that way is returned as it is."""
+    if not any(127 < ord(c) < 256 for c in text) or any(ord(c) > 255 for c in text):
+        return text
+    try:
+        return text.encode("latin-1").decode("utf-8")
+    except UnicodeDecodeError:
+        return text
+
+
 if __name__ == "__main__":
     import argparse
     import sys

@@ -25,7 +25,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from labs_tasks import LabError, load_tasks  # noqa: E402
+from labs_tasks import LabError, from_gtest_bytes, load_tasks  # noqa: E402
 
 ENV = {"MINITORCH_NUM_THREADS": "1", "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
        "OMPI_MCA_rmaps_base_oversubscribe": "1",
@@ -66,17 +66,6 @@ def crash_signal(returncode, output):
 
 def describe_signal(sig):
     return f"{SIGNALS.get(sig, 'signal')}, signal {sig}" if sig in SIGNALS else f"signal {sig}"
-
-
-def from_gtest_bytes(text):
-    """GoogleTest's JSON writes each byte of a UTF-8 character as its own \\u00XX escape (an em dash comes back as
-    'â\\x80\\x94'): put the bytes back together. Text that was not written that way is returned as it is."""
-    if not any(127 < ord(c) < 256 for c in text) or any(ord(c) > 255 for c in text):
-        return text
-    try:
-        return text.encode("latin-1").decode("utf-8")
-    except UnicodeDecodeError:
-        return text
 
 
 def console_results(output, names):
