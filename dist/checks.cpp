@@ -10,9 +10,9 @@ void check_tensor(const Tensor& t, const char* op, bool reduction, const char* a
   std::string problem;
   if (!t.defined())
     problem = "an undefined tensor";
-  else if (t.device() != device)
+  else if (t.device() != device && !(device.is_cpu() && t.device().is_host_memory()))  // MPI: any host memory
     problem = "a tensor on " + t.device().str() +
-              (device.is_cpu() ? " (the MPI backend takes CPU tensors)" : " (the NCCL backend takes tensors on its GPU)");
+              (device.is_cpu() ? " (the MPI backend takes tensors in host memory: cpu or sim)" : " (the NCCL backend takes tensors on its GPU)");
   else if (!t.is_contiguous())
     problem = "a non-contiguous view (call .contiguous() first)";
   else if (reduction && t.dtype() != DType::f32 && !is_half(t.dtype()))

@@ -45,7 +45,7 @@ void check_all_gather(const Tensor& output, const Tensor& shard, int rank, int s
 /// it is tagged with the caller's current MemTag.
 Tensor reduce_scatter_output(const Tensor& input, int rank, int size, const char* op, Device dev) {
   detail::check_tensor(input, op, /*reduction=*/true, "input", dev);
-  return Tensor::empty({chunk_size(input.numel(), size, rank)}, input.dtype(), dev);
+  return Tensor::empty({chunk_size(input.numel(), size, rank)}, input.dtype(), dev.is_cpu() ? input.device() : dev);
 }
 
 /// The (numel) whole an allocating all-gather returns, after checking the chunk against numel.
@@ -56,7 +56,7 @@ Tensor all_gather_output(const Tensor& chunk, std::int64_t numel, int rank, int 
   if (chunk.numel() != mine)
     throw std::invalid_argument(std::string(op) + ": " + who(rank, size) + " owns " + std::to_string(mine) + " of " +
                                 std::to_string(numel) + " elements, got a chunk of " + std::to_string(chunk.numel()));
-  return Tensor::empty({numel}, chunk.dtype(), dev);
+  return Tensor::empty({numel}, chunk.dtype(), dev.is_cpu() ? chunk.device() : dev);  // MPI: beside the chunk (cpu or sim)
 }
 
 }  // namespace

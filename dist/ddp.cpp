@@ -30,6 +30,14 @@ std::vector<std::pair<std::size_t, std::size_t>> plan_buckets(const std::vector<
   // END SOLUTION
 }
 
+namespace {
+/// Where DDP's buffers for `param` live: where the group's collectives read. MPI reads any host memory, so
+/// on a sim rank they sit beside the parameters (the device pool); on a GPU rank with MPI, on the host.
+Device bucket_device(const ProcessGroup& group, const Tensor& param) {
+  return group.device().is_cpu() && param.device().is_host_memory() ? param.device() : group.device();
+}
+}  // namespace
+
 DistributedDataParallel::DistributedDataParallel(const nn::NamedTensors& params, ProcessGroup& group,
                                                  std::int64_t bucket_size)
     : group_(group) {
@@ -47,8 +55,9 @@ DistributedDataParallel::DistributedDataParallel(const nn::NamedTensors& params,
     }
     // The flat buffers are DDP's only extra memory: Ψ f32 elements plus < N padding per bucket, where the
     // group's collectives run: host memory for MPI (on a GPU rank they are the staging buffers the
-    // gradients are copied down into and the averages back up from), the GPU for NCCL.
-    b.buffer = FlatBuffer(shapes, DType::f32, group.size(), MemTag::comm, group.device());
+    // gradients are copied down into and the averages back up from; on a sim rank, whose memory MPI
+    // reads directly, the device pool, as NCCL's are on a GPU), the GPU for NCCL.
+    b.buffer = FlatBuffer(shapes, DType::f32, group.size(), MemTag::comm, bucket_device(group, b.params.front()));
     b.first = buckets_.empty() ? 0 : buckets_.back().first + buckets_.back().buffer.numel();
     buckets_.push_back(std::move(b));
   }
@@ -73,8 +82,9 @@ void DistributedDataParallel::broadcast_parameters(int root) {
   for (Bucket& b : buckets_)
     for (Tensor& p : b.params) {
       // MPI moves host memory: a parameter on a GPU travels through a host copy (copy_ uploads it back).
-      const bool direct = p.dtype() == DType::f32 && p.is_contiguous() && p.device() == group_.device();
-      Tensor t = direct ? p.detach() : p.detach().to(group_.device()).to(DType::f32).contiguous();
+      const Device where = bucket_device(group_, p);
+      const bool direct = p.dtype() == DType::f32 && p.is_contiguous() && p.device() == where;
+      Tensor t = direct ? p.detach() : p.detach().to(where).to(DType::f32).contiguous();
       group_.broadcast(t, root);
       if (!direct) p.detach().copy_(t);
     }
@@ -134,7 +144,7 @@ void DistributedDataParallel::finish() {
       Tensor avg = b.buffer.view(i);
       if (!p.grad().defined()) {
         TagScope scope(MemTag::grad);
-        p.set_grad(Tensor::zeros(p.shape(), p.dtype()));
+        p.set_grad(Tensor::zeros(p.shape(), p.dtype(), p.device()));
       }
       Tensor g = p.grad();
       g.copy_(avg);

@@ -43,7 +43,7 @@ std::unique_ptr<Work> MpiGroup::start_reduce_scatter(Tensor& output, const Tenso
   const bool own_input = input.dtype() == DType::f32 && !detail::overlaps(input, output);
   Tensor send = own_input ? input : detail::comm_f32_copy(input);
   // Where the sum lands: the caller's f32 output, or an f32 chunk rounded into a bf16 output at the end.
-  Tensor result = output.dtype() == DType::f32 ? output : detail::comm_empty(output.shape(), DType::f32);
+  Tensor result = output.dtype() == DType::f32 ? output : detail::comm_empty(output.shape(), DType::f32, output.device());
   const int divide_by = op == ReduceOp::avg ? size_ : 0;
   auto work = std::make_unique<CollectiveWork>("reduce_scatter", output, result, divide_by);
   work->event_id = event;
@@ -70,7 +70,7 @@ std::unique_ptr<Work> MpiGroup::start_all_gather(Tensor& output, const Tensor& s
   const bool ring_floats = algorithm_ == Algorithm::ring && dtype != DType::i32;
   // Where the gather happens: the caller's output, or for bf16 under the ring (which moves floats) an
   // f32 staging buffer — bf16 widens to f32 and back losslessly.
-  Tensor full = ring_floats && is_half(dtype) ? detail::comm_empty(output.shape(), DType::f32) : output;
+  Tensor full = ring_floats && is_half(dtype) ? detail::comm_empty(output.shape(), DType::f32, output.device()) : output;
 
   // Every rank gathers in place (MPI_IN_PLACE must be used by all ranks or by none): the shard is put
   // at its chunk of `full` first. No copy when it already sits there (ZeRO-3's flat buffer); a shard
@@ -80,7 +80,7 @@ std::unique_ptr<Work> MpiGroup::start_all_gather(Tensor& output, const Tensor& s
   if (!there) {
     Tensor from = shard.view({mine});
     if (detail::overlaps(shard, full)) {
-      Tensor staged = detail::comm_empty({mine}, dtype);
+      Tensor staged = detail::comm_empty({mine}, dtype, output.device());
       staged.copy_(from);
       from = staged;
     }

@@ -49,9 +49,9 @@ Tensor comm_f32_copy(const Tensor& t) {
   return t.dtype() == DType::f32 ? t.clone() : t.to(DType::f32);
 }
 
-Tensor comm_empty(const Shape& shape, DType dtype) {
+Tensor comm_empty(const Shape& shape, DType dtype, Device device) {
   TagScope scope(MemTag::comm);
-  return Tensor::empty(shape, dtype);
+  return Tensor::empty(shape, dtype, device);
 }
 
 // ---------------- MpiWork ----------------

@@ -26,7 +26,7 @@ void divide(float* x, std::int64_t count, int n);
 /// A contiguous f32 working copy of `t` (widened from bf16), counted as comm memory.
 Tensor comm_f32_copy(const Tensor& t);
 /// An uninitialised buffer counted as comm memory.
-Tensor comm_empty(const Shape& shape, DType dtype);
+Tensor comm_empty(const Shape& shape, DType dtype, Device device);
 
 /// One operation on an MpiGroup, with at most one MPI request (MPI_REQUEST_NULL for work that already
 /// ran, e.g. the eager ring: then the first wait() or test() completes it). wait() backs off between

@@ -21,6 +21,7 @@ const char* tag_name(MemTag tag) {
 namespace {
 
 thread_local MemTag t_current_tag = MemTag::other;
+thread_local TransferPurpose t_transfer_purpose = TransferPurpose::model;
 
 /// 64-byte aligned host memory (a cache line; AVX-512 loads never split), with a cache of large
 /// blocks: a training step frees and allocates the same big buffers (logits, gradients) every step,
@@ -87,8 +88,11 @@ class CpuAllocator final : public DeviceAllocator {
 struct AllocatorState {
   std::mutex mutex;
   CpuAllocator cpu;
+  CpuAllocator sim;  // the simulated accelerator's bytes are host memory, accounted in a pool of their own
   DeviceAllocator* cuda = nullptr;
-  std::map<std::pair<int, int>, MemoryStats> ledger;  // (device type, index) -> stats
+  std::map<std::pair<int, int>, MemoryStats> ledger;   // (device type, index) -> stats
+  std::map<std::pair<int, int>, std::int64_t> capacity;  // (device type, index) -> bytes; absent = no limit
+  TransferStats transfers;
 };
 
 AllocatorState& state() {
@@ -112,13 +116,14 @@ void cpu_empty_cache() { state().cpu.release_cached(); }
 void register_device_allocator(DeviceType type, DeviceAllocator* allocator) {
   auto& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
-  if (type == DeviceType::cpu) throw std::invalid_argument("the CPU allocator is built in");
+  if (type != DeviceType::cuda) throw std::invalid_argument("the CPU and sim allocators are built in");
   s.cuda = allocator;
 }
 
 DeviceAllocator& device_allocator(DeviceType type) {
   auto& s = state();
   if (type == DeviceType::cpu) return s.cpu;
+  if (type == DeviceType::sim) return s.sim;
   if (!s.cuda) throw std::runtime_error("no CUDA allocator registered (this build has no CUDA support)");
   return *s.cuda;
 }
@@ -136,11 +141,91 @@ void report(events::Kind kind, Device device, MemTag tag, std::int64_t bytes) {
 }
 }  // namespace
 
+TransferScope::TransferScope(TransferPurpose purpose) : previous_(t_transfer_purpose) { t_transfer_purpose = purpose; }
+TransferScope::~TransferScope() { t_transfer_purpose = previous_; }
+
+TransferStats transfer_stats() {
+  auto& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  return s.transfers;
+}
+
+void copy_between(void* dst, Device to, const void* src, Device from, std::size_t bytes, MemTag tag) {
+  if (!to.is_cpu() && !from.is_cpu())
+    throw std::invalid_argument("copy_between: " + from.str() + " -> " + to.str() + ": one side must be the host (cpu)");
+  const bool up = from.is_cpu();
+  const bool io = t_transfer_purpose == TransferPurpose::io;
+  const bool traced = events::enabled();
+  events::Event e;
+  if (traced) {  // a span: the trace draws the copy on its own thread (trace/chrome.h)
+    e.category = events::Category::transfer;
+    e.kind = events::Kind::begin;
+    e.name = up ? "h2d" : "d2h";
+    e.scope = io ? "io" : "model";
+    e.bytes = static_cast<std::int64_t>(bytes);
+    e.tag = tag;
+    e.device = 1 + (up ? to.index : from.index);
+    e.id = events::next_id();
+    events::emit(e);
+  }
+  if (up) device_allocator(to.type).copy_from_host(dst, src, bytes, to.index);
+  else device_allocator(from.type).copy_to_host(dst, src, bytes, from.index);
+  if (traced) {
+    e.kind = events::Kind::end;
+    events::emit(std::move(e));
+  }
+  auto& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  const auto n = static_cast<std::int64_t>(bytes);
+  (up ? (io ? s.transfers.io_h2d : s.transfers.h2d) : (io ? s.transfers.io_d2h : s.transfers.d2h)) += n;
+}
+
+void set_memory_capacity(Device device, std::int64_t bytes) {
+  if (bytes < 0) throw std::invalid_argument("set_memory_capacity: " + std::to_string(bytes) + " bytes is negative");
+  auto& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (bytes == 0) s.capacity.erase({static_cast<int>(device.type), device.index});
+  else s.capacity[{static_cast<int>(device.type), device.index}] = bytes;
+}
+
+std::int64_t memory_capacity(Device device) {
+  auto& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  auto it = s.capacity.find({static_cast<int>(device.type), device.index});
+  return it == s.capacity.end() ? 0 : it->second;
+}
+
+namespace {
+std::string mib(std::int64_t bytes) {
+  std::ostringstream os;
+  os.precision(bytes >= 10 * 1048576 ? 1 : 2);
+  os << std::fixed << static_cast<double>(bytes) / 1048576.0 << " MiB (" << bytes << " B)";
+  return os.str();
+}
+std::string oom_message(Device device, MemTag tag, std::int64_t requested, std::int64_t capacity, const MemoryStats& m) {
+  std::ostringstream os;
+  os << "out of memory on " << device.str() << ": " << mib(requested) << " of " << tag_name(tag) << " asked for, "
+     << mib(m.current_total) << " in use of a capacity of " << mib(capacity) << " (in use:";
+  for (int t = 0; t < kNumMemTags; ++t)
+    if (m.current_bytes[static_cast<std::size_t>(t)] != 0)
+      os << " " << tag_name(static_cast<MemTag>(t)) << " " << m.current_bytes[static_cast<std::size_t>(t)] << " B";
+  os << ")";
+  return os.str();
+}
+}  // namespace
+
+OutOfMemory::OutOfMemory(Device device_, MemTag tag_, std::int64_t requested_, std::int64_t capacity_, const MemoryStats& in_use_)
+    : std::runtime_error(oom_message(device_, tag_, requested_, capacity_, in_use_)),
+      device(device_), tag(tag_), requested(requested_), capacity(capacity_), in_use(in_use_) {}
+
 void account_alloc(Device device, MemTag tag, std::int64_t bytes) {
   {
     auto& s = state();
     std::lock_guard<std::mutex> lock(s.mutex);
     MemoryStats& m = stats_for(s, device);
+    if (auto cap = s.capacity.find({static_cast<int>(device.type), device.index});
+        cap != s.capacity.end() && m.current_total + bytes > cap->second)
+      throw OutOfMemory(device, tag, bytes, cap->second, m);
     int t = static_cast<int>(tag);
     m.current_bytes[t] += bytes;
     m.current_total += bytes;

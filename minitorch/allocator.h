@@ -13,6 +13,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 
 #include "minitorch/device.h"
@@ -72,11 +73,54 @@ std::size_t cpu_cached_bytes();
 /// Returns the CPU allocator's cached blocks to the OS (like torch.cuda.empty_cache()).
 void cpu_empty_cache();
 
+/// The most bytes `device`'s pool may hold (accounted bytes: what its tensors hold, not the allocator's
+/// cache); 0 = no limit (the default). How `sim` stands in for a 24 GB GPU (docs/design.md §10).
+void set_memory_capacity(Device device, std::int64_t bytes);
+std::int64_t memory_capacity(Device device);
+
+/// An allocation the pool's capacity cannot hold: nothing was allocated. The fields say what was asked
+/// and what the pool held; the runtime adds the run's formula and its levers (runtime/out_of_memory.h).
+class OutOfMemory : public std::runtime_error {
+ public:
+  OutOfMemory(Device device, MemTag tag, std::int64_t requested, std::int64_t capacity, const MemoryStats& in_use);
+  Device device;
+  MemTag tag;
+  std::int64_t requested, capacity;
+  MemoryStats in_use;
+};
+
+/// What a copy between host and device memory carries: model states and everything the strategies move
+/// (`model`), or the run's input and output — data batches going up, the loss coming down (`io`). The
+/// report counts them apart, so offload's formulas hold to the byte (docs/report.md).
+enum class TransferPurpose : std::uint8_t { model, io };
+/// Sets the purpose of the copies made on this thread while it lives.
+class TransferScope {
+ public:
+  explicit TransferScope(TransferPurpose purpose);
+  ~TransferScope();
+  TransferScope(const TransferScope&) = delete;
+  TransferScope& operator=(const TransferScope&) = delete;
+
+ private:
+  TransferPurpose previous_;
+};
+/// Bytes copied host to device (h2d) and device to host (d2h) since the process started, by purpose.
+struct TransferStats {
+  std::int64_t h2d = 0, d2h = 0, io_h2d = 0, io_d2h = 0;
+};
+TransferStats transfer_stats();
+/// The one function through which bytes cross between host memory and a device (Tensor::to calls it):
+/// copies `bytes` from `src` on `from` to `dst` on `to` (one of them the host, `cpu`), counts them as h2d or
+/// d2h under this thread's TransferScope, and reports a `transfer` span to the event sink. `tag`: what the
+/// bytes are (the tag of the tensor moved).
+void copy_between(void* dst, Device to, const void* src, Device from, std::size_t bytes, MemTag tag);
+
 /// Accounting for one device (snapshot).
 MemoryStats memory_stats(Device device = Device::cpu());
 /// Sets every peak to the current value (call before the phase you want to measure).
 void reset_peak_memory(Device device = Device::cpu());
 /// Called by Storage on allocation / release; moves `bytes` into / out of `tag` on `device`.
+/// account_alloc throws OutOfMemory (and counts nothing) when the pool's capacity cannot hold them.
 void account_alloc(Device device, MemTag tag, std::int64_t bytes);
 void account_free(Device device, MemTag tag, std::int64_t bytes);
 /// One line per tag with current and peak, for logs.

@@ -11,11 +11,12 @@
 namespace minitorch {
 
 namespace {
-std::array<std::atomic<Backend*>, 2>& registry() {
-  static std::array<std::atomic<Backend*>, 2> slots{&cpu_backend(), nullptr};
+// The simulated accelerator's bytes are host memory: it runs the CPU kernels (docs/design.md §10).
+std::array<std::atomic<Backend*>, 3>& registry() {
+  static std::array<std::atomic<Backend*>, 3> slots{&cpu_backend(), nullptr, &cpu_backend()};
   return slots;
 }
-std::size_t slot(DeviceType t) { return t == DeviceType::cpu ? 0 : 1; }
+std::size_t slot(DeviceType t) { return static_cast<std::size_t>(t); }
 }  // namespace
 
 Backend& cpu_backend() {
@@ -24,7 +25,7 @@ Backend& cpu_backend() {
 }
 
 void register_backend(DeviceType type, Backend* kernels) {
-  if (type == DeviceType::cpu && kernels == nullptr) kernels = &cpu_backend();  // the CPU always has kernels
+  if (type != DeviceType::cuda && kernels == nullptr) kernels = &cpu_backend();  // the CPU always has kernels
   registry()[slot(type)].store(kernels);
 }
 

@@ -61,7 +61,7 @@ void binary_kernel(F f, const Tensor& a, const Tensor& b, Tensor& out) {
 // a, b: broadcastable to out_shape (any view / dtype)  ->  out: (out_shape), dtype of a
 Tensor CpuBackend::binary(BinaryOp op, const Tensor& a, const Tensor& b, const Shape& out_shape) {
   Tensor af = f32_contiguous(a), bf = f32_contiguous(b);
-  Tensor out = f32_empty(out_shape);
+  Tensor out = f32_empty(out_shape, a.device());
   switch (op) {
     case BinaryOp::add: binary_kernel(Add{}, af, bf, out); break;
     case BinaryOp::sub: binary_kernel(Sub{}, af, bf, out); break;
@@ -74,7 +74,7 @@ Tensor CpuBackend::binary(BinaryOp op, const Tensor& a, const Tensor& b, const S
 // a: any shape  ->  out: same shape, dtype of a. Eigen's array functions are vectorised (exp, log, tanh).
 Tensor CpuBackend::unary(UnaryOp op, const Tensor& a, float p0, float p1) {
   Tensor af = f32_contiguous(a);
-  Tensor out = f32_empty(a.shape());
+  Tensor out = f32_empty(a.shape(), a.device());
   const float* in = cfp(af);
   float* o = fp(out);
   parallel_for(a.numel(), kGrainElems, [&](std::int64_t s, std::int64_t e) {

@@ -175,7 +175,7 @@ Tensor CpuBackend::matmul(const Tensor& a, const Tensor& b, bool trans_a, bool t
   Shape out_shape(a.shape().begin(), a.shape().end() - 2);
   out_shape.push_back(M);
   out_shape.push_back(N);
-  Tensor out = f32_empty(out_shape);
+  Tensor out = f32_empty(out_shape, a.device());
   std::int64_t batches = shape_numel(Shape(a.shape().begin(), a.shape().end() - 2));
   const bool shared_b = b.dim() == 2;
   if (shared_b && batches > 1 && !trans_a && rows_fold(A, M)) {

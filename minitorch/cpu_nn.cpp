@@ -24,7 +24,7 @@ ops::LayerNormOut CpuBackend::layernorm(const Tensor& x, const Tensor& weight, c
   Tensor xf = f32_contiguous(x), wf = f32_contiguous(weight), bf = f32_contiguous(bias);
   const std::int64_t C = x.shape().back(), R = C ? x.numel() / C : 0;
   Shape row_shape(x.shape().begin(), x.shape().end() - 1);
-  Tensor y = f32_empty(x.shape()), mean = f32_empty(row_shape), rstd = f32_empty(row_shape);
+  Tensor y = f32_empty(x.shape(), x.device()), mean = f32_empty(row_shape, x.device()), rstd = f32_empty(row_shape, x.device());
   const float *px = cfp(xf), *pw = cfp(wf), *pb = cfp(bf);
   float *py = fp(y), *pm = fp(mean), *ps = fp(rstd);
   parallel_for(R, row_grain(C), [&](std::int64_t r0, std::int64_t r1) {
@@ -55,7 +55,7 @@ ops::LayerNormGrads CpuBackend::layernorm_backward(const Tensor& dy, const Tenso
   Tensor mf = f32_contiguous(mean), sf = f32_contiguous(rstd);
   const std::int64_t C = x.shape().back(), R = C ? x.numel() / C : 0;
   const std::int64_t nblk = (R + kRowBlock - 1) / kRowBlock;
-  Tensor dx = f32_empty(x.shape());
+  Tensor dx = f32_empty(x.shape(), x.device());
   std::vector<float> part_w(static_cast<std::size_t>(nblk * C), 0.f), part_b(static_cast<std::size_t>(nblk * C), 0.f);
   const float *pg = cfp(gf), *px = cfp(xf), *pw = cfp(wf), *pm = cfp(mf), *ps = cfp(sf);
   float* pd = fp(dx);
@@ -84,7 +84,7 @@ ops::LayerNormGrads CpuBackend::layernorm_backward(const Tensor& dy, const Tenso
       }
     }
   });
-  Tensor dweight = f32_empty({C}), dbias = f32_empty({C});
+  Tensor dweight = f32_empty({C}, x.device()), dbias = f32_empty({C}, x.device());
   for (std::int64_t j = 0; j < C; ++j) {
     double aw = 0.0, ab = 0.0;
     for (std::int64_t blk = 0; blk < nblk; ++blk) {
@@ -104,7 +104,7 @@ constexpr float kGeluScale = 0.7978845608028654f;  // sqrt(2 / pi)
 // x: any shape -> y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x³))), dtype of x
 Tensor CpuBackend::gelu(const Tensor& x) {
   Tensor xf = f32_contiguous(x);
-  Tensor y = f32_empty(x.shape());
+  Tensor y = f32_empty(x.shape(), x.device());
   const float* in = cfp(xf);
   float* out = fp(y);
   parallel_for(x.numel(), kGrainElems, [&](std::int64_t s, std::int64_t e) {
@@ -118,7 +118,7 @@ Tensor CpuBackend::gelu(const Tensor& x) {
 //   dy/dx = 0.5 (1 + tanh u) + 0.5 x (1 - tanh² u) sqrt(2/pi) (1 + 3 * 0.044715 x²);  dx = dy * dy/dx
 Tensor CpuBackend::gelu_backward(const Tensor& x, const Tensor& dy) {
   Tensor xf = f32_contiguous(x), gf = f32_contiguous(dy);
-  Tensor dx = f32_empty(x.shape());
+  Tensor dx = f32_empty(x.shape(), x.device());
   const float *in = cfp(xf), *pg = cfp(gf);
   float* out = fp(dx);
   parallel_for(x.numel(), kGrainElems, [&](std::int64_t s, std::int64_t e) {
@@ -148,7 +148,7 @@ Tensor CpuBackend::embedding(const Tensor& weight, const Tensor& idx) {
   check_ids("embedding", ids, n, V);
   Shape out_shape = idx.shape();
   out_shape.push_back(C);
-  Tensor out = Tensor::empty(out_shape, weight.dtype(), Device::cpu());
+  Tensor out = Tensor::empty(out_shape, weight.dtype(), weight.device());
   const std::size_t row_bytes = static_cast<std::size_t>(C) * dtype_size(weight.dtype());
   const char* src = static_cast<const char*>(wc.raw_data());
   char* dst = static_cast<char*>(out.raw_data());
@@ -166,7 +166,7 @@ Tensor CpuBackend::embedding_backward(const Tensor& dy, const Tensor& idx, std::
   Tensor ic = idx.contiguous(), gf = f32_contiguous(dy);
   const std::int32_t* ids = ip(ic);
   check_ids("embedding_backward", ids, n, V);
-  Tensor dw = f32_empty({V, C});
+  Tensor dw = f32_empty({V, C}, dy.device());
   const float* pg = cfp(gf);
   float* pw = fp(dw);
   parallel_for(V, row_grain(C), [&](std::int64_t v0, std::int64_t v1) {

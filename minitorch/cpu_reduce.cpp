@@ -55,13 +55,13 @@ void reduce_ori(const float* in, std::int64_t O, std::int64_t R, std::int64_t I,
 Tensor CpuBackend::sum(const Tensor& x, const std::vector<std::int64_t>& dims, bool keepdim) {
   const ReducePlan plan = plan_sum(x.shape(), dims, keepdim);
   if (x.numel() == 0) {
-    Tensor z = f32_empty(plan.out_shape);
+    Tensor z = f32_empty(plan.out_shape, x.device());
     std::fill(fp(z), fp(z) + z.numel(), 0.f);
     return f32_to(z, x.dtype());
   }
   Tensor cur = f32_contiguous(x);
   for (const auto& st : plan.steps) {  // (O, R, I) -> (O, I)
-    Tensor next = f32_empty({st.outer * st.inner});
+    Tensor next = f32_empty({st.outer * st.inner}, x.device());
     reduce_ori(cfp(cur), st.outer, st.reduced, st.inner, fp(next));
     cur = next;
   }
@@ -74,7 +74,7 @@ Tensor CpuBackend::max_last(const Tensor& x) {
   Tensor xf = f32_contiguous(x);
   const std::int64_t N = x.shape().back(), rows = x.numel() / N;
   Shape out_shape(x.shape().begin(), x.shape().end() - 1);
-  Tensor out = f32_empty(out_shape);
+  Tensor out = f32_empty(out_shape, x.device());
   const float* in = cfp(xf);
   float* o = fp(out);
   parallel_for(rows, std::max<std::int64_t>(1, kGrainElems / N), [&](std::int64_t r0, std::int64_t r1) {

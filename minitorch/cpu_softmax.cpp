@@ -54,7 +54,7 @@ void softmax_backward_row(const float* y, const float* dy, float* dx, std::int64
 // x: (..., N) -> y: (..., N), dtype of x
 Tensor CpuBackend::softmax(const Tensor& x) {
   Tensor xf = f32_contiguous(x);
-  Tensor y = f32_empty(x.shape());
+  Tensor y = f32_empty(x.shape(), x.device());
   const std::int64_t N = x.shape().back(), rows = N ? x.numel() / N : 0;
   const float* in = cfp(xf);
   float* out = fp(y);
@@ -67,7 +67,7 @@ Tensor CpuBackend::softmax(const Tensor& x) {
 // forward: y = softmax(x)  =>  dx = y * (dy - sum(dy * y))     y, dy: (..., N) -> dx: (..., N), dtype of dy
 Tensor CpuBackend::softmax_backward(const Tensor& y, const Tensor& dy) {
   Tensor yf = f32_contiguous(y), gf = f32_contiguous(dy);
-  Tensor dx = f32_empty(y.shape());
+  Tensor dx = f32_empty(y.shape(), y.device());
   const std::int64_t N = y.shape().back(), rows = N ? y.numel() / N : 0;
   const float *py = cfp(yf), *pg = cfp(gf);
   float* pd = fp(dx);
@@ -82,7 +82,7 @@ Tensor CpuBackend::softmax_backward(const Tensor& y, const Tensor& dy) {
 // x: (..., T, T) -> y: (..., T, T); row i: softmax over j <= i of scale * x, 0 for j > i
 Tensor CpuBackend::causal_softmax(const Tensor& x, float scale) {
   Tensor xf = f32_contiguous(x);
-  Tensor y = f32_empty(x.shape());
+  Tensor y = f32_empty(x.shape(), x.device());
   const std::int64_t T = x.shape().back(), rows = T ? x.numel() / T : 0;
   const float* in = cfp(xf);
   float* out = fp(y);
@@ -99,7 +99,7 @@ Tensor CpuBackend::causal_softmax(const Tensor& x, float scale) {
 // forward: y = softmax_j<=i(scale * x)  =>  dx = scale * y * (dy - sum_j<=i(dy * y)), 0 for j > i
 Tensor CpuBackend::causal_softmax_backward(const Tensor& y, const Tensor& dy, float scale) {
   Tensor yf = f32_contiguous(y), gf = f32_contiguous(dy);
-  Tensor dx = f32_empty(y.shape());
+  Tensor dx = f32_empty(y.shape(), y.device());
   const std::int64_t T = y.shape().back(), rows = T ? y.numel() / T : 0;
   const float *py = cfp(yf), *pg = cfp(gf);
   float* pd = fp(dx);
@@ -130,7 +130,7 @@ ops::CrossEntropyOut CpuBackend::cross_entropy(const Tensor& logits, const Tenso
     ++count;
   }
   Tensor xf = f32_contiguous(logits);
-  Tensor probs = f32_empty({N, V});
+  Tensor probs = f32_empty({N, V}, logits.device());
   std::vector<double> row_loss(static_cast<std::size_t>(N), 0.0);
   const float* in = cfp(xf);
   float* pp = fp(probs);
@@ -147,7 +147,8 @@ ops::CrossEntropyOut CpuBackend::cross_entropy(const Tensor& logits, const Tenso
   for (double l : row_loss) total += l;  // fixed order: same result on any number of threads
   ops::CrossEntropyOut out;
   out.loss = Tensor::full({}, count ? static_cast<float>(total / static_cast<double>(count))
-                                    : std::numeric_limits<float>::quiet_NaN());  // PyTorch: mean of nothing is nan
+                                    : std::numeric_limits<float>::quiet_NaN(),  // PyTorch: mean of nothing is nan
+                         DType::f32, logits.device());
   out.probs = probs;
   out.count = count;
   return out;
@@ -160,7 +161,7 @@ Tensor CpuBackend::cross_entropy_backward(const Tensor& probs, const Tensor& tar
   Tensor pf = f32_contiguous(probs), tc = targets.contiguous();
   const float g = f32_contiguous(dloss).item();
   const float s = count > 0 ? g / static_cast<float>(count) : 0.f;
-  Tensor dx = f32_empty({N, V});
+  Tensor dx = f32_empty({N, V}, probs.device());
   const float* pp = cfp(pf);
   const std::int32_t* tg = ip(tc);
   float* pd = fp(dx);

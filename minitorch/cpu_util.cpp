@@ -7,7 +7,7 @@
 
 namespace minitorch::cpu {
 
-Tensor f32_empty(const Shape& shape) { return Tensor::empty(shape, DType::f32, Device::cpu()); }
+Tensor f32_empty(const Shape& shape, Device device) { return Tensor::empty(shape, DType::f32, device); }
 
 void widen_bf16(const std::uint16_t* in, float* out, std::int64_t n) {
   parallel_for(n, kGrainElems, [&](std::int64_t b, std::int64_t e) {
@@ -78,14 +78,14 @@ void gather_f32(const Tensor& x, float* o) {
 
 Tensor f32_contiguous(const Tensor& x) {
   if (x.dtype() == DType::f32 && x.is_contiguous()) return x;
-  Tensor out = f32_empty(x.shape());
+  Tensor out = f32_empty(x.shape(), x.device());
   gather_f32(x, fp(out));
   return out;
 }
 
 Tensor f32_to(const Tensor& t, DType dtype) {
   if (dtype == DType::f32) return t;
-  Tensor out = Tensor::empty(t.shape(), dtype, Device::cpu());
+  Tensor out = Tensor::empty(t.shape(), dtype, t.device());
   if (is_half(dtype)) {
     narrow_half(dtype, cfp(t), static_cast<std::uint16_t*>(out.raw_data()), t.numel());
   } else {

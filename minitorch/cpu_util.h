@@ -19,8 +19,9 @@ inline std::int64_t row_grain(std::int64_t n) { return std::max<std::int64_t>(1,
 Tensor f32_contiguous(const Tensor& x);
 /// All of x's elements in row-major order into out (numel floats), widened to f32, rows in parallel.
 void gather_f32(const Tensor& x, float* out);
-/// A new contiguous f32 tensor of x's shape (uninitialised).
-Tensor f32_empty(const Shape& shape);
+/// A new contiguous f32 tensor of `shape` (uninitialised) on `device`: the kernels' inputs' device, cpu or
+/// sim (a kernel's output lives in its inputs' pool).
+Tensor f32_empty(const Shape& shape, Device device);
 /// `t` (contiguous f32) converted to `dtype`: t itself for f32, else a new bf16 / f16 tensor.
 Tensor f32_to(const Tensor& t, DType dtype);
 /// Parallel conversions of n contiguous elements.

@@ -22,6 +22,7 @@ const char* category_name(Category c) {
     case Category::comm: return "comm";
     case Category::memory: return "memory";
     case Category::phase: return "phase";
+    case Category::transfer: return "transfer";
   }
   return "?";
 }

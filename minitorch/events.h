@@ -37,7 +37,8 @@ enum class Category : std::uint8_t {
   compute,  ///< forward / backward of a module, optimizer step, recomputation
   comm,     ///< a collective or point-to-point transfer
   memory,   ///< an allocation or release (tag, bytes)
-  phase     ///< a marker in the step (micro-step begins, boundary, optimizer step)
+  phase,    ///< a marker in the step (micro-step begins, boundary, optimizer step)
+  transfer  ///< a copy between host and device memory: name "h2d" or "d2h", bytes, tag; scope "io" for batches and the loss
 };
 enum class Kind : std::uint8_t {
   begin,    ///< a span starts (paired with an `end` of the same id)
@@ -60,7 +61,7 @@ struct Event {
   std::int64_t range_begin = -1;     ///< comm: the flat range [begin, end) moved, -1 if not flat
   std::int64_t range_end = -1;
   MemTag tag = MemTag::other;        ///< memory: the allocation's tag
-  int device = 0;                    ///< memory: 0 = the host (cpu), 1 + index for cuda:index
+  int device = 0;                    ///< memory: 0 = the host (cpu), 1 + index for the accelerator (cuda:index, sim)
   int peer = -1;                     ///< comm point-to-point: the other rank (its world rank)
   std::int64_t step = -1;            ///< phase: the optimizer step (0-based), where known
   std::int64_t micro_step = -1;      ///< phase / compute: the micro-step inside the step, where known

@@ -3,8 +3,14 @@
 namespace minitorch {
 
 std::shared_ptr<Storage> Storage::allocate(std::size_t nbytes, Device device, MemTag tag) {
-  void* data = device_allocator(device.type).allocate(nbytes, device.index);
-  account_alloc(device, tag, static_cast<std::int64_t>(nbytes));
+  account_alloc(device, tag, static_cast<std::int64_t>(nbytes));  // first: a pool over its capacity throws
+  void* data = nullptr;
+  try {
+    data = device_allocator(device.type).allocate(nbytes, device.index);
+  } catch (...) {
+    account_free(device, tag, static_cast<std::int64_t>(nbytes));
+    throw;
+  }
   return std::shared_ptr<Storage>(new Storage(data, nbytes, device, tag));
 }
 

@@ -17,8 +17,8 @@ bool is_row_major(const Shape& shape, const Shape& strides) {
 
 namespace {
 void require_cpu(const Tensor& t, const char* what) {
-  if (!t.device().is_cpu())
-    throw std::invalid_argument(std::string(what) + ": " + t.describe() + " is not on the CPU");
+  if (!t.device().is_host_memory())
+    throw std::invalid_argument(std::string(what) + ": " + t.describe() + " is not in host memory (cpu or sim)");
 }
 }  // namespace
 

@@ -301,20 +301,22 @@ Tensor Tensor::to(Device dev) const {
   if (dev == device()) return *this;
   Tensor src = contiguous();
   Tensor out = empty(shape(), dtype(), dev);
-  if (src.device().is_cpu())
-    device_allocator(dev.type).copy_from_host(out.raw_data(), src.raw_data(), nbytes(), dev.index);
-  else if (dev.is_cpu())
-    device_allocator(src.device().type).copy_to_host(out.raw_data(), src.raw_data(), nbytes(), src.device().index);
-  else
-    return src.to(Device::cpu()).to(dev);
+  if (!src.device().is_cpu() && !dev.is_cpu()) return src.to(Device::cpu()).to(dev);  // through the host
+  copy_between(out.raw_data(), dev, src.raw_data(), src.device(), nbytes(), src.storage() ? src.storage()->tag() : current_tag());
   return out;
 }
 
 void Tensor::copy_(const Tensor& src) {
   if (src.shape() != shape())
     throw std::invalid_argument("copy_: shape " + shape_str(src.shape()) + " into " + describe());
-  if (src.device() != device()) {  // cross-device: move whole bytes first, then copy on our device
-    copy_(src.contiguous().to(device()));
+  if (src.device() != device()) {
+    if (src.dtype() == dtype() && src.is_contiguous() && is_contiguous() && (src.device().is_cpu() || device().is_cpu())) {
+      // the bytes straight across (offload's gradient shard down, its parameters up): no staging copy
+      copy_between(raw_data(), device(), src.raw_data(), src.device(), nbytes(),
+                   src.storage() ? src.storage()->tag() : current_tag());
+      return;
+    }
+    copy_(src.contiguous().to(device()));  // else move whole bytes first, then copy on our device
     return;
   }
   backend(device()).copy_(*this, src);

@@ -71,7 +71,12 @@ Tensor GPT::embed(const Tensor& idx) const {
   // Positions by lookup, not as a view of wpe.weight, so wpe's forward runs with its hooks (ZeRO-3
   // gathers the table there) and no view of the parameter outlives the forward.
   Tensor tok = wte->forward(idx);                                 // (B, T, C)
-  Tensor pos = wpe->forward(Tensor::arange(T).to(idx.device()));  // (T, C): rows 0..T-1 of wpe
+  Tensor positions;
+  {
+    TransferScope io(TransferPurpose::io);  // on a device, 0..T-1 go up with the tokens: the run's input
+    positions = Tensor::arange(T).to(idx.device());
+  }
+  Tensor pos = wpe->forward(positions);  // (T, C): rows 0..T-1 of wpe
   return ag::add(tok, pos);                                       // (B, T, C), pos broadcast over B
 }
 

@@ -117,12 +117,12 @@ float PipelineEngine::train_batch(const data::BatchSampler& sampler) {
     Micro* mb = in.micro >= 0 ? &live[in.micro] : nullptr;
     switch (in.op) {
       case Op::load:
-        mb->batch = sampler.sample(grid_.dp_rank, step, grid_.dp_size, in.micro, M);
+        mb->batch = engine_->on_device(sampler.sample(grid_.dp_rank, step, grid_.dp_size, in.micro, M));
         break;
       case Op::recv_act: {  // from stage s-1, into a comm buffer that backward will differentiate to
         // BEGIN SOLUTION L09.3
         TagScope scope(MemTag::comm);
-        mb->input = Tensor::empty(act_shape, act_dtype);
+        mb->input = Tensor::empty(act_shape, act_dtype, engine_->device());
         pipe.recv(mb->input, in.peer, kActivationTag);
         mb->input.set_requires_grad(true);
         // END SOLUTION
@@ -148,7 +148,7 @@ float PipelineEngine::train_batch(const data::BatchSampler& sampler) {
       case Op::recv_grad: {  // dL/d(this stage's output), from stage s+1
         // BEGIN SOLUTION L09.3
         TagScope scope(MemTag::comm);
-        mb->grad_output = Tensor::empty(mb->output.shape(), mb->output.dtype());
+        mb->grad_output = Tensor::empty(mb->output.shape(), mb->output.dtype(), mb->output.device());
         pipe.recv(mb->grad_output, in.peer, kGradientTag);
         // END SOLUTION
         break;
@@ -158,7 +158,7 @@ float PipelineEngine::train_batch(const data::BatchSampler& sampler) {
                                 slice_name('B', in.micro).c_str(), "", in.micro);
         const Clock::time_point a = Clock::now();
         // the last stage seeds its loss with loss_scale / M, the others with the received gradient
-        const Tensor seed = plan().head ? Tensor::full(mb->output.shape(), engine_->loss_gradient()) : mb->grad_output;
+        const Tensor seed = plan().head ? Tensor::full(mb->output.shape(), engine_->loss_gradient(), DType::f32, mb->output.device()) : mb->grad_output;
         engine_->run_backward(in.micro, mb->output, seed);
         const Clock::time_point b = Clock::now();
         busy += ms_between(a, b);
@@ -204,7 +204,7 @@ void PipelineEngine::reduce_tied() {
   if (!tied_.defined()) return;
   const int last = stages() - 1;
   if (stage() == last) {  // its head's gradient goes to the first stage, which owns the weight
-    Tensor g = tied_.grad().defined() ? tied_.grad() : Tensor::zeros(tied_.shape(), tied_.dtype());
+    Tensor g = tied_.grad().defined() ? tied_.grad() : Tensor::zeros(tied_.shape(), tied_.dtype(), tied_.device());
     grid_.pipe->send(g, 0, kTiedGradientTag);
     tied_bytes_ += static_cast<std::int64_t>(g.nbytes());
     tied_.set_grad(Tensor());
@@ -212,7 +212,7 @@ void PipelineEngine::reduce_tied() {
     Tensor head_grad;
     {
       TagScope scope(MemTag::comm);
-      head_grad = Tensor::empty(tied_.shape(), tied_.dtype());
+      head_grad = Tensor::empty(tied_.shape(), tied_.dtype(), tied_.device());
     }
     grid_.pipe->recv(head_grad, last, kTiedGradientTag);
     Tensor g = tied_.grad();
@@ -315,10 +315,10 @@ float PipelineEngine::evaluate(const data::BatchSampler& val_sampler, std::int64
   double total = 0;
   for (std::int64_t i = 0; i < iters; ++i) {
     Micro mb;
-    mb.batch = val_sampler.batch(static_cast<std::uint64_t>(i));
+    mb.batch = engine_->on_device(val_sampler.batch(static_cast<std::uint64_t>(i)));
     if (s > 0) {
       mb.input = Tensor::empty({val_sampler.batch_size(), val_sampler.block_size(), model_->config().n_embd},
-                               held_.front().second.dtype());
+                               held_.front().second.dtype(), engine_->device());
       pipe.recv(mb.input, s - 1, kActivationTag);
     }
     Tensor out = stage_forward(mb);

@@ -13,6 +13,7 @@
 
 #include "minitorch/json_limits.h"
 #include "nn/gpt_config.h"
+#include "runtime/byte_size.h"
 #include "runtime/config_reader.h"
 #include "runtime/config_spellings.h"
 
@@ -35,7 +36,7 @@ void parse_offload(const json& j, const std::string& name, Config& c, OffloadCon
     r.fail(name + ".device \"nvme\" (ZeRO-Infinity's NVMe offload) is not implemented yet; use \"none\"");
   r.get("pin_memory", out.pin_memory);
   if (name.ends_with("offload_optimizer")) r.get("ratio", out.ratio);
-  r.finish(c.warnings, c.zero.stage);
+  r.finish(c.warnings, c.zero.stage);  // a ratio below 1 (partial offload): not implemented yet, the table says
 }
 
 void parse_zero(const json& j, Config& c) {
@@ -57,12 +58,8 @@ void parse_zero(const json& j, Config& c) {
     parse_offload(*o, "zero_optimization.offload_optimizer", c, z.offload_optimizer);
   if (const json* o = r.object("offload_param"))
     parse_offload(*o, "zero_optimization.offload_param", c, z.offload_param);
-  // DeepSpeed's validator (offload_ratio_check), whatever the device.
-  if (z.offload_optimizer.ratio < 1.0 && z.stage != 3)
-    r.fail("Partial offloading only supported for ZeRO Stage 3. (zero_optimization.offload_optimizer.ratio is " +
-           json(z.offload_optimizer.ratio).dump() + " at stage " + std::to_string(z.stage) + "; remove ratio or use stage 3)");
-  r.finish(c.warnings, z.stage);  // offload to "cpu" stops here while not implemented
-  // DeepSpeed's placement rules, for when offloading lands.
+  r.finish(c.warnings, z.stage);
+  // DeepSpeed's placement rules.
   if (z.offload_optimizer.enabled() && z.stage == 0)
     r.fail("zero_optimization.offload_optimizer needs ZeRO stage 1, 2 or 3 (stage is 0)");
   if (z.offload_param.enabled() && z.stage != 3)
@@ -232,6 +229,27 @@ void parse_comm(const json& j, Config& c) {
   r.finish(c.warnings);
 }
 
+void parse_device(const json& j, Config& c) {
+  SectionReader r(j, "device", c.source);
+  r.get("type", c.device.type, {"cpu", "sim", "cuda"});
+  if (const json* m = j.contains("memory") ? &j.at("memory") : nullptr) {
+    r.known("memory");
+    if (c.device.type != "sim")
+      r.fail("device.memory is the simulated accelerator's capacity: it applies to \"type\": \"sim\" only, not \"" +
+             c.device.type + "\"; remove it, or set device.type to \"sim\"");
+    if (!m->is_string() && !m->is_number())
+      r.fail("device.memory must be a size: a string such as \"24MiB\" or a number of bytes");
+    try {
+      c.device.memory = parse_byte_size(m->is_string() ? m->get<std::string>() : m->dump());
+    } catch (const std::invalid_argument& e) {
+      r.fail(std::string("device.memory: ") + e.what());
+    }
+    if (c.device.memory == 0)
+      r.fail("device.memory is 0 bytes: give the simulated accelerator's capacity (e.g. \"24MiB\"), or remove the key for no limit");
+  }
+  r.finish(c.warnings);
+}
+
 /// DeepSpeed's _set_batch_related_parameters + _batch_assertion, messages verbatim.
 void resolve_batch(Config& c, bool has_train, bool has_micro, bool has_gas) {
   const std::int64_t W = c.data_parallel_size;
@@ -350,6 +368,7 @@ Config Config::from_json(const std::string& text, int world_size, const std::str
            " blocks (model.n_layer): a segment is at most the whole stack");
   if (const json* t = r.object("training")) parse_training(*t, c);
   if (const json* cm = r.object("comm")) parse_comm(*cm, c);
+  if (const json* d = r.object("device")) parse_device(*d, c);
   r.finish(c.warnings, c.zero.stage);  // unknown top-level keys: warnings
   if (c.pipeline.stages > c.model.n_layer)
     r.fail("pipeline.stages (" + std::to_string(c.pipeline.stages) + ") is more than the model's " +

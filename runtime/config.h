@@ -27,7 +27,8 @@
 /// - `pipeline`: {stages, schedule "gpipe"|"1f1b"} and partition_method (pipeline/engine.h);
 /// - `activation_checkpointing`: {"enabled": bool, "segment_size": blocks per segment (default 1)};
 /// - `comm`: {"timeout_s": seconds > 0} — how long a rank waits in one collective or receive before
-///   it ends the job (dist::ProcessGroup::set_timeout).
+///   it ends the job (dist::ProcessGroup::set_timeout);
+/// - `device`: {"type": "cpu"|"sim"|"cuda", "memory": sim's capacity, "24MiB" or bytes} (DeviceConfig).
 ///
 /// \code
 ///   auto cfg = minitorch::runtime::Config::from_file("configs/ddp.json", /*world_size=*/4);
@@ -119,6 +120,15 @@ struct ActivationCheckpointingConfig {
   std::int64_t segment_size = 1;  ///< blocks per checkpointed segment, 1 to n_layer
 };
 
+/// `device` (ours): where each rank computes (docs/config.md). `type`: "cpu" (the default), "sim" (the
+/// simulated accelerator: CPU kernels, its own memory pool) or "cuda" (the GPU of the rank's local rank);
+/// `memory`: sim's capacity in bytes ("24MiB" or a number of bytes; absent = no limit). The tools'
+/// --device and --device-memory override them.
+struct DeviceConfig {
+  std::string type = "cpu";
+  std::int64_t memory = 0;  ///< bytes; 0 = no limit
+};
+
 /// `comm` (ours): communication between ranks.
 struct CommConfig {
   double timeout_s = 300;  ///< dist::kDefaultTimeoutSeconds; the engine sets it on its group
@@ -147,6 +157,7 @@ struct Config {
   PipelineConfig pipeline;
   ActivationCheckpointingConfig activation_checkpointing;
   CommConfig comm;
+  DeviceConfig device;
 
   std::vector<std::string> warnings;  ///< unknown top-level keys, keys accepted without effect
   std::string source = "<string>";    ///< file name, for messages

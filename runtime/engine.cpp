@@ -7,6 +7,7 @@
 #include "autograd/engine.h"
 #include "minitorch/events.h"
 #include "runtime/model_budget.h"
+#include "runtime/out_of_memory.h"
 #include "zero/make_strategy.h"
 #include "zero/step_frames.h"
 
@@ -56,7 +57,7 @@ Engine::Engine(std::shared_ptr<nn::GPT> model, Config config, dist::ProcessGroup
     device_ = p.device();
     break;
   }
-  if (!device_.is_cpu()) check_device_support();
+  if (device_.is_cuda()) check_device_support();  // sim runs the CPU kernels: everything the CPU runs
   if (config_.optimizer.type != OptimizerType::adamw)
     throw ConfigError(config_.source + ": optimizer '" + config_.optimizer.type_name +
                       "' is not available in the engine yet; use AdamW");
@@ -68,7 +69,11 @@ Engine::Engine(std::shared_ptr<nn::GPT> model, Config config, dist::ProcessGroup
     scaler_ = std::make_unique<LossScaler>(config_.fp16);
   }
   if (group_) group_->set_timeout(config_.comm.timeout_s);  // before the strategy's first broadcast
-  strategy_ = zero::make_strategy(model_, config_.strategy(), group_, part_.params.empty() ? nullptr : &part_.params);
+  try {
+    strategy_ = zero::make_strategy(model_, config_.strategy(), group_, part_.params.empty() ? nullptr : &part_.params);
+  } catch (const OutOfMemory& e) {
+    throw_explained(e);
+  }
   // ZeRO partitions the model states over the data-parallel ranks; on one rank the shard is the whole model,
   // and make_strategy runs single-rank training instead of a stage with N = 1 (the same arithmetic, none of
   // the collectives). Said, not silent: the report's zero_stage is 0 beside config_zero_stage.
@@ -94,15 +99,26 @@ void Engine::check_device_support() const {
                       " is not available: the f16 kernels exist on the CPU only; use bf16 (bf16.enabled) on the GPU");
 }
 
+MemoryRun Engine::memory_run() const {
+  MemoryRun run = memory_run_for(config_, model_->config(), dp_rank());
+  if (strategy_) run.zero_stage = strategy_->zero_stage();
+  return run;
+}
+
+void Engine::throw_explained(const OutOfMemory& e) const { throw OutOfMemoryError(explain_out_of_memory(e, memory_run())); }
+
 data::Batch Engine::on_device(data::Batch b) const {
   if (device_.is_cpu()) return b;
+  TransferScope io(TransferPurpose::io);  // the run's input: counted apart from model states
   b.x = b.x.to(device_);
   b.y = b.y.to(device_);
   return b;
 }
 
-Tensor Engine::forward(const Tensor& idx, const Tensor& targets) {
+Tensor Engine::forward(const Tensor& idx, const Tensor& targets) try {
   return run_forward(micro_in_step(), [&] { return model_->loss(idx, targets); });
+} catch (const OutOfMemory& e) {
+  throw_explained(e);
 }
 
 Tensor Engine::run_forward(std::int64_t micro, const std::function<Tensor()>& compute) {
@@ -148,8 +164,10 @@ float Engine::loss_gradient() const {
   return static_cast<float>(loss_scale() / static_cast<double>(config_.gradient_accumulation_steps));
 }
 
-void Engine::backward(const Tensor& loss) {
+void Engine::backward(const Tensor& loss) try {
   run_backward(micro_in_step(), loss, Tensor::full(loss.shape(), loss_gradient(), DType::f32, loss.device()));
+} catch (const OutOfMemory& e) {
+  throw_explained(e);
 }
 
 void Engine::run_backward(std::int64_t micro, const Tensor& output, const Tensor& grad_output) {
@@ -185,7 +203,7 @@ void Engine::count_micro_step() {
   ++micro_steps_;
 }
 
-bool Engine::step() {
+bool Engine::step() try {
   auto t0 = Clock::now();
   const bool boundary = is_gradient_accumulation_boundary();
   if (!boundary) {
@@ -207,6 +225,10 @@ bool Engine::step() {
     t0 = Clock::now();
     const MemoryStats m = memory_stats(device_);  // reduced gradients, not yet updated (docs/design.md §9)
     measured_states_ = {m.current(MemTag::param), m.current(MemTag::grad), m.current(MemTag::optim)};
+    if (!device_.is_cpu()) {  // the host's share (ZeRO-Offload's master, m, v and staging)
+      const MemoryStats h = memory_stats(Device::cpu());
+      measured_host_states_ = {h.current(MemTag::param), h.current(MemTag::grad), h.current(MemTag::optim)};
+    }
     events::Span span(events::Category::compute, "optimizer_step");
     // DeepSpeed: scheduler.step() follows optimizer.step(), so update k uses lr(k - 1); a skipped
     // (fp16 overflow) step does not step the scheduler.
@@ -234,6 +256,8 @@ bool Engine::step() {
   last_times_ = times_;
   times_ = StepTimes{};
   return true;
+} catch (const OutOfMemory& e) {
+  throw_explained(e);
 }
 
 float Engine::train_batch(const data::BatchSampler& sampler) {
@@ -242,7 +266,10 @@ float Engine::train_batch(const data::BatchSampler& sampler) {
   for (std::int64_t m = 0; m < G; ++m) {
     data::Batch b = on_device(sampler.sample(dp_rank(), global_steps_, dp_size(), m, G));
     Tensor loss = forward(b.x, b.y);
-    const float l = loss.to(Device::cpu()).item();
+    const float l = [&] {
+      TransferScope io(TransferPurpose::io);  // the loss read back for the log: not model-state traffic
+      return loss.to(Device::cpu()).item();
+    }();
     if (!std::isfinite(l) && std::isfinite(bad_loss_)) bad_loss_ = l;  // step() stops the run, on every rank
     total += l;
     backward(loss);
@@ -251,22 +278,25 @@ float Engine::train_batch(const data::BatchSampler& sampler) {
   float mean = static_cast<float>(total / static_cast<double>(G));
   if (group_) {  // the mean over ranks, for the log: not part of the step's gradient traffic
     dist::NoRecordScope not_counted(*group_);
-    Tensor l = Tensor::full({1}, mean);
+    Tensor l = Tensor::full({1}, mean, DType::f32, group_->device());
     group_->all_reduce(l, dist::ReduceOp::avg);
     mean = l.item();
   }
   return mean;
 }
 
-float Engine::evaluate(const data::BatchSampler& val_sampler, std::int64_t iters) {
+float Engine::evaluate(const data::BatchSampler& val_sampler, std::int64_t iters) try {
   autograd::NoGradGuard no_grad;
   TagScope scope(MemTag::activation);
+  TransferScope io(TransferPurpose::io);
   double total = 0;
   for (std::int64_t i = 0; i < iters; ++i) {
     data::Batch b = on_device(val_sampler.batch(static_cast<std::uint64_t>(i)));
     total += model_->loss(b.x, b.y).to(Device::cpu()).item();
   }
   return static_cast<float>(total / static_cast<double>(iters));
+} catch (const OutOfMemory& e) {
+  throw_explained(e);
 }
 
 std::string Engine::diverged_message() const {

@@ -38,6 +38,7 @@
 #include "optim/lr_schedule.h"
 #include "runtime/config.h"
 #include "runtime/loss_scaler.h"
+#include "runtime/out_of_memory.h"
 #include "zero/strategy.h"
 
 namespace minitorch::runtime {
@@ -142,6 +143,11 @@ class Engine {
   /// Where this rank computes: the device of the model's parameters when the engine was built (the tool
   /// moves the model there first, as DeepSpeed's initialize does: `--device`). Batches are uploaded to it.
   Device device() const { return device_; }
+  /// This run as the out-of-memory explanation sees it (rank, N, stage, Ψ, the model, the config).
+  MemoryRun memory_run() const;
+  /// The micro-batch on this rank's device: uploaded (h2d, counted as `io`) on a GPU or sim rank; the
+  /// same tensors on the CPU.
+  data::Batch on_device(data::Batch b) const;
   /// Data-parallel rank and size (0 and 1 without a group).
   int dp_rank() const { return group_ ? group_->rank() : 0; }
   int dp_size() const { return group_ ? group_->size() : 1; }
@@ -150,6 +156,9 @@ class Engine {
   /// Model-state bytes measured by the allocator (tags param, grad, optim on this rank) at the last
   /// optimizer step, after the gradients were reduced and before the update (docs/design.md §9).
   const zero::ModelStateBytes& measured_model_states() const { return measured_states_; }
+  /// The same tags in the host pool, on a rank whose device is not the host (sim, cuda): with ZeRO-Offload,
+  /// the optimizer's master, m, v and the staging copies.
+  const zero::ModelStateBytes& measured_host_model_states() const { return measured_host_states_; }
   /// "time (ms) | forward: .. | backward: .. | backward_allreduce: .. | step: .." plus, once, the legend.
   std::string wall_clock_report(bool with_legend) const;
 
@@ -170,12 +179,13 @@ class Engine {
   float bad_loss_ = 0;  ///< the first non-finite micro-batch loss of the current step (0: none)
   std::string diverged_message() const;
   void check_device_support() const;
+  /// An allocation beyond the device's capacity, rethrown as OutOfMemoryError with the run's formula
+  /// and levers (runtime/out_of_memory.h).
+  [[noreturn]] void throw_explained(const OutOfMemory& e) const;
   StepTimes times_, last_times_;
-  zero::ModelStateBytes measured_states_;
+  zero::ModelStateBytes measured_states_, measured_host_states_;
   dist::ProcessGroup* group_ = nullptr;
   Device device_ = Device::cpu();
-  /// The micro-batch on this rank's device (h2d on a GPU; the same tensors on the CPU).
-  data::Batch on_device(data::Batch b) const;
 };
 
 /// DeepSpeed's entry point: `deepspeed.initialize(model=..., config=...)`; `group` = the

@@ -1,5 +1,7 @@
 #include "runtime/formulas.h"
 
+#include "minitorch/not_implemented.h"
+
 #include <stdexcept>
 #include <string>
 
@@ -17,6 +19,19 @@ ModelStateEstimate model_state_bytes(int stage, double psi, int world, BytesPerP
     case 3: return {b.P * psi / n, b.G * psi / n, b.K * psi / n};  // + parameters
   }
   throw std::invalid_argument("model_state_bytes: ZeRO stage must be 0..3, got " + std::to_string(stage));
+}
+
+OffloadEstimate offload_state_bytes(int stage, double psi, int world, BytesPerParameter b) {
+  if (stage < 1 || stage > 3)
+    throw std::invalid_argument("offload_state_bytes: offload_optimizer needs ZeRO stage 1, 2 or 3, got " + std::to_string(stage));
+  const double shard = psi / static_cast<double>(world);
+  OffloadEstimate e;
+  const ModelStateEstimate on = model_state_bytes(stage, psi, world, b);
+  e.device = {on.param, on.grad, 0};
+  e.host = {b.P == 2 ? 2 * shard : 0, b.G * shard, 12 * shard};
+  e.d2h = b.G * shard;
+  e.h2d = b.P * shard;
+  return e;
 }
 
 double comm_elements_per_step(int stage, double psi, int world, int micro_steps) {

@@ -32,6 +32,22 @@ struct ModelStateEstimate {
 };
 ModelStateEstimate model_state_bytes(int stage, double psi, int world, BytesPerParameter b);
 
+/// ZeRO-Offload (zero_optimization.offload_optimizer.device "cpu", stages 1-3; docs/design.md §10): the
+/// optimizer's f32 master, m and v of the rank's shard (12 bytes per element in either precision) and a
+/// staging copy of its gradient shard (G) live on the host, with, in 16-bit training, the 16-bit copy of
+/// the updated shard the host AdamW writes (P = 2; an f32 run uploads the master itself). Per optimizer
+/// step the gradient shard goes down once (G·Ψ/N bytes, after accumulation) and the updated parameters
+/// come up (P·Ψ/N). Device, host and transfers per rank:
+///
+///   device   stage 1: (P+G)Ψ        2: PΨ + GΨ/N        3: (P+G)Ψ/N        (no optimizer state)
+///   host     16Ψ/N: optim 12Ψ/N, grad GΨ/N, param (P = 2 ? 2 : 0)Ψ/N
+///   d2h GΨ/N, h2d PΨ/N per step
+struct OffloadEstimate {
+  ModelStateEstimate device, host;
+  double d2h = 0, h2d = 0;
+};
+OffloadEstimate offload_state_bytes(int stage, double psi, int world, BytesPerParameter b);
+
 /// Elements one rank sends per optimizer step with `micro_steps` of accumulation (ring volume).
 double comm_elements_per_step(int stage, double psi, int world, int micro_steps);
 

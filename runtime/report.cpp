@@ -16,8 +16,20 @@ RunReport::RunReport(const Engine& engine, dist::ProcessGroup* group) : engine_(
 void RunReport::on_event(const events::Event& e) {
   if (e.category == events::Category::phase && (e.name == "step_begin" || e.name == "step_end")) {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (e.name == "step_begin") this_step_ = {};
-    else last_step_ = this_step_;  // what runs between steps (evaluation) is not step traffic
+    if (e.name == "step_begin") {
+      this_step_ = {};
+      this_step_transfers_ = {};
+    } else {  // what runs between steps (evaluation) is not step traffic
+      last_step_ = this_step_;
+      last_step_transfers_ = this_step_transfers_;
+    }
+    return;
+  }
+  if (e.category == events::Category::transfer && e.kind == events::Kind::begin) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const bool up = e.name == "h2d", io = e.scope == "io";
+    TransferStats& t = this_step_transfers_;
+    (up ? (io ? t.io_h2d : t.h2d) : (io ? t.io_d2h : t.d2h)) += e.bytes;
     return;
   }
   if (e.category != events::Category::comm || e.kind != events::Kind::begin) return;
@@ -55,6 +67,10 @@ ordered_json RunReport::rank_json() const {
   r["device"] = engine_.device().str();
   const zero::ModelStateBytes& ms = engine_.measured_model_states();
   r["model_states"] = {{"param", ms.param}, {"grad", ms.grad}, {"optim", ms.optim}};
+  if (!engine_.device().is_cpu()) {
+    const zero::ModelStateBytes& h = engine_.measured_host_model_states();
+    r["host_model_states"] = {{"param", h.param}, {"grad", h.grad}, {"optim", h.optim}};
+  }
   r["memory"] = memory_json(memory_stats(engine_.device()));  // the pool the rank computes in
   if (!engine_.device().is_cpu()) r["host_memory"] = memory_json(memory_stats(Device::cpu()));
   ordered_json comm;
@@ -64,11 +80,15 @@ ordered_json RunReport::rank_json() const {
       comm[kOps[i]] = {{"calls", last_step_[i].calls}, {"elements", last_step_[i].elements}, {"bytes", last_step_[i].bytes}};
   }
   r["comm_last_step"] = comm;
-  // Nothing moves between host and device or to disk on a CPU rank without offload: zeros, measured
-  // by the same fields that offload will fill. A GPU rank's copies are not counted yet: no field, rather
-  // than zeros that would be wrong (docs/report.md).
-  if (engine_.device().is_cpu())
-    r["transfers_last_step"] = {{"h2d", 0}, {"d2h", 0}, {"disk_read", 0}, {"disk_write", 0}};
+  // Every copy between host and device memory goes through minitorch::copy_between (Tensor::to), which
+  // reports it; the run's input and output (batches up, the loss down) are counted apart as io_*.
+  // Nothing is written to disk during a step yet (NVMe offload is not implemented): zeros.
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const TransferStats& t = last_step_transfers_;
+    r["transfers_last_step"] = {{"h2d", t.h2d}, {"d2h", t.d2h}, {"io_h2d", t.io_h2d}, {"io_d2h", t.io_d2h},
+                                {"disk_read", 0}, {"disk_write", 0}};
+  }
   return r;
 }
 
@@ -113,6 +133,16 @@ ordered_json RunReport::to_json(const std::vector<ordered_json>& ranks) const {
       {"comm_bytes_per_step", elements * comm_bytes},
       {"comm_dtype", comm_bytes == 4 ? "f32" : c.fp16.enabled ? "f16" : "bf16"},
       {"comm_text", stage <= 1 ? "2(N−1)/N·Ψ" : stage == 2 ? "(G+1)(N−1)/N·Ψ" : "3G(N−1)/N·Ψ"}};
+  if (c.zero.offload_optimizer.enabled() && stage >= 1) {  // ZeRO-Offload (formulas.h): device, host, transfers
+    const OffloadEstimate o = offload_state_bytes(stage, static_cast<double>(psi), n, b);
+    j["formulas"]["model_states"] = {{"param", o.device.param}, {"grad", o.device.grad}, {"optim", o.device.optim},
+                                     {"total", o.device.total()}};
+    j["formulas"]["model_states_text"] = stage == 1 ? "(P+G)Ψ" : stage == 2 ? "PΨ + GΨ/N" : "(P+G)Ψ/N";
+    j["formulas"]["host_model_states"] = {{"param", o.host.param}, {"grad", o.host.grad}, {"optim", o.host.optim},
+                                          {"total", o.host.total()}};
+    j["formulas"]["host_model_states_text"] = "16Ψ/N";
+    j["formulas"]["transfers_per_step"] = {{"d2h", o.d2h}, {"h2d", o.h2d}, {"d2h_text", "GΨ/N"}, {"h2d_text", "PΨ/N"}};
+  }
   return j;
 }
 

@@ -69,6 +69,7 @@ class RunReport : public events::Sink {
   mutable std::mutex mutex_;
   std::array<CommCount, kOps.size()> this_step_{};  // since the last step_begin
   std::array<CommCount, kOps.size()> last_step_{};  // this_step_ at the last step_end: the last optimizer step
+  TransferStats this_step_transfers_{}, last_step_transfers_{};  // host <-> device bytes, the same way
 };
 
 }  // namespace minitorch::runtime

@@ -24,7 +24,7 @@ inline const std::string& verse_corpus() {
 }
 
 /// An engine for `json` on `group` (nullptr: one rank), its model drawn from `init_seed` (default:
-/// training.seed), with the training sampler of the config.
+/// training.seed) and moved to `device` (as the tools do), with the training sampler of the config.
 struct TrainRun {
   minitorch::runtime::Config cfg;
   minitorch::data::TextDataset ds;
@@ -32,7 +32,8 @@ struct TrainRun {
   std::unique_ptr<minitorch::data::BatchSampler> sampler;
 
   explicit TrainRun(const std::string& json, minitorch::dist::ProcessGroup* group = nullptr,
-                    std::optional<std::uint64_t> init_seed = std::nullopt)
+                    std::optional<std::uint64_t> init_seed = std::nullopt,
+                    minitorch::Device device = minitorch::Device::cpu())
       : cfg(minitorch::runtime::Config::from_json(json, group ? group->size() : 1)),
         ds(minitorch::data::TextDataset::from_text(verse_corpus(), minitorch::data::make_tokenizer("char", verse_corpus()),
                                                    cfg.model.block_size)) {
@@ -43,6 +44,7 @@ struct TrainRun {
       TagScope scope(MemTag::param);
       model = std::make_shared<nn::GPT>(runtime::model_config(cfg, ds.tokenizer().vocab_size()), gen);
     }
+    model->to(device);
     engine = runtime::initialize(model, cfg, group);
     sampler = std::make_unique<data::BatchSampler>(ds.tokens_ptr(data::Split::train), cfg.train_micro_batch_size_per_gpu,
                                                    cfg.model.block_size, cfg.training.seed);

@@ -5,7 +5,12 @@
 #include <stdexcept>
 #include <string>
 
+#include <optional>
+
+#include "minitorch/allocator.h"
 #include "minitorch/device.h"
+#include "runtime/byte_size.h"
+#include "runtime/config.h"
 #include "runtime/config_error.h"
 #if MINITORCH_WITH_CUDA
 #include "cuda/cuda.h"
@@ -30,10 +35,15 @@ inline LocalRank local_rank_from_environment() {
   return {number("OMPI_COMM_WORLD_LOCAL_RANK", 0), number("OMPI_COMM_WORLD_LOCAL_SIZE", 1)};
 }
 
-/// The help text of --device.
+/// The help text of --device and --device-memory.
 inline constexpr const char* kDeviceHelp =
-    "where each rank computes: cpu (default); cuda = the GPU numbered by the rank's local rank on its node (one rank "
-    "per GPU, as DeepSpeed's launcher maps them); cuda:N = GPU N for every rank of the node (ranks share it)";
+    "where each rank computes (overrides the config's device.type): cpu (default); sim = a simulated accelerator (the "
+    "CPU kernels, but its own memory pool, with a capacity from --device-memory, and every host<->device copy "
+    "counted); cuda = the GPU numbered by the rank's local rank on its node (one rank per GPU, as DeepSpeed's launcher "
+    "maps them); cuda:N = GPU N for every rank of the node (ranks share it)";
+inline constexpr const char* kDeviceMemoryHelp =
+    "the simulated accelerator's capacity per rank (overrides the config's device.memory; --device sim): 24MiB, 1.5GB, or "
+    "a number of bytes";
 
 /// The device `--device TEXT` names for this rank, ready to use: for a GPU, the CUDA kernels are registered
 /// and it is this thread's current device. A name that is no device, a build without the CUDA layer, a
@@ -41,15 +51,14 @@ inline constexpr const char* kDeviceHelp =
 /// (exit status 2) that says what to do.
 inline Device choose_device(const std::string& text, LocalRank local = local_rank_from_environment()) {
   const std::string flag = "--device '" + text + "'";
-  if (text == "sim")
-    throw runtime::ConfigError(flag + ": the simulated accelerator is not available yet; use cpu or cuda");
   Device d;
   try {
     d = Device::parse(text);
   } catch (const std::invalid_argument&) {
-    throw runtime::ConfigError(flag + " is not a device: use cpu, cuda (one GPU per rank) or cuda:N (GPU N)");
+    throw runtime::ConfigError(flag + " is not a device: use cpu, sim (a simulated accelerator), cuda (one GPU per rank) "
+                               "or cuda:N (GPU N)");
   }
-  if (d.is_cpu()) return d;
+  if (d.is_host_memory()) return d;
 #if !MINITORCH_WITH_CUDA
   (void)local;
   throw runtime::ConfigError(flag + ": this build has no CUDA layer (nvcc was not found when it was configured); "
@@ -73,6 +82,31 @@ inline Device choose_device(const std::string& text, LocalRank local = local_ran
   cuda::set_current_device(d.index);
   return d;
 #endif
+}
+
+/// The rank's device from the config's `device` section, overridden by --device / --device-memory when
+/// given (nullopt: not given), with sim's capacity set. A capacity for anything but sim, or a size that is
+/// not one: one runtime::ConfigError.
+inline Device setup_device(const runtime::DeviceConfig& config, const std::optional<std::string>& device_flag,
+                           const std::optional<std::string>& memory_flag) {
+  const Device d = choose_device(device_flag ? *device_flag : config.type);
+  std::int64_t capacity = config.memory;
+  if (memory_flag) {
+    try {
+      capacity = runtime::parse_byte_size(*memory_flag);
+    } catch (const std::invalid_argument& e) {
+      throw runtime::ConfigError("--device-memory: " + std::string(e.what()));
+    }
+    if (capacity == 0)
+      throw runtime::ConfigError("--device-memory 0: give the simulated accelerator's capacity (e.g. 24MiB), or leave the "
+                                 "flag out for no limit");
+  }
+  if (capacity > 0 && !d.is_sim())
+    throw runtime::ConfigError(std::string(memory_flag ? "--device-memory" : "device.memory") +
+                               " is the simulated accelerator's capacity: it needs --device sim (or device.type \"sim\"), "
+                               "not " + d.str());
+  if (d.is_sim()) set_memory_capacity(d, capacity);
+  return d;
 }
 
 }  // namespace minitorch::tools

@@ -1,5 +1,6 @@
 // minitorch-train --config CONFIG.json [--data TEXT] [--steps N] [--seed S] [--resume CKPT] [--out CKPT]
-//                 [--report REPORT.json] [--comm-timeout SECONDS] [--device cpu|cuda|cuda:N]
+//                 [--report REPORT.json] [--comm-timeout SECONDS] [--device cpu|sim|cuda|cuda:N]
+//                 [--device-memory SIZE]
 // Trains a GPT as the DeepSpeed-style config says; prints step, loss, lr, tokens/s with a progress bar
 // and the validation loss every eval_interval steps; saves a safetensors checkpoint at the end (ZeRO
 // stages 1-3 on several ranks: a directory of per-rank shards, runtime/sharded_checkpoint.h).
@@ -12,7 +13,10 @@
 // --comm-timeout (overrides comm.timeout_s, default 300): a rank that waits longer than this for the
 // others in one collective or receive ends the job, naming the operation — a stopped rank never hangs it.
 // --device cuda trains on the GPUs (one per rank by local rank; cuda:N = GPU N for all): one rank or DDP
-// (stage 0), fp32 or bf16; DDP's gradients are averaged by MPI through host buffers.
+// (stage 0), fp32 or bf16; DDP's gradients are averaged by MPI through host buffers. --device sim runs
+// everything the CPU runs on a simulated accelerator: its own memory pool (the report's `memory`), a
+// capacity (--device-memory 24MiB) beyond which an allocation is a useful out-of-memory error, and every
+// host<->device copy counted (docs/design.md §10).
 // Exit status: 0 done, 2 usage or configuration error, 1 any other error.
 #include <algorithm>
 #include <chrono>
@@ -24,6 +28,7 @@
 
 #include "cli_common.h"
 #include "device_flag.h"
+#include "runtime/out_of_memory.h"
 #include "data/text_dataset.h"
 #include "dist/process_group.h"
 #include "minitorch/parallel.h"
@@ -53,7 +58,8 @@ struct Overrides {
   std::int64_t steps = -1, seed = -1, eval_iters = -1;
   std::optional<double> comm_timeout;
   std::int64_t trace_steps = 20;  ///< with --trace: the steps recorded
-  std::string device = "cpu";     ///< --device
+  std::optional<std::string> device;         ///< --device (else the config's device.type)
+  std::optional<std::string> device_memory;  ///< --device-memory (else the config's device.memory)
 };
 
 void train(const std::string& config_path, std::string data_path, const Overrides& flags, const std::string& resume,
@@ -81,7 +87,8 @@ void train(const std::string& config_path, std::string data_path, const Override
   if (flags.eval_iters >= 0) cfg.training.eval_iters = flags.eval_iters;
   if (flags.comm_timeout) cfg.comm.timeout_s = *flags.comm_timeout;
   world.set_timeout(cfg.comm.timeout_s);  // the engine sets it too; this covers the traffic before it
-  const Device device = tools::choose_device(flags.device);  // before the data and the model: errors come first
+  // Before the data and the model: errors come first.
+  const Device device = tools::setup_device(cfg.device, flags.device, flags.device_memory);
   if (data_path.empty()) data_path = cfg.training.data.empty() ? "datasets/kjv.txt" : cfg.training.data;
   const std::string out = out_flag ? *out_flag : cfg.training.checkpoint;  // "" = don't save
   const std::string run_id = runtime::new_run_id(world);  // names every save of this run (checkpoint manifest)
@@ -112,6 +119,8 @@ void train(const std::string& config_path, std::string data_path, const Override
                              : data::TextDataset::load(data_path, info.tokenizer, cfg.model.block_size);
   nn::GPTConfig mcfg = runtime::model_config(cfg, ds.tokenizer().vocab_size());
 
+  // The device budget before anything is allocated on it: model states that cannot fit are said at once.
+  runtime::check_model_states_fit(runtime::memory_run_for(cfg, mcfg, world.rank()), device, memory_capacity(device));
   Generator init(cfg.training.seed);
   std::shared_ptr<nn::GPT> model;
   {
@@ -157,7 +166,12 @@ void train(const std::string& config_path, std::string data_path, const Override
               static_cast<long long>(cfg.training.steps), num_threads(),
               cfg.bf16 ? " | bf16" : cfg.fp16.enabled ? " | fp16 (loss scaling)" : "",
               world.timeout());
-  if (!device.is_cpu()) std::printf("device %s (rank 0; each rank: --device %s)\n", device.str().c_str(), flags.device.c_str());
+  if (device.is_sim())
+    std::printf("device sim (each rank: a simulated accelerator, %s)\n",
+                memory_capacity(device) > 0 ? ("capacity " + runtime::format_mib(static_cast<double>(memory_capacity(device)))).c_str()
+                                            : "no capacity limit");
+  else if (!device.is_cpu())
+    std::printf("device %s (rank 0; each rank: --device %s)\n", device.str().c_str(), flags.device ? flags.device->c_str() : cfg.device.type.c_str());
   if (pipe) {
     std::printf("pipeline: %lld stages x %d data-parallel, %s schedule of %lld micro-batches (bubble (P-1)/(M+P-1) = %.3f)",
                 static_cast<long long>(cfg.pipeline.stages), cfg.data_parallel_size, cfg.pipeline.schedule.c_str(),
@@ -307,6 +321,7 @@ int main(int argc, char** argv) {
                  "(overrides comm.timeout_s; default 300)")
       ->check(cli::positive_number());
   parser.option("--device", flags.device, tools::kDeviceHelp);
+  parser.option("--device-memory", flags.device_memory, tools::kDeviceMemoryHelp);
   return tools::run_tool(parser, argc, argv, [&] {
     try {
       if (parser.given("--trace-steps") && trace_dir.empty())

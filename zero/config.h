@@ -14,7 +14,7 @@ namespace minitorch::zero {
 /// `offload_optimizer` / `offload_param`.
 struct OffloadConfig {
   std::string device = "none";     ///< "none" or "cpu" (DeepSpeed's "nvme" is not implemented yet)
-  bool pin_memory = true;          ///< DeepSpeed's default (page-locked host buffers)
+  bool pin_memory = false;         ///< DeepSpeed's default (page-locked host buffers on a GPU; nothing to lock on sim)
   double ratio = 1.0;              ///< offload_optimizer: the share offloaded; < 1 (partial) only at stage 3
   bool enabled() const { return device == "cpu"; }
 };

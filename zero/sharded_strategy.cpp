@@ -52,7 +52,7 @@ ModelStateBytes ShardedStrategy::model_state_bytes() const {
     bytes.param += of_bucket.param;
     bytes.grad += of_bucket.grad;
   }
-  bytes.optim = optimizer().state_bytes();
+  bytes.optim = optimizer_->offloaded() ? 0 : optimizer().state_bytes();  // ZeRO-Offload: on the host
   return bytes;
 }
 

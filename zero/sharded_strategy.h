@@ -33,6 +33,10 @@ class ShardedStrategy : public GradientStrategy {
   void load_parameters(const nn::NamedTensors& whole) override { optimizer_->load_parameters(whole); }
   optim::AdamW& optimizer() override { return optimizer_->adamw(); }
   const optim::AdamW& optimizer() const override { return optimizer_->adamw(); }
+  nn::NamedTensors optimizer_state() const override { return optimizer_->state_tensors(); }
+  void load_optimizer_state(const nn::NamedTensors& state, std::int64_t steps) override {
+    optimizer_->load_state(state, steps);
+  }
 
   /// What this rank holds: every bucket as its stage paints it (paint_bucket), then its optimizer shard.
   trace::RankHoldings holdings() const override;

@@ -56,8 +56,10 @@ std::int64_t tile_size(const std::vector<Segment>& tile) { return tile.back().of
 Tensor widened_gradients(const optim::AdamW& adamw, const std::vector<Segment>& tile, float multiplier) {
   Tensor buf;
   {
-    TagScope scope(MemTag::optim_temp);
-    buf = Tensor::empty({tile_size(tile)}, DType::f32);
+    TagScope scope(MemTag::optim_temp);  // beside the gradients it widens: the device pool on a sim rank
+    const Segment& first = tile.front();
+    buf = Tensor::empty({tile_size(tile)}, DType::f32,
+                        adamw.param_groups()[first.group].params[first.index].second.grad().device());
   }
   for (const Segment& s : tile) {
     const Tensor grad = adamw.param_groups()[s.group].params[s.index].second.grad();

@@ -84,14 +84,15 @@ TEST(L03_TrainCli, BatchMismatchGivesDeepSpeedsMessage) {
 }
 
 TEST(L03_TrainCli, NotImplementedFeatureIsAConfigErrorWithStatus2) {
-  // offload_optimizer must never look as if it ran: one error line, exit 2, no training step.
+  // offload_param (ZeRO-Infinity's parameter offload) must never look as if it ran: one error line, exit 2,
+  // no training step.
   mt_test::TempDir dir;
   std::string text = kTinyConfig;
-  text.insert(text.rfind('}'), R"(, "zero_optimization": {"stage": 0, "offload_optimizer": {"device": "cpu"}})");
+  text.insert(text.rfind('}'), R"(, "zero_optimization": {"stage": 3, "offload_param": {"device": "cpu"}})");
   auto r = run_command(train_cmd(dir.write("c.json", text), corpus(dir)));
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_EQ(mt_test::error_lines(r.output), 1) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("zero_optimization.offload_optimizer is not implemented yet"));
+  EXPECT_THAT(r.output, HasSubstr("zero_optimization.offload_param is not implemented yet"));
   EXPECT_THAT(r.output, testing::Not(HasSubstr("step ")));
 }
 
@@ -277,9 +278,8 @@ TEST(L03_TrainCli, ADeviceThatCannotRunHereIsOneErrorWithStatus2BeforeTraining) 
   const std::string no_gpu_99 = "this build has no CUDA layer";
 #endif
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"gpu", "--device 'gpu' is not a device: use cpu, cuda (one GPU per rank) or cuda:N (GPU N)"},
+      {"gpu", "--device 'gpu' is not a device: use cpu, sim (a simulated accelerator), cuda (one GPU per rank) or cuda:N (GPU N)"},
       {"cuda:x", "--device 'cuda:x' is not a device"},
-      {"sim", "--device 'sim': the simulated accelerator is not available yet; use cpu or cuda"},
       {"cuda:99", "--device 'cuda:99': " + no_gpu_99},
   };
   for (const auto& [device, message] : cases) {
@@ -302,6 +302,10 @@ TEST(L03_TrainCli, ADeviceThatCannotRunHereIsOneErrorWithStatus2BeforeTraining) 
   };
   EXPECT_FALSE(losses(plain.output).empty());
   EXPECT_EQ(losses(on_cpu.output), losses(plain.output));
+  // --device sim runs the CPU kernels on the simulated accelerator's pool: the same losses, bit for bit.
+  auto on_sim = run_command(train_cmd(cfg, data, "--steps 2 --device sim"));
+  ASSERT_EQ(on_sim.exit_code, 0) << on_sim.output;
+  EXPECT_EQ(losses(on_sim.output), losses(plain.output));
 }
 
 TEST(L06_TraceCli, TraceRecordsTheFirstTraceStepsStepsAndSaysSo) {
