@@ -112,47 +112,147 @@ Placement offload_placement(int stage, double psi, int world, BytesPerParameter 
   throw std::invalid_argument("offload_placement: unknown offload");
 }
 
+DeepSpeedTopology deepspeed_topology(int world, std::optional<int> gpus_per_node) {
+  if (!gpus_per_node) return {world, 1};
+  const int g = *gpus_per_node;
+  if (g > world)
+    throw ConfigError("--gpus-per-node " + std::to_string(g) + " is more than --ranks " + std::to_string(world) +
+                      ": DeepSpeed's estimate would be for a node of " + std::to_string(g) +
+                      " GPUs, not for these ranks (give at most " + std::to_string(world) + ")");
+  if (world % g != 0)
+    throw ConfigError("--ranks " + std::to_string(world) + " is not a whole number of nodes of --gpus-per-node " +
+                      std::to_string(g));
+  return {g, world / g};
+}
+
+std::string topology_text(DeepSpeedTopology t) {
+  return std::to_string(t.nodes) + (t.nodes == 1 ? " node x " : " nodes x ") + std::to_string(t.gpus_per_node) +
+         (t.gpus_per_node == 1 ? " GPU" : " GPUs");
+}
+
+std::string format_gib(double bytes) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.2f GiB", bytes / kGiB);  // DeepSpeed: f"{bytes/2**30:6.2f}GB"
+  return buf;
+}
+
+bool parse_zero_init(const std::string& text) {
+  if (text == "0" || text == "1") return text == "1";
+  throw ConfigError("--zero-init must be 0 or 1 (DeepSpeed's zero_init), got '" + text + "'");
+}
+
+double parse_buffer_factor(const std::string& text) {
+  double v = 0;
+  const char* end = text.data() + text.size();
+  auto [p, ec] = std::from_chars(text.data(), end, v);
+  if (text.empty() || ec != std::errc() || p != end || !std::isfinite(v) || v < 1)
+    throw ConfigError("--buffer-factor must be a number of at least 1 (DeepSpeed's additional_buffer_factor, "
+                      "default 1.5), got '" + text + "'");
+  return v;
+}
+
+namespace {
+/// "·1.5": the factor as the formulas print it.
+std::string times(double factor) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "·%g", factor);
+  return buf;
+}
+}  // namespace
+
+// The arithmetic follows DeepSpeed's Python term by term and in its order (int products exact, then the
+// float factors), and truncates where it returns int(), so the bytes are the ones it prints.
 DeepSpeedEstimate deepspeed_zero2(double psi, int gpus_per_node, int nodes, bool cpu_offload, double factor) {
   const double total = static_cast<double>(gpus_per_node) * nodes;
   DeepSpeedEstimate e;
   if (cpu_offload) {
     e.gpu = 2 * psi;
     e.gpu_text = "2Ψ";
-    e.cpu = psi * std::max(4 * total, 16.0) * factor;
-    e.cpu_text = "Ψ·max(4N, 16)·1.5";
+    e.cpu = std::trunc(psi * std::max(4 * total, 16.0) * factor);
+    e.cpu_text = "Ψ·max(4N, 16)" + times(factor);
   } else {
-    e.gpu = 2 * psi + std::floor(18 * psi / total);  // Python's int() of a positive float
+    e.gpu = 2 * psi + std::trunc(18 * psi / total);
     e.gpu_text = "2Ψ + 18Ψ/N";
-    e.cpu = psi * 4 * gpus_per_node * factor;
-    e.cpu_text = "4Ψ·gpus_per_node·1.5";
+    e.cpu = std::trunc(psi * 4 * gpus_per_node * factor);
+    e.cpu_text = "4Ψ·gpus_per_node" + times(factor);
   }
   return e;
 }
 
-double deepspeed_zero2_gpu_before_fix(double psi, int world) { return 4 * psi + std::floor(16 * psi / world); }
+double deepspeed_zero2_gpu_before_v0_14_3(double psi, int world) { return 4 * psi + std::trunc(16 * psi / world); }
 
 DeepSpeedEstimate deepspeed_zero3(double psi, double largest_layer, int gpus_per_node, int nodes, bool cpu_offload,
                                   bool cpu_offload_params, bool zero_init, double factor) {
-  const double total = static_cast<double>(gpus_per_node) * nodes, per_node = 1.0 / nodes;
+  const double total = static_cast<double>(gpus_per_node) * nodes, per_node = 1.0 / nodes;  // its gpus_factor
   const double layer = 4 * largest_layer;
   DeepSpeedEstimate e;
-  if (cpu_offload && cpu_offload_params) {
-    e.gpu = layer;
-    e.gpu_text = "4L";
-    e.cpu = psi * (zero_init ? 18 * per_node : std::max(4.0 * gpus_per_node, 18 * per_node)) * factor;
-    e.cpu_text = zero_init ? "18Ψ/nodes·1.5" : "Ψ·max(4·gpus_per_node, 18/nodes)·1.5";
-  } else if (cpu_offload) {
-    e.gpu = layer + std::floor(2 * psi / total);
-    e.gpu_text = "4L + 2Ψ/N";
-    e.cpu = psi * (zero_init ? 16 * per_node : std::max(4.0 * gpus_per_node, 16 * per_node)) * factor;
-    e.cpu_text = zero_init ? "16Ψ/nodes·1.5" : "Ψ·max(4·gpus_per_node, 16/nodes)·1.5";
+  if (cpu_offload) {
+    const int k = cpu_offload_params ? 18 : 16;  // fp32 grads, params, m, v (+ 16-bit params when they move too)
+    const std::string ks = std::to_string(k);
+    e.gpu = cpu_offload_params ? layer : layer + std::trunc(2 * psi / total);
+    e.gpu_text = cpu_offload_params ? "4L" : "4L + 2Ψ/N";
+    e.cpu = std::trunc(zero_init ? psi * k * per_node * factor
+                                 : psi * std::max(4.0 * gpus_per_node, k * per_node) * factor);
+    e.cpu_text = (zero_init ? ks + "Ψ/nodes" : "Ψ·max(4·gpus_per_node, " + ks + "/nodes)") + times(factor);
   } else {
-    e.gpu = layer + std::floor(18 * psi / total);
+    e.gpu = layer + std::trunc(18 * psi / total);
     e.gpu_text = "4L + 18Ψ/N";
-    e.cpu = (zero_init ? largest_layer : psi) * 4 * gpus_per_node * factor;
-    e.cpu_text = zero_init ? "4L·gpus_per_node·1.5" : "4Ψ·gpus_per_node·1.5";
+    e.cpu = std::trunc((zero_init ? largest_layer : psi) * 4 * gpus_per_node * factor);
+    e.cpu_text = (zero_init ? "4L·gpus_per_node" : "4Ψ·gpus_per_node") + times(factor);
   }
   return e;
+}
+
+std::string deepspeed_notes(Offload offload, bool zero2, bool zero3, bool zero3_needs_layer, bool bf16,
+                            DeepSpeedOptions options) {
+  std::string s;
+  const auto add = [&s](const std::string& line) { s += line + "\n"; };
+  char opts[160];
+  std::snprintf(opts, sizeof opts, "  zero_init = %d (--zero-init), additional_buffer_factor %g (--buffer-factor).",
+                options.zero_init ? 1 : 0, options.buffer_factor);
+  add("  DeepSpeed's estimate_zero2_model_states_mem_needs (runtime/zero/stage_1_and_2.py) and");
+  add("  estimate_zero3_model_states_mem_needs (runtime/zero/stage3.py), written here from their formulas: N GPUs as");
+  add("  nodes of --gpus-per-node (default: one node of N), the product printed as nodes x GPUs;");
+  add(opts);
+  add("  GiB = bytes / 2^30, the number DeepSpeed prints and calls \"GB\" (--json has the exact bytes); the paper's");
+  add("  table above is in GB = 1e9 bytes. DeepSpeed has no ZeRO-1 estimator.");
+  if (zero3_needs_layer)
+    add("  ZeRO-3 left out: DeepSpeed's estimate needs the largest layer's parameters; give --largest-layer L.");
+  add(std::string("  Why they differ from the paper's") +
+      (bf16 ? ":" : " (they assume 16-bit training whatever the run; the table above is fp32):"));
+  if (offload == Offload::none) {
+    if (zero2) {
+      add("  - ZeRO-2: 2Ψ + 18Ψ/N against the paper's 2Ψ + 14Ψ/N: DeepSpeed's 18 = 16-bit gradients 2 + an fp32 copy of");
+      add("    the gradients 4 (its optimizer steps on fp32 gradients) + fp32 parameters 4 + Adam m, v 8; the paper's");
+      add("    G + K = 2 + 12 has no fp32 gradients. Before DeepSpeed v0.14.3 (June 2024, commit f4cb866c2, PR #5099;");
+      add("    still in its memory.rst) it was 4Ψ + 16Ψ/N: the 16-bit gradients counted whole on every GPU, as in ZeRO-1.");
+    }
+    if (zero3) {
+      add("  - ZeRO-3: 18Ψ/N against the paper's 16Ψ/N, the fp32 gradient copy again, plus 4L: the largest layer's L");
+      add("    parameters gathered whole in 16 bits with their gradients (2 + 2 bytes) while it computes; the paper");
+      add("    counts only the sharded states.");
+    }
+    add("  - per CPU: the paper counts device memory only. DeepSpeed sizes the host for loading the model: 4 bytes per");
+    add(std::string("    parameter in each GPU's process of a node") +
+        (zero3 && options.zero_init ? " (ZeRO-3 with zero_init: of the largest layer only)" : "") + ", x the factor.");
+    return s;
+  }
+  if (zero2 && offload == Offload::optimizer)
+    add("  - ZeRO-2 per GPU: 2Ψ, the paper's PΨ: only the 16-bit parameters stay on the device.");
+  if (zero3) {
+    add(std::string("  - ZeRO-3 per GPU: ") +
+        (offload == Offload::optimizer ? "2Ψ/N, the paper's PΨ/N," : "nothing sharded, as here,") +
+        " plus 4L: the largest layer gathered whole in");
+    add("    16 bits with its gradients while it computes, which the paper's formulas leave out.");
+  }
+  const std::string k = offload == Offload::param ? "18" : "16";
+  add(std::string("  - per CPU: the CPU row above is one rank's shard, ") +
+      (offload == Offload::param ? "(P+G+K)Ψ/N" : "(G+K)Ψ/N") + " with 16-bit gradients. DeepSpeed sizes a");
+  add("    node's host for the shards with fp32 gradients, " + k + " bytes per parameter (ZeRO-3 divides them");
+  add("    over the nodes, ZeRO-2 does not), or for the processes loading the model in fp32, 4 bytes per");
+  add(std::string("    parameter per GPU, when that is more (ZeRO-2 always, ZeRO-3 only with zero_init 0") +
+      (zero3 && options.zero_init ? ", not here" : "") + "), x the factor.");
+  return s;
 }
 
 std::pair<std::int64_t, std::string> largest_layer(const std::vector<std::pair<std::string, Shape>>& shapes) {

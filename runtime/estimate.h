@@ -21,6 +21,7 @@
 /// \endcode
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -66,8 +67,34 @@ Placement offload_placement(int stage, double psi, int world, BytesPerParameter 
 /// The paper's formula for `stage`, in its letters: "(P+G)Ψ + KΨ/N".
 std::string model_states_text(int stage);
 
-/// One of DeepSpeed's estimates: bytes per GPU and per node's CPU, as its functions return them (before
-/// they print bytes / 2^30 as "GB").
+/// 2^30 bytes. DeepSpeed's estimators print bytes / 2^30 and call it "GB": it is a GiB.
+inline constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+/// The cluster DeepSpeed's estimators take: num_gpus_per_node × num_nodes = N.
+struct DeepSpeedTopology {
+  int gpus_per_node = 1, nodes = 1;
+};
+/// N ranks as nodes of `gpus_per_node` GPUs; none: one node of N. Throws ConfigError naming
+/// --gpus-per-node when it is more than N or does not divide N: either would estimate another cluster.
+DeepSpeedTopology deepspeed_topology(int world, std::optional<int> gpus_per_node);
+/// "1 node x 8 GPUs", "2 nodes x 4 GPUs", "1 node x 1 GPU".
+std::string topology_text(DeepSpeedTopology t);
+/// bytes / 2^30 to 2 decimals, the number DeepSpeed prints as "GB", labelled honestly: "11.28 GiB".
+std::string format_gib(double bytes);
+/// --zero-init: "0" or "1" (DeepSpeed's zero_init). Throws ConfigError naming the flag otherwise.
+bool parse_zero_init(const std::string& text);
+/// --buffer-factor: DeepSpeed's additional_buffer_factor, a finite number >= 1 (below 1 the host would
+/// be sized for less than the states it holds). Throws ConfigError naming the flag otherwise.
+double parse_buffer_factor(const std::string& text);
+
+/// The knobs of DeepSpeed's estimator functions, at their defaults.
+struct DeepSpeedOptions {
+  bool zero_init = true;       ///< estimate_zero3_model_states_mem_needs' zero_init
+  double buffer_factor = 1.5;  ///< additional_buffer_factor
+};
+
+/// One of DeepSpeed's estimates: bytes per GPU and per node's CPU, whole numbers as its functions return
+/// them (Python's int() of its arithmetic, in its order), before they print bytes / 2^30 as "GB".
 struct DeepSpeedEstimate {
   double gpu = 0, cpu = 0;
   std::string gpu_text, cpu_text;
@@ -76,10 +103,11 @@ struct DeepSpeedEstimate {
 ///   no offload   GPU 2Ψ + ⌊18Ψ/N⌋ (18 = 16-bit grads 2 + fp32 grads 4 + fp32 params 4 + Adam m, v 8)
 ///                CPU 4Ψ·gpus_per_node·factor (every process loads the model in fp32)
 ///   offload      GPU 2Ψ, CPU Ψ·max(4N, 16)·factor
-/// N = gpus_per_node × nodes; factor: additional_buffer_factor (1.5).
+/// N = gpus_per_node × nodes; factor: additional_buffer_factor. The CPU bytes are truncated, as int() does.
 DeepSpeedEstimate deepspeed_zero2(double psi, int gpus_per_node, int nodes, bool cpu_offload, double factor = 1.5);
-/// The same function before DeepSpeed's 2024 fix (and in its memory.rst prose): GPU 4Ψ + ⌊16Ψ/N⌋.
-double deepspeed_zero2_gpu_before_fix(double psi, int world);
+/// The same function's GPU bytes without offload before DeepSpeed v0.14.3 (June 2024; commit f4cb866c2,
+/// PR #5099), still the formula of its memory.rst prose: 4Ψ + ⌊16Ψ/N⌋.
+double deepspeed_zero2_gpu_before_v0_14_3(double psi, int world);
 /// estimate_zero3_model_states_mem_needs (deepspeed/runtime/zero/stage3.py), with L = the largest
 /// layer's parameters and 4L its 16-bit parameters and gradients gathered whole:
 ///   no offload                 GPU 4L + ⌊18Ψ/N⌋   CPU zero_init 4L·gpus_per_node·factor, else 4Ψ·gpus_per_node·factor
@@ -88,9 +116,17 @@ double deepspeed_zero2_gpu_before_fix(double psi, int world);
 DeepSpeedEstimate deepspeed_zero3(double psi, double largest_layer, int gpus_per_node, int nodes, bool cpu_offload,
                                   bool cpu_offload_params, bool zero_init = true, double factor = 1.5);
 
+/// Why DeepSpeed's estimates differ from the paper's, as `minitorch-estimate --params` prints them under
+/// its table: for the offload shown, the ZeRO-2 and/or ZeRO-3 columns, mixed precision or fp32, the
+/// options used, and whether the ZeRO-3 column was left out for want of the largest layer.
+std::string deepspeed_notes(Offload offload, bool zero2, bool zero3, bool zero3_needs_layer, bool bf16,
+                            DeepSpeedOptions options);
+
 /// DeepSpeed's "largest layer": the most parameter elements one module holds itself (not its
 /// children), over modules named by `shapes`' dotted names ("transformer.h.0.mlp.c_fc.weight" belongs
-/// to "transformer.h.0.mlp.c_fc"). Returns {elements, module name}.
+/// to "transformer.h.0.mlp.c_fc"). Returns {elements, module name}. As DeepSpeed's model_to_params
+/// (stage3.py): the max over model.modules() of sum(p.numel() for p in m.parameters(recurse=False)), so
+/// a Linear's weight and bias together (the module gathered as one), not the largest single tensor.
 std::pair<std::int64_t, std::string> largest_layer(const std::vector<std::pair<std::string, Shape>>& shapes);
 
 /// Tensors with the given names and shapes and no storage of their own (expanded views of one

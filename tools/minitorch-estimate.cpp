@@ -1,9 +1,11 @@
 // minitorch-estimate --params P[,P...] --ranks N[,N...] [--stage S] [--bf16|--fp32] [--offload optimizer|param]
-//                    [--gpus-per-node G] [--largest-layer L] [--json]
-// minitorch-estimate --config CONFIG.json --ranks N[,N...] [--data TEXT] [--stage S] [--json]
+//                    [--gpus-per-node G] [--largest-layer L] [--zero-init 0|1] [--buffer-factor F] [--json]
+// minitorch-estimate --config CONFIG.json --ranks N[,N...] [--data TEXT] [--stage S] [--gpus-per-node G]
+//                    [--zero-init 0|1] [--buffer-factor F] [--json]
 // minitorch-estimate --table1 [--stage S] [--json]
-// Model-state bytes per rank (GB = 1e9 bytes) for DDP and each ZeRO stage, before anything runs
-// (docs/design.md §8, "The estimator"):
+// Model-state bytes per rank for DDP and each ZeRO stage, before anything runs (docs/design.md §8, "The
+// estimator"): the paper's formulas in GB = 1e9 bytes, DeepSpeed's estimators in GiB = 2^30 bytes (the
+// number DeepSpeed prints as "GB"; --json has their exact bytes):
 // - --params: the ZeRO paper's formulas in real numbers (mixed precision, K = 12, unless --fp32); with
 //   --offload, what stays on the device and what moves to the CPU (an estimate: offload is not
 //   implemented in training yet); beside them DeepSpeed's own estimators and why they differ.
@@ -130,15 +132,6 @@ std::string offload_name(runtime::Offload o) {
   return o == runtime::Offload::none ? "none" : o == runtime::Offload::optimizer ? "optimizer" : "param";
 }
 
-/// GPUs per node and nodes for DeepSpeed's estimators: one node of N unless --gpus-per-node says.
-std::pair<int, int> topology(int world, std::optional<int> gpus_per_node) {
-  const int g = gpus_per_node ? std::min(*gpus_per_node, world) : world;
-  if (world % g != 0)
-    throw ConfigError("--ranks " + std::to_string(world) + " is not a whole number of nodes of --gpus-per-node " +
-                      std::to_string(*gpus_per_node));
-  return {g, world / g};
-}
-
 void print_precision(bool bf16) {
   const runtime::BytesPerParameter b = runtime::bytes_per_parameter(bf16);
   if (bf16)
@@ -151,96 +144,74 @@ void print_precision(bool bf16) {
 
 // ---- DeepSpeed's estimators beside the paper's ----
 
+/// The DeepSpeed columns to show: ZeRO-2's, ZeRO-3's (only with a largest layer: never L = 0).
 struct DeepSpeedColumns {
   bool zero2 = false, zero3 = false;
 };
 
-json deepspeed_row(double psi, int world, std::optional<int> gpus_per_node, double largest, runtime::Offload offload,
-                   DeepSpeedColumns show, std::vector<std::string>* cells) {
-  const auto [gpn, nodes] = topology(world, gpus_per_node);
-  json j = {{"gpus_per_node", gpn}, {"nodes", nodes}, {"largest_layer", largest}};
+/// Whole bytes as a JSON integer while they fit (always, for Ψ up to 10^17).
+json exact_bytes(double v) { return v < 9.2e18 ? json(static_cast<std::int64_t>(v)) : json(v); }
+
+json estimate_json(const runtime::DeepSpeedEstimate& e) {
+  return {{"gpu", exact_bytes(e.gpu)}, {"cpu", exact_bytes(e.cpu)}, {"gpu_gib", e.gpu / runtime::kGiB},
+          {"cpu_gib", e.cpu / runtime::kGiB}, {"gpu_text", e.gpu_text}, {"cpu_text", e.cpu_text}};
+}
+
+/// DeepSpeed's estimates for Ψ on N GPUs: the JSON (exact bytes) and the text cells (GiB).
+json deepspeed_row(double psi, int world, std::optional<int> gpus_per_node, std::optional<std::int64_t> largest,
+                   runtime::Offload offload, DeepSpeedColumns show, runtime::DeepSpeedOptions opt,
+                   std::vector<std::string>* cells) {
+  const runtime::DeepSpeedTopology t = runtime::deepspeed_topology(world, gpus_per_node);
+  json j = {{"gpus_per_node", t.gpus_per_node}, {"nodes", t.nodes}, {"topology", runtime::topology_text(t)},
+            {"zero_init", opt.zero_init}, {"buffer_factor", opt.buffer_factor},
+            {"largest_layer", largest ? json(*largest) : json(nullptr)}};
+  cells->push_back(runtime::topology_text(t));
   if (show.zero2) {
     if (offload == runtime::Offload::param) {
       j["zero2"] = nullptr;  // offload_param needs stage 3
       cells->insert(cells->end(), {"n/a", "n/a"});
     } else {
-      const runtime::DeepSpeedEstimate e = runtime::deepspeed_zero2(psi, gpn, nodes, offload == runtime::Offload::optimizer);
-      j["zero2"] = {{"gpu", e.gpu}, {"cpu", e.cpu}, {"gpu_text", e.gpu_text}, {"cpu_text", e.cpu_text}};
-      cells->insert(cells->end(), {gb(e.gpu) + " GB", gb(e.cpu) + " GB"});
+      const runtime::DeepSpeedEstimate e = runtime::deepspeed_zero2(
+          psi, t.gpus_per_node, t.nodes, offload == runtime::Offload::optimizer, opt.buffer_factor);
+      j["zero2"] = estimate_json(e);
+      cells->insert(cells->end(), {runtime::format_gib(e.gpu), runtime::format_gib(e.cpu)});
       if (offload == runtime::Offload::none) {
-        const double old = runtime::deepspeed_zero2_gpu_before_fix(psi, world);
-        j["zero2"]["gpu_before_fix"] = old;
-        cells->push_back(gb(old) + " GB");
+        const double old = runtime::deepspeed_zero2_gpu_before_v0_14_3(psi, world);
+        j["zero2"]["gpu_before_v0_14_3"] = exact_bytes(old);
+        cells->push_back(runtime::format_gib(old));
       }
     }
   }
   if (show.zero3) {
-    const runtime::DeepSpeedEstimate e = runtime::deepspeed_zero3(psi, largest, gpn, nodes, offload != runtime::Offload::none,
-                                                            offload == runtime::Offload::param);
-    j["zero3"] = {{"gpu", e.gpu}, {"cpu", e.cpu}, {"gpu_text", e.gpu_text}, {"cpu_text", e.cpu_text}};
-    cells->insert(cells->end(), {gb(e.gpu) + " GB", gb(e.cpu) + " GB"});
+    const runtime::DeepSpeedEstimate e = runtime::deepspeed_zero3(
+        psi, static_cast<double>(*largest), t.gpus_per_node, t.nodes, offload != runtime::Offload::none,
+        offload == runtime::Offload::param, opt.zero_init, opt.buffer_factor);
+    j["zero3"] = estimate_json(e);
+    cells->insert(cells->end(), {runtime::format_gib(e.gpu), runtime::format_gib(e.cpu)});
   }
   return j;
 }
 
 /// The headers of deepspeed_row's cells, two lines each (name, formula).
-std::vector<std::pair<std::string, std::string>> deepspeed_headers(runtime::Offload offload, DeepSpeedColumns show) {
-  std::vector<std::pair<std::string, std::string>> h;
+std::vector<std::pair<std::string, std::string>> deepspeed_headers(runtime::Offload offload, DeepSpeedColumns show,
+                                                                   runtime::DeepSpeedOptions opt) {
+  std::vector<std::pair<std::string, std::string>> h = {{"nodes x GPUs", ""}};
   if (show.zero2) {
     if (offload == runtime::Offload::param) {
       h.insert(h.end(), {{"ZeRO-2 per GPU", "(no offload_param)"}, {"ZeRO-2 per CPU", ""}});
     } else {
-      const runtime::DeepSpeedEstimate e = runtime::deepspeed_zero2(1, 1, 1, offload == runtime::Offload::optimizer);
+      const runtime::DeepSpeedEstimate e =
+          runtime::deepspeed_zero2(1, 1, 1, offload == runtime::Offload::optimizer, opt.buffer_factor);
       h.insert(h.end(), {{"ZeRO-2 per GPU", e.gpu_text}, {"ZeRO-2 per CPU", e.cpu_text}});
-      if (offload == runtime::Offload::none) h.emplace_back("ZeRO-2, before 2024", "4Ψ + 16Ψ/N");
+      if (offload == runtime::Offload::none) h.emplace_back("ZeRO-2 <v0.14.3", "4Ψ + 16Ψ/N");
     }
   }
   if (show.zero3) {
-    const runtime::DeepSpeedEstimate e =
-        runtime::deepspeed_zero3(1, 1, 1, 1, offload != runtime::Offload::none, offload == runtime::Offload::param);
+    const runtime::DeepSpeedEstimate e = runtime::deepspeed_zero3(
+        1, 1, 1, 1, offload != runtime::Offload::none, offload == runtime::Offload::param, opt.zero_init, opt.buffer_factor);
     h.insert(h.end(), {{"ZeRO-3 per GPU", e.gpu_text}, {"ZeRO-3 per CPU", e.cpu_text}});
   }
   return h;
-}
-
-void print_deepspeed_notes(runtime::Offload offload, DeepSpeedColumns show, bool largest_known, bool bf16) {
-  std::printf(
-      "  DeepSpeed's estimate_zero2_model_states_mem_needs (runtime/zero/stage_1_and_2.py) and\n"
-      "  estimate_zero3_model_states_mem_needs (runtime/zero/stage3.py), written here from their formulas: N GPUs as\n"
-      "  nodes of --gpus-per-node (default: one node), zero_init = 1, additional_buffer_factor 1.5. DeepSpeed prints\n"
-      "  bytes / 2^30 as \"GB\"; here GB = 1e9 bytes. DeepSpeed has no ZeRO-1 estimator.\n"
-      "  Why they differ from the paper's%s:\n",
-      bf16 ? "" : " (they assume 16-bit training whatever the run; the table above is fp32)");
-  const char* layer = largest_known ? "" : " L = 0 here: give --largest-layer.";
-  if (offload == runtime::Offload::none) {
-    if (show.zero2)
-      std::printf(
-          "  - ZeRO-2: 2Ψ + 18Ψ/N against the paper's 2Ψ + 14Ψ/N: DeepSpeed's 18 = 16-bit gradients 2 + an fp32 copy of\n"
-          "    the gradients 4 (its optimizer steps on fp32 gradients) + fp32 parameters 4 + Adam m, v 8; the paper's\n"
-          "    G + K = 2 + 12 has no fp32 gradients. Before 2024 (and still in DeepSpeed's memory.rst) it was 4Ψ + 16Ψ/N:\n"
-          "    the 16-bit gradients counted whole on every GPU, as in ZeRO-1.\n");
-    if (show.zero3)
-      std::printf(
-          "  - ZeRO-3: 18Ψ/N against the paper's 16Ψ/N, the fp32 gradient copy again, plus 4L: the largest layer's L\n"
-          "    parameters gathered whole in 16 bits with their gradients (2 + 2 bytes) while it computes; the paper\n"
-          "    counts only the sharded states.%s\n",
-          layer);
-    std::printf(
-        "  - per CPU: the paper counts device memory only. DeepSpeed sizes the host for loading the model: 4 bytes per\n"
-        "    parameter in each GPU's process of a node (with zero_init, of the largest layer only), x 1.5.\n");
-    return;
-  }
-  if (show.zero2 && offload == runtime::Offload::optimizer)
-    std::printf("  - ZeRO-2 per GPU: 2Ψ, the paper's PΨ: only the 16-bit parameters stay on the device.\n");
-  if (show.zero3)
-    std::printf("  - ZeRO-3 per GPU: %s plus 4L: the largest layer gathered whole in\n"
-                "    16 bits with its gradients while it computes, which the paper's formulas leave out.%s\n",
-                offload == runtime::Offload::optimizer ? "2Ψ/N, the paper's PΨ/N," : "nothing sharded, as here,", layer);
-  std::printf(
-      "  - per CPU: the CPU row above is one rank's shard, %s with 16-bit gradients. DeepSpeed sizes a node's\n"
-      "    host for every rank's shard with fp32 gradients (%s bytes per parameter over the node's ranks; ZeRO-2's 16Ψ\n"
-      "    is not divided by the nodes), or for each process loading the model in fp32 when that is more, x 1.5.\n",
-      offload == runtime::Offload::param ? "(P+G+K)Ψ/N" : "(G+K)Ψ/N", offload == runtime::Offload::param ? "18" : "16");
 }
 
 // ---- --params and --table1 ----
@@ -253,6 +224,7 @@ struct ParamsRequest {
   runtime::Offload offload = runtime::Offload::none;
   std::optional<int> gpus_per_node;
   std::optional<std::int64_t> largest;
+  runtime::DeepSpeedOptions ds_options;
   bool table1 = false;
   bool as_json = false;
 };
@@ -264,15 +236,19 @@ const runtime::PaperTable1Row* paper_row(double psi, int world) {
 }
 
 void estimate_params(const ParamsRequest& q) {
-  for (int world : q.ranks) topology(world, q.gpus_per_node);  // a bad --gpus-per-node fails before any output
   const runtime::BytesPerParameter b = runtime::bytes_per_parameter(q.bf16);
   const bool offload = q.offload != runtime::Offload::none;
-  const DeepSpeedColumns ds{std::count(q.stages.begin(), q.stages.end(), 2) > 0,
-                            std::count(q.stages.begin(), q.stages.end(), 3) > 0};
-  const double largest = q.largest ? static_cast<double>(*q.largest) : 0.0;
+  const bool want3 = std::count(q.stages.begin(), q.stages.end(), 3) > 0;
+  // DeepSpeed's ZeRO-3 estimate without L would be a number for no model: asked for alone (--stage 3) it is
+  // an error; beside the other stages its columns are left out, and the notes say so.
+  if (want3 && !q.largest && q.stages.size() == 1)
+    throw ConfigError("DeepSpeed's ZeRO-3 estimate needs the largest layer's parameters (its largest_layer_params): "
+                      "give --largest-layer L, or --config CONFIG to take it from the model");
+  const DeepSpeedColumns ds{std::count(q.stages.begin(), q.stages.end(), 2) > 0, want3 && q.largest.has_value()};
 
   json out = {{"format", "minitorch-estimate-1"},
               {"gb", kGB},
+              {"gib", runtime::kGiB},
               {"precision", q.bf16 ? "mixed" : "fp32"},
               {"bytes_per_parameter", {{"P", b.P}, {"G", b.G}, {"K", b.K}}},
               {"offload", offload_name(q.offload)}};
@@ -348,7 +324,10 @@ void estimate_params(const ParamsRequest& q) {
       }
       row["stages"] = stages;
       std::vector<std::string> ds_cells;
-      if (ds.zero2 || ds.zero3) row["deepspeed"] = deepspeed_row(psi, world, q.gpus_per_node, largest, q.offload, ds, &ds_cells);
+      if (ds.zero2 || want3)
+        row["deepspeed"] =
+            deepspeed_row(psi, world, q.gpus_per_node, q.largest, q.offload, ds, q.ds_options, &ds_cells);
+      if (want3 && !ds.zero3) row["deepspeed"]["zero3"] = nullptr, row["deepspeed"]["zero3_needs"] = "--largest-layer";
       std::string ds_line = pad(runtime::format_parameter_count(psi_int), wpsi, true) + pad(std::to_string(world), wn, true);
       for (const std::string& c : ds_cells) ds_line += pad(c, wds);
       ds_lines.push_back(ds_line);
@@ -375,23 +354,24 @@ void estimate_params(const ParamsRequest& q) {
     }
   }
 
-  if (!ds.zero2 && !ds.zero3) {
+  if (!ds.zero2 && !want3) {
     std::printf("\nDeepSpeed has estimators for ZeRO-2 and ZeRO-3 only (--stage 2 or 3 shows them).\n");
     return;
   }
   std::string dh1 = pad("Ψ", wpsi, true) + pad("N", wn, true), dh2 = pad("", wpsi) + pad("", wn);
-  for (const auto& [name, formula] : deepspeed_headers(q.offload, ds)) dh1 += pad(name, wds), dh2 += pad(formula, wds);
+  for (const auto& [name, formula] : deepspeed_headers(q.offload, ds, q.ds_options))
+    dh1 += pad(name, wds), dh2 += pad(formula, wds);
   std::string title = "\nDeepSpeed's own estimates";
   if (offload) title += " with offload_" + offload_name(q.offload);
   if (q.offload == runtime::Offload::param) title += " (and offload_optimizer: its estimator pairs them)";
-  title += ", in GB (1e9 bytes)";
+  title += ", in GiB (bytes / 2^30: DeepSpeed prints these numbers as \"GB\")";
   if (q.largest) title += ", L = largest layer = " + commas(*q.largest) + " parameters";
   std::printf("%s:\n", title.c_str());
   print_line(dh1);
   print_line(dh2);
   for (const std::string& line : ds_lines) print_line(line);
   std::printf("\n");
-  print_deepspeed_notes(q.offload, ds, q.largest.has_value(), q.bf16);
+  std::printf("%s", runtime::deepspeed_notes(q.offload, ds.zero2, ds.zero3, want3 && !ds.zero3, q.bf16, q.ds_options).c_str());
 }
 
 // ---- --config ----
@@ -415,8 +395,9 @@ std::vector<RankRun> runs_of(const std::vector<zero::ModelStateBytes>& per_rank)
 }
 
 void estimate_config(const std::string& path, const std::vector<int>& ranks, const std::vector<int>& stages,
-                     std::string data_path, std::optional<int> gpus_per_node, bool as_json) {
-  json out = {{"format", "minitorch-estimate-1"}, {"gb", kGB}, {"config", path}};
+                     std::string data_path, std::optional<int> gpus_per_node, runtime::DeepSpeedOptions ds_options,
+                     bool as_json) {
+  json out = {{"format", "minitorch-estimate-1"}, {"gb", kGB}, {"gib", runtime::kGiB}, {"config", path}};
   json rows = json::array();
   std::shared_ptr<const data::Tokenizer> tokenizer;  // the run's: learnt from the data (char) or fixed (byte)
   bool warned = false, all_bf16 = true;
@@ -527,17 +508,20 @@ void estimate_config(const std::string& path, const std::vector<int>& ranks, con
     const bool any2 = std::count(stages.begin(), stages.end(), 2) > 0, any3 = std::count(stages.begin(), stages.end(), 3) > 0;
     if (any2 || any3) {
       std::vector<std::string> cells;
-      row["deepspeed"] = deepspeed_row(static_cast<double>(psi), world, gpus_per_node, static_cast<double>(layer),
-                                       runtime::Offload::none, {any2, any3}, &cells);
+      row["deepspeed"] = deepspeed_row(static_cast<double>(psi), world, gpus_per_node, layer, runtime::Offload::none,
+                                       {any2, any3}, ds_options, &cells);
       row["deepspeed"]["largest_layer_module"] = layer_name;
       if (!as_json) {
-        std::printf("\n  DeepSpeed's own estimates for this model on %d GPU%s (L = largest layer = %s parameters, %s):\n",
-                    world, world == 1 ? "" : "s", commas(layer).c_str(), layer_name.c_str());
+        std::printf("\n  DeepSpeed's own estimates for this model on %s (zero_init %d, additional_buffer_factor %g;\n"
+                    "  L = largest layer = %s parameters, %s):\n",
+                    row["deepspeed"]["topology"].get<std::string>().c_str(), ds_options.zero_init ? 1 : 0,
+                    ds_options.buffer_factor, commas(layer).c_str(), layer_name.c_str());
         const auto print = [](const char* what, const json& e) {
-          std::printf("    %s  %s = %s bytes per GPU, %s = %s bytes per CPU\n", what, e["gpu_text"].get<std::string>().c_str(),
-                      commas(static_cast<std::int64_t>(e["gpu"].get<double>())).c_str(),
-                      e["cpu_text"].get<std::string>().c_str(),
-                      commas(static_cast<std::int64_t>(e["cpu"].get<double>())).c_str());
+          const auto gpu = e["gpu"].get<std::int64_t>(), cpu = e["cpu"].get<std::int64_t>();
+          std::printf("    %s  %s = %s bytes (%s) per GPU, %s = %s bytes (%s) per CPU\n", what,
+                      e["gpu_text"].get<std::string>().c_str(), commas(gpu).c_str(),
+                      runtime::format_gib(static_cast<double>(gpu)).c_str(), e["cpu_text"].get<std::string>().c_str(),
+                      commas(cpu).c_str(), runtime::format_gib(static_cast<double>(cpu)).c_str());
         };
         if (any2) print("ZeRO-2", row["deepspeed"]["zero2"]);
         if (any3) print("ZeRO-3", row["deepspeed"]["zero3"]);
@@ -556,15 +540,17 @@ void estimate_config(const std::string& path, const std::vector<int>& ranks, con
               "  elements whole on every rank (the default 1e5 keeps the whole baby GPT whole).\n"
               "  DeepSpeed's estimators assume 16-bit training%s and count more than the paper: an fp32 copy of the\n"
               "  gradients (its 18 = 2 + 4 + 4 + 8 bytes per parameter against the paper's G + K = 2 + 12) and at\n"
-              "  stage 3 the largest layer gathered whole (4L); --params Ψ --ranks N prints the whole comparison.\n",
+              "  stage 3 the largest layer gathered whole (4L); --params Ψ --ranks N prints the whole comparison.\n"
+              "  GiB = bytes / 2^30, the number DeepSpeed prints and calls \"GB\".\n",
               all_bf16 ? "" : " (whatever the config's dtype)");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  cli::Parser parser{"minitorch-estimate: model-state bytes per rank for DDP and each ZeRO stage (GB = 1e9 bytes)"};
-  std::optional<std::string> params, ranks, stage, offload, config, data, gpus_per_node, largest;
+  cli::Parser parser{"minitorch-estimate: model-state bytes per rank for DDP and each ZeRO stage (the paper's in GB = "
+                     "1e9 bytes; DeepSpeed's estimators in GiB = 2^30 bytes, which DeepSpeed prints as \"GB\")"};
+  std::optional<std::string> params, ranks, stage, offload, config, data, gpus_per_node, largest, zero_init, factor;
   bool bf16 = false, fp32 = false, table1 = false, as_json = false;
   parser.option("--params", params, "parameter counts, e.g. 124M,7.5B,1T or 7.5e9 (a comma list)");
   parser.option("--ranks", ranks, "data-parallel ranks N, e.g. 1,4,16,64 (a comma list)");
@@ -577,8 +563,14 @@ int main(int argc, char** argv) {
   parser.option("--config", config, "a DeepSpeed-style config: the exact bytes its run measures on each rank");
   parser.option("--data", data, "with --config: the text its char tokenizer learns the vocabulary from "
                                  "(default: training.data, else datasets/kjv.txt)");
-  parser.option("--gpus-per-node", gpus_per_node, "for DeepSpeed's CPU estimates (default: all N on one node)");
-  parser.option("--largest-layer", largest, "parameters of the largest layer, for DeepSpeed's ZeRO-3 estimate (4L)");
+  parser.option("--gpus-per-node", gpus_per_node,
+                "DeepSpeed's num_gpus_per_node: N ranks as N/G nodes of G GPUs (G at most N and dividing it; "
+                "default: one node of N)");
+  parser.option("--largest-layer", largest,
+                "with --params: the largest layer's parameters (DeepSpeed's largest_layer_params, L in 4L), needed "
+                "for DeepSpeed's ZeRO-3 estimate; --config takes it from the model");
+  parser.option("--zero-init", zero_init, "DeepSpeed's zero_init for its ZeRO-3 CPU estimate: 1 (default) or 0");
+  parser.option("--buffer-factor", factor, "DeepSpeed's additional_buffer_factor for its CPU estimates (default 1.5)");
   parser.flag("--table1", table1, "the ZeRO paper's Table 1: 7.5B, 128B, 1T on 1, 4, 16, 64, 256, 1024 ranks");
   parser.flag("--json", as_json, "machine-readable output (one JSON object)");
   return tools::run_tool(parser, argc, argv, [&] {
@@ -594,6 +586,14 @@ int main(int argc, char** argv) {
       gpn = g[0];
     }
     if (data && !config) throw ConfigError("--data goes with --config (it gives the tokenizer's vocabulary)");
+    runtime::DeepSpeedOptions ds_options;
+    if (zero_init) ds_options.zero_init = runtime::parse_zero_init(*zero_init);
+    if (factor) ds_options.buffer_factor = runtime::parse_buffer_factor(*factor);
+    // A --gpus-per-node that does not fit every N fails before any output.
+    const auto check_topology = [&](const std::vector<int>& worlds) {
+      for (int world : worlds) runtime::deepspeed_topology(world, gpn);
+      return worlds;
+    };
 
     if (config) {
       if (!ranks) throw ConfigError("--config needs --ranks N: the run's number of ranks");
@@ -602,7 +602,8 @@ int main(int argc, char** argv) {
         throw ConfigError("--offload does not go with --config: offload is not implemented in training yet, so there is "
                           "no run to predict; use --params with --offload for the estimate");
       if (largest) throw ConfigError("--largest-layer does not go with --config: it is computed from the model");
-      estimate_config(*config, parse_counts("--ranks", *ranks), stages, data.value_or(""), gpn, as_json);
+      estimate_config(*config, check_topology(parse_counts("--ranks", *ranks)), stages, data.value_or(""), gpn,
+                      ds_options, as_json);
       return;
     }
     ParamsRequest q;
@@ -610,6 +611,7 @@ int main(int argc, char** argv) {
     q.bf16 = !fp32;
     q.gpus_per_node = gpn;
     q.as_json = as_json;
+    q.ds_options = ds_options;
     if (offload) {
       if (*offload == "optimizer") q.offload = runtime::Offload::optimizer;
       else if (*offload == "param") q.offload = runtime::Offload::param;
@@ -627,11 +629,11 @@ int main(int argc, char** argv) {
       if (fp32 || offload) throw ConfigError("--table1 is the paper's mixed precision without offload; drop --fp32/--offload");
       q.table1 = true;
       q.psis = {7'500'000'000, 128'000'000'000, 1'000'000'000'000};
-      q.ranks = {1, 4, 16, 64, 256, 1024};
+      q.ranks = check_topology({1, 4, 16, 64, 256, 1024});
     } else {
       if (!ranks) throw ConfigError("--params needs --ranks N (a comma list: 1,4,16,64)");
       q.psis = parse_params(*params);
-      q.ranks = parse_counts("--ranks", *ranks);
+      q.ranks = check_topology(parse_counts("--ranks", *ranks));
     }
     estimate_params(q);
   });

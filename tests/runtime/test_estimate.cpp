@@ -1,6 +1,7 @@
 // The estimator's pure parts (runtime/estimate.h): parameter counts with suffixes, the paper's Table 1 cell
-// by cell, offload placement, DeepSpeed's estimators against its documentation's worked example, the
-// largest layer, and exact bytes from a partition planned on shapes alone.
+// by cell, offload placement, DeepSpeed's estimators against its documentation's worked example (to the
+// byte, in GiB as it prints them), zero_init and the buffer factor, nodes x GPUs, the largest layer, and
+// exact bytes from a partition planned on shapes alone.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -87,25 +88,83 @@ TEST(L06_Estimate, OffloadMovesTheShardsOptimizerStatesAndGradientsToTheCpu) {
 
 TEST(L06_Estimate, DeepSpeedEstimatorsReproduceItsDocumentedT5Example) {
   // DeepSpeed's memory docs: t5-3b, 2851M parameters, 32M in the largest layer, 1 node of 8 GPUs,
-  // printed as bytes / 2^30 ("GB"): ZeRO-2 5.31 per GPU with offload and 127.48 per CPU either way;
-  // 15.93 per GPU without offload from the formula before 2024; ZeRO-3 6.09 per GPU without offload.
+  // printed as bytes / 2^30 ("GB", really GiB): ZeRO-2 5.31 per GPU with offload and 127.48 per CPU either
+  // way; 15.93 per GPU without offload from the formula before v0.14.3; ZeRO-3 6.09 per GPU without offload.
   const double psi = 2851e6, layer = 32e6, gib = 1024.0 * 1024 * 1024;
+  EXPECT_EQ(kGiB, gib);
   EXPECT_NEAR(deepspeed_zero2(psi, 8, 1, /*cpu_offload=*/true).gpu / gib, 5.31, 0.005);
   EXPECT_NEAR(deepspeed_zero2(psi, 8, 1, true).cpu / gib, 127.48, 0.05);
   EXPECT_NEAR(deepspeed_zero2(psi, 8, 1, false).cpu / gib, 127.48, 0.05);
-  EXPECT_NEAR(deepspeed_zero2_gpu_before_fix(psi, 8) / gib, 15.93, 0.005);
-  EXPECT_NEAR(deepspeed_zero2(psi, 8, 1, false).gpu / gib, 11.28, 0.005);  // 2Ψ + 18Ψ/N, today's code
-  EXPECT_NEAR(deepspeed_zero3(psi, layer, 8, 1, false, false).gpu / gib, 6.09, 0.005);
+  EXPECT_NEAR(deepspeed_zero2_gpu_before_v0_14_3(psi, 8) / gib, 15.93, 0.005);
+  // Today's code (v0.14.3 on), to the byte: 2Ψ + int(18Ψ/8) = 5 702 000 000 + 6 414 750 000, printed 11.28.
+  EXPECT_EQ(deepspeed_zero2(psi, 8, 1, false).gpu, 12'116'750'000.0);
+  EXPECT_EQ(format_gib(deepspeed_zero2(psi, 8, 1, false).gpu), "11.28 GiB");
+  // ZeRO-3: 4L + int(18Ψ/8) = 128 000 000 + 6 414 750 000, printed 6.09.
+  EXPECT_EQ(deepspeed_zero3(psi, layer, 8, 1, false, false).gpu, 6'542'750'000.0);
+  EXPECT_EQ(format_gib(deepspeed_zero3(psi, layer, 8, 1, false, false).gpu), "6.09 GiB");
   // The structure of the formulas, exactly.
   EXPECT_DOUBLE_EQ(deepspeed_zero2(1000, 4, 1, false).gpu, 2000 + 4500);
   EXPECT_DOUBLE_EQ(deepspeed_zero2(1000, 4, 2, true).cpu, 1000 * 32 * 1.5);  // max(4N, 16) with N = 8
   EXPECT_DOUBLE_EQ(deepspeed_zero3(1000, 10, 4, 1, true, false).gpu, 40 + 500);
   EXPECT_DOUBLE_EQ(deepspeed_zero3(1000, 10, 4, 2, true, true).gpu, 40);
   EXPECT_DOUBLE_EQ(deepspeed_zero3(1000, 10, 4, 2, true, true).cpu, 1000 * 18 / 2.0 * 1.5);
-  EXPECT_DOUBLE_EQ(deepspeed_zero3(1000, 10, 4, 1, false, false).cpu, 10 * 4 * 4 * 1.5);  // zero_init: the layer only
-  EXPECT_DOUBLE_EQ(deepspeed_zero3(1000, 10, 4, 1, false, false, /*zero_init=*/false).cpu, 1000 * 4 * 4 * 1.5);
   EXPECT_DOUBLE_EQ(deepspeed_zero2(7, 3, 1, false).gpu, 14 + 42);  // ⌊18·7/3⌋ = 42
   EXPECT_DOUBLE_EQ(deepspeed_zero2(7, 4, 1, false).gpu, 14 + 31);  // ⌊31.5⌋
+  // The CPU bytes are whole too, as DeepSpeed's int(): 18·1/4·1.5 = 6.75 -> 6.
+  EXPECT_DOUBLE_EQ(deepspeed_zero3(1, 0, 1, 4, true, true).cpu, 6);
+  EXPECT_DOUBLE_EQ(deepspeed_zero2(3, 1, 1, false, 1.25).cpu, 15);  // 4·3·1·1.25 = 15
+  EXPECT_DOUBLE_EQ(deepspeed_zero2(1, 1, 1, false, 1.3).cpu, 5);    // 5.2 -> 5
+}
+
+TEST(L06_Estimate, DeepSpeedZeroInitAndBufferFactorChangeTheCpuAsItsFunctionsDo) {
+  const double psi = 1000, layer = 10;
+  const int gpn = 4;
+  for (double f : {1.0, 1.5, 2.0, 3.25}) {
+    SCOPED_TRACE("factor " + std::to_string(f));
+    // No offload: each process loads the model (4Ψ per GPU) or with zero_init only its largest layer (4L).
+    EXPECT_DOUBLE_EQ(deepspeed_zero3(psi, layer, gpn, 1, false, false, true, f).cpu, layer * 4 * gpn * f);
+    EXPECT_DOUBLE_EQ(deepspeed_zero3(psi, layer, gpn, 1, false, false, false, f).cpu, psi * 4 * gpn * f);
+    // Offload on 2 nodes: zero_init 16Ψ/nodes (18 with the parameters), else the larger of that and 4Ψ per GPU.
+    EXPECT_DOUBLE_EQ(deepspeed_zero3(psi, layer, gpn, 2, true, false, true, f).cpu, psi * 16 / 2 * f);
+    EXPECT_DOUBLE_EQ(deepspeed_zero3(psi, layer, gpn, 2, true, false, false, f).cpu, psi * 16 * f);  // 4·4 > 16/2
+    EXPECT_DOUBLE_EQ(deepspeed_zero3(psi, layer, gpn, 2, true, true, true, f).cpu, psi * 18 / 2 * f);
+    EXPECT_DOUBLE_EQ(deepspeed_zero3(psi, layer, 1, 1, true, true, false, f).cpu, psi * 18 * f);  // 18 > 4·1
+    EXPECT_DOUBLE_EQ(deepspeed_zero2(psi, gpn, 1, false, f).cpu, psi * 4 * gpn * f);
+    EXPECT_DOUBLE_EQ(deepspeed_zero2(psi, gpn, 1, true, f).cpu, psi * 16 * f);  // max(4·4, 16)
+    // The GPU bytes know neither knob.
+    EXPECT_DOUBLE_EQ(deepspeed_zero3(psi, layer, gpn, 1, false, false, false, f).gpu,
+                     deepspeed_zero3(psi, layer, gpn, 1, false, false, true, 1.5).gpu);
+  }
+  EXPECT_TRUE(mt_test::contains(deepspeed_zero3(1, 1, 1, 1, false, false, true, 2).cpu_text, "·2"));
+  EXPECT_TRUE(mt_test::contains(deepspeed_zero3(1, 1, 1, 1, false, false, false).cpu_text, "4Ψ"));
+  EXPECT_TRUE(parse_zero_init("1"));
+  EXPECT_FALSE(parse_zero_init("0"));
+  EXPECT_DOUBLE_EQ(parse_buffer_factor("1.5"), 1.5);
+  EXPECT_DOUBLE_EQ(parse_buffer_factor("1"), 1.0);
+  for (const char* bad : {"2", "", "yes", "true", "01"}) {
+    const std::string err = mt_test::error_of([&] { parse_zero_init(bad); });
+    EXPECT_TRUE(mt_test::contains(err, "--zero-init must be 0 or 1")) << "'" << bad << "': " << err;
+  }
+  for (const char* bad : {"0.5", "0", "-2", "abc", "", "nan", "inf", "1.5x"}) {
+    const std::string err = mt_test::error_of([&] { parse_buffer_factor(bad); });
+    EXPECT_TRUE(mt_test::contains(err, "--buffer-factor")) << "'" << bad << "': " << err;
+  }
+  EXPECT_THROW(parse_buffer_factor("0"), ConfigError);  // a usage error: exit 2 in the tool
+}
+
+TEST(L06_Estimate, DeepSpeedTopologyIsNodesOfGpusPerNodeAndNeverShrinksQuietly) {
+  EXPECT_EQ(deepspeed_topology(8, std::nullopt).gpus_per_node, 8);
+  EXPECT_EQ(deepspeed_topology(8, std::nullopt).nodes, 1);
+  EXPECT_EQ(deepspeed_topology(16, 8).nodes, 2);
+  EXPECT_EQ(deepspeed_topology(4, 4).nodes, 1);
+  EXPECT_EQ(topology_text(deepspeed_topology(8, std::nullopt)), "1 node x 8 GPUs");
+  EXPECT_EQ(topology_text(deepspeed_topology(16, 8)), "2 nodes x 8 GPUs");
+  EXPECT_EQ(topology_text(deepspeed_topology(3, 1)), "3 nodes x 1 GPU");
+  std::string err = mt_test::error_of([] { deepspeed_topology(4, 8); });
+  EXPECT_TRUE(mt_test::contains(err, "--gpus-per-node 8 is more than --ranks 4")) << err;
+  err = mt_test::error_of([] { deepspeed_topology(12, 8); });
+  EXPECT_TRUE(mt_test::contains(err, "not a whole number of nodes")) << err;
+  EXPECT_THROW(deepspeed_topology(4, 8), ConfigError);
 }
 
 TEST(L06_Estimate, LargestLayerIsTheModuleHoldingTheMostElementsItself) {

@@ -13,6 +13,7 @@
 using mt_test::bin;
 using mt_test::run_command;
 using testing::HasSubstr;
+using testing::Not;
 
 namespace {
 nlohmann::json run_json(const std::string& args) {
@@ -107,7 +108,7 @@ TEST(L06_EstimateCli, OffloadSplitsDeviceAndCpuAndSaysItIsOnlyAnEstimate) {
   EXPECT_DOUBLE_EQ(cell(j, psi, 64, 1)["device"]["total"], 4 * 7.5e9);   // drops KΨ/N, keeps the full gradients
   EXPECT_DOUBLE_EQ(cell(j, psi, 64, 2)["device"]["total"], 2 * 7.5e9);   // ZeRO-Offload: 2Ψ on the device
   EXPECT_DOUBLE_EQ(cell(j, psi, 64, 2)["cpu"]["total"], 14 * 7.5e9 / 64);
-  const nlohmann::json inf = run_json("--params 7.5B --ranks 64 --offload param --stage 3");
+  const nlohmann::json inf = run_json("--params 7.5B --ranks 64 --offload param --stage 3 --largest-layer 100M");
   EXPECT_DOUBLE_EQ(cell(inf, psi, 64, 3)["device"]["total"], 0);
   EXPECT_DOUBLE_EQ(cell(inf, psi, 64, 3)["cpu"]["total"], 16 * 7.5e9 / 64);
 }
@@ -118,16 +119,97 @@ TEST(L06_EstimateCli, DeepSpeedsEstimatesStandBesideThePapersWithWhyTheyDiffer) 
   EXPECT_THAT(r.output, HasSubstr("2Ψ + 18Ψ/N"));
   EXPECT_THAT(r.output, HasSubstr("4L + 18Ψ/N"));
   EXPECT_THAT(r.output, HasSubstr("4Ψ + 16Ψ/N"));
-  EXPECT_THAT(r.output, HasSubstr("17.1094 GB")) << "2·7.5e9 + 18·7.5e9/64";
+  EXPECT_THAT(r.output, HasSubstr("15.93 GiB")) << "(2·7.5e9 + 18·7.5e9/64) / 2^30";
+  EXPECT_THAT(r.output, HasSubstr("1 node x 64 GPUs"));
   EXPECT_THAT(r.output, HasSubstr("Why they differ"));
   EXPECT_THAT(r.output, HasSubstr("fp32 copy of\n    the gradients"));
+  EXPECT_THAT(r.output, HasSubstr("Before DeepSpeed v0.14.3 (June 2024, commit f4cb866c2, PR #5099"));
+  EXPECT_THAT(r.output, Not(HasSubstr("before 2024")));
   const nlohmann::json j = run_json("--params 7.5B --ranks 64 --largest-layer 100M --gpus-per-node 8");
   const auto& ds = j["rows"][0]["deepspeed"];
   EXPECT_EQ(ds["nodes"], 8);
-  EXPECT_DOUBLE_EQ(ds["zero2"]["gpu"], 2 * 7.5e9 + 18 * 7.5e9 / 64);
-  EXPECT_DOUBLE_EQ(ds["zero2"]["gpu_before_fix"], 4 * 7.5e9 + 16 * 7.5e9 / 64);
-  EXPECT_DOUBLE_EQ(ds["zero2"]["cpu"], 4 * 7.5e9 * 8 * 1.5);
-  EXPECT_DOUBLE_EQ(ds["zero3"]["gpu"], 4 * 100e6 + 18 * 7.5e9 / 64);
+  EXPECT_EQ(ds["topology"], "8 nodes x 8 GPUs");
+  EXPECT_EQ(ds["zero2"]["gpu"], 2 * 7'500'000'000LL + 18 * 7'500'000'000LL / 64);
+  EXPECT_EQ(ds["zero2"]["gpu_before_v0_14_3"], 4 * 7'500'000'000LL + 16 * 7'500'000'000LL / 64);
+  EXPECT_EQ(ds["zero2"]["cpu"], 4 * 7'500'000'000LL * 8 * 3 / 2);
+  EXPECT_EQ(ds["zero3"]["gpu"], 4 * 100'000'000LL + 18 * 7'500'000'000LL / 64);
+}
+
+TEST(L06_EstimateCli, DeepSpeedRowsAreInGibAsItPrintsThemWithExactBytesInJson) {
+  // DeepSpeed's worked example, t5-3b: 2851M parameters, a 32M largest layer, 1 node of 8 GPUs.
+  const std::int64_t psi = 2'851'000'000, layer = 32'000'000;
+  const std::int64_t z2 = 2 * psi + 18 * psi / 8, z3 = 4 * layer + 18 * psi / 8;  // int(18Ψ/N): 18Ψ divides by 8
+  const double gib = 1024.0 * 1024 * 1024;
+  auto r = run_command(bin("minitorch-estimate") + " --params 2851M --ranks 8 --largest-layer 32M");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("11.28 GiB")) << z2 / gib;
+  EXPECT_THAT(r.output, HasSubstr("6.09 GiB")) << z3 / gib;
+  EXPECT_THAT(r.output, HasSubstr("1 node x 8 GPUs"));
+  EXPECT_THAT(r.output, HasSubstr("DeepSpeed prints these numbers as \"GB\""));
+  EXPECT_THAT(r.output, HasSubstr("the number DeepSpeed prints and calls \"GB\""));
+  EXPECT_THAT(r.output, HasSubstr("45.616 GB")) << "the paper's rows stay in GB = 1e9: 16Ψ";
+  const std::string ds_table = r.output.substr(r.output.find("DeepSpeed's own estimates"));
+  EXPECT_THAT(ds_table.substr(0, ds_table.find("\n\n")), Not(HasSubstr(" GB "))) << "every DeepSpeed cell in GiB";
+
+  const nlohmann::json j = run_json("--params 2851M --ranks 8 --largest-layer 32M");
+  EXPECT_EQ(j["gib"], gib);
+  const auto& ds = j["rows"][0]["deepspeed"];
+  ASSERT_TRUE(ds["zero2"]["gpu"].is_number_integer()) << ds.dump();
+  EXPECT_EQ(ds["zero2"]["gpu"].get<std::int64_t>(), z2);
+  EXPECT_EQ(ds["zero2"]["gpu"].get<std::int64_t>(), 12'116'750'000);
+  EXPECT_EQ(ds["zero3"]["gpu"].get<std::int64_t>(), z3);
+  EXPECT_EQ(ds["zero3"]["gpu"].get<std::int64_t>(), 6'542'750'000);
+  EXPECT_EQ(ds["zero3"]["cpu"].get<std::int64_t>(), layer * 4 * 8 * 3 / 2) << "zero_init: the largest layer per GPU";
+  EXPECT_DOUBLE_EQ(ds["zero2"]["gpu_gib"].get<double>(), z2 / gib);
+  EXPECT_EQ(ds["zero_init"], true);
+  EXPECT_EQ(ds["buffer_factor"], 1.5);
+  EXPECT_EQ(ds["largest_layer"], layer);
+}
+
+TEST(L06_EstimateCli, ZeroInitAndBufferFactorChangeTheRowsAsDeepSpeedsFunctions) {
+  const std::int64_t psi = 1'000'000, layer = 10'000;
+  const auto ds = [&](const std::string& extra) {
+    return run_json("--params 1000000 --ranks 8 --gpus-per-node 4 --largest-layer 10000 " + extra)["rows"][0]["deepspeed"];
+  };
+  const nlohmann::json def = ds(""), cold = ds("--zero-init 0"), two = ds("--buffer-factor 2"), one = ds("--zero-init 1");
+  EXPECT_EQ(def["zero3"]["cpu"], layer * 4 * 4 * 3 / 2) << "zero_init 1, factor 1.5 by default";
+  EXPECT_EQ(one["zero3"]["cpu"], def["zero3"]["cpu"]);
+  EXPECT_EQ(cold["zero3"]["cpu"], psi * 4 * 4 * 3 / 2) << "without zero_init each process loads the whole model";
+  EXPECT_EQ(cold["zero3"]["gpu"], def["zero3"]["gpu"]);
+  EXPECT_EQ(cold["zero3"]["cpu_text"], "4Ψ·gpus_per_node·1.5");
+  EXPECT_EQ(two["zero3"]["cpu"], layer * 4 * 4 * 2);
+  EXPECT_EQ(two["zero2"]["cpu"], psi * 4 * 4 * 2);
+  EXPECT_EQ(def["zero2"]["cpu"], psi * 4 * 4 * 3 / 2);
+  EXPECT_EQ(two["zero2"]["gpu"], def["zero2"]["gpu"]);
+  EXPECT_EQ(two["buffer_factor"], 2.0);
+  EXPECT_EQ(cold["zero_init"], false);
+  // With offload of both, on 2 nodes: zero_init 18Ψ/nodes, else the larger of that and 4Ψ per GPU of a node.
+  const auto off = [&](const std::string& extra) {
+    return run_json("--params 1000000 --ranks 8 --gpus-per-node 4 --largest-layer 10000 --offload param --stage 3 " +
+                    extra)["rows"][0]["deepspeed"]["zero3"];
+  };
+  EXPECT_EQ(off("")["cpu"], psi * 18 / 2 * 3 / 2);
+  EXPECT_EQ(off("--zero-init 0 --buffer-factor 1")["cpu"], psi * 16);  // max(4·4, 18/2) = 16
+  auto text = run_command(bin("minitorch-estimate") +
+                          " --params 1000000 --ranks 8 --largest-layer 10000 --zero-init 0 --buffer-factor 2");
+  ASSERT_EQ(text.exit_code, 0) << text.output;
+  EXPECT_THAT(text.output, HasSubstr("zero_init = 0 (--zero-init), additional_buffer_factor 2 (--buffer-factor)"));
+  EXPECT_THAT(text.output, HasSubstr("4Ψ·gpus_per_node·2"));
+}
+
+TEST(L06_EstimateCli, DeepSpeedsZeroThreeNeedsTheLargestLayerNeverZero) {
+  expect_usage_error("--params 7.5B --ranks 64 --stage 3", "--largest-layer");
+  expect_usage_error("--params 7.5B --ranks 64 --stage 3 --offload optimizer", "--largest-layer");
+  // Beside the other stages the ZeRO-3 columns are left out, and it says so.
+  auto r = run_command(bin("minitorch-estimate") + " --params 7.5B --ranks 64");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("ZeRO-3 left out: DeepSpeed's estimate needs the largest layer's parameters; give "
+                                  "--largest-layer L"));
+  EXPECT_THAT(r.output, Not(HasSubstr("ZeRO-3 per GPU")));
+  const nlohmann::json j = run_json("--params 7.5B --ranks 64");
+  EXPECT_TRUE(j["rows"][0]["deepspeed"]["zero3"].is_null());
+  EXPECT_EQ(j["rows"][0]["deepspeed"]["zero3_needs"], "--largest-layer");
+  EXPECT_TRUE(j["rows"][0]["deepspeed"]["zero2"].is_object()) << "ZeRO-2 needs no L";
 }
 
 TEST(L06_EstimateCli, BadInputIsOneClearErrorAndExitStatus2) {
@@ -142,6 +224,13 @@ TEST(L06_EstimateCli, BadInputIsOneClearErrorAndExitStatus2) {
   expect_usage_error("--params 7.5B --ranks 4 --bf16 --fp32", "exclude each other");
   expect_usage_error("--table1 --ranks 4", "--table1 sets the ranks itself");
   expect_usage_error("--params 7.5B --ranks 12 --gpus-per-node 8", "not a whole number of nodes");
+  expect_usage_error("--params 7.5B --ranks 4 --gpus-per-node 8", "--gpus-per-node 8 is more than --ranks 4");
+  expect_usage_error("--params 7.5B --ranks 8,4 --gpus-per-node 8", "--gpus-per-node 8 is more than --ranks 4");
+  expect_usage_error("--params 7.5B --ranks 4 --stage 1 --gpus-per-node 8", "--gpus-per-node 8 is more than");
+  expect_usage_error("--params 7.5B --ranks 4 --zero-init 2", "--zero-init must be 0 or 1");
+  expect_usage_error("--params 7.5B --ranks 4 --zero-init yes", "--zero-init must be 0 or 1");
+  expect_usage_error("--params 7.5B --ranks 4 --buffer-factor 0.5", "--buffer-factor must be a number of at least 1");
+  expect_usage_error("--params 7.5B --ranks 4 --buffer-factor abc", "--buffer-factor");
   expect_usage_error("--config /nonexistent/c.json --ranks 2", "/nonexistent/c.json");
 }
 
@@ -211,4 +300,34 @@ TEST(L06_EstimateCli, ConfigPredictionIsWhatRealRunsMeasureToTheByte) {
   }
   EXPECT_TRUE(padded) << "no case had padding: the test would not see the layout";
   EXPECT_TRUE(ranks_differ) << "no case had ranks holding different bytes";
+}
+
+TEST(L06_EstimateCli, ConfigTakesTheLargestLayerFromItsModel) {
+  mt_test::TempDir dir;
+  const std::string corpus = dir.write("corpus.txt", "In the beginning God created the heaven and the earth.\n");
+  const std::string config = dir.write("c.json", config_json(3, false));
+  const nlohmann::json j = run_json("--config " + config + " --ranks 4 --data " + corpus);
+  const nlohmann::json& row = j["rows"][0];
+  const std::int64_t psi = row["params"], vocab = row["vocab_size"];
+  // n_embd 10: the MLP's c_fc holds 4·10·10 weights + 40 biases, more than wte (vocab·10), c_attn (330).
+  ASSERT_LT(vocab * 10, 440) << "the corpus's vocabulary would make wte the largest";
+  const auto& ds = row["deepspeed"];
+  EXPECT_EQ(ds["largest_layer"], 440);
+  EXPECT_EQ(ds["largest_layer_module"], "transformer.h.0.mlp.c_fc");
+  EXPECT_EQ(ds["topology"], "1 node x 4 GPUs");
+  EXPECT_EQ(ds["zero3"]["gpu"], 4 * 440 + 18 * psi / 4);
+  EXPECT_EQ(ds["zero3"]["cpu"], 440 * 4 * 4 * 3 / 2);
+  EXPECT_EQ(ds["zero2"]["gpu"], 2 * psi + 18 * psi / 4);
+  const nlohmann::json cold = run_json("--config " + config + " --ranks 4 --data " + corpus + " --zero-init 0 --buffer-factor 2");
+  EXPECT_EQ(cold["rows"][0]["deepspeed"]["zero3"]["cpu"], psi * 4 * 4 * 2);
+
+  auto text = run_command(bin("minitorch-estimate") + " --config " + config + " --ranks 4 --gpus-per-node 2 --data " + corpus);
+  ASSERT_EQ(text.exit_code, 0) << text.output;
+  EXPECT_THAT(text.output, HasSubstr("on 2 nodes x 2 GPUs"));
+  EXPECT_THAT(text.output, HasSubstr("GiB) per GPU"));
+  EXPECT_THAT(text.output, HasSubstr("L = largest layer = 440 parameters, transformer.h.0.mlp.c_fc"));
+  expect_usage_error("--config " + config + " --ranks 4 --gpus-per-node 8 --data " + corpus,
+                     "--gpus-per-node 8 is more than --ranks 4");
+  expect_usage_error("--config " + config + " --ranks 4 --largest-layer 5 --data " + corpus,
+                     "--largest-layer does not go with --config");
 }
