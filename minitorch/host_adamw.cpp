@@ -63,9 +63,8 @@ inline float madd(float a, float b, float c) {
 // Eigen's packet as the lab kernel's assignments use it: its lanes (1: Eigen does not vectorise the
 // update, every element takes the scalar path) and the alignment its prologue reaches for.
 using Packet = Eigen::internal::packet_traits<float>::type;
-constexpr int kEigenLanes = (Eigen::internal::packet_traits<float>::Vectorizable &&
-                             Eigen::internal::packet_traits<float>::HasSqrt &&
-                             Eigen::internal::packet_traits<float>::HasDiv)
+using EigenTraits = Eigen::internal::packet_traits<float>;
+constexpr int kEigenLanes = (EigenTraits::Vectorizable != 0 && EigenTraits::HasSqrt != 0 && EigenTraits::HasDiv != 0)
                                 ? Eigen::internal::unpacket_traits<Packet>::size
                                 : 1;
 constexpr int kEigenAlign = Eigen::internal::unpacket_traits<Packet>::alignment;
