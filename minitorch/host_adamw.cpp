@@ -74,7 +74,9 @@ static_assert(MT_HOST_ADAMW_LANES == 0 || MT_HOST_ADAMW_LANES == kEigenLanes,
 
 enum class Copy { none, bf16, f16 };
 
-// One step's arrays and constants (the lab kernel's, computed the same way).
+// One step's arrays and constants (the lab kernel's, computed the same way). p, m, v: n f32; g: n
+// elements of the gradient's dtype; c: null or n 16-bit elements. c1 = 1 - b1, c2 = 1 - b2, ibc1 and
+// ibc2 the inverse bias corrections 1 / (1 - b^t).
 struct Args {
   float* p;
   const void* g;
