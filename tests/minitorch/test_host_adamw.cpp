@@ -53,7 +53,7 @@ std::vector<float> wide_values(std::int64_t n, Generator& g) {
 // the host step must see masters at the same address modulo 64 bytes.
 Tensor at_offset(const std::vector<float>& x, std::int64_t off) {
   Tensor base = Tensor::zeros({static_cast<std::int64_t>(x.size()) + off});
-  std::memcpy(static_cast<float*>(base.raw_data()) + off, x.data(), x.size() * 4);
+  if (!x.empty()) std::memcpy(static_cast<float*>(base.raw_data()) + off, x.data(), x.size() * 4);
   return base.narrow(0, off, static_cast<std::int64_t>(x.size()));
 }
 float* f(const Tensor& t) { return static_cast<float*>(t.raw_data()); }
