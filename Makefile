@@ -311,6 +311,23 @@ bench-pytorch:
 	$(call install_missing,$(BENCH_PYTORCH_PACKAGES))
 	/usr/bin/python3 bench/pytorch_gpt.py --steps 5
 
+# ZeRO-Offload (bench/README.md, "Offload"). Part 1: the host AdamW (bench/offload.cpp) in elements/s over one
+# shard of OFFLOAD_ELEMENTS, beside torch.optim.AdamW on the same machine (bench/pytorch_adamw.py, Debian's
+# python3-torch, a bench-only dependency), medians of OFFLOAD_ROUNDS rounds, and the ratio (target >= 2x
+# torch's best). The lines go to $(BUILD)/bench-offload.txt. Part 2 (stage 2 and 3 step time with and without
+# offload) adds its build target to BENCH_OFFLOAD_TARGETS and its commands at the end of the recipe.
+BENCH_OFFLOAD_PACKAGES := python3-torch
+BENCH_OFFLOAD_TARGETS := bench-offload
+OFFLOAD_ELEMENTS ?= 8388608
+OFFLOAD_ROUNDS ?= 3
+.PHONY: bench-offload
+bench-offload: configure
+	$(call install_missing,$(BENCH_OFFLOAD_PACKAGES))
+	cmake --build $(BUILD) -j$(JOBS) --target $(BENCH_OFFLOAD_TARGETS)
+	@set -o pipefail; $(BUILD)/bin/bench-offload --elements $(OFFLOAD_ELEMENTS) --rounds $(OFFLOAD_ROUNDS) | tee $(BUILD)/bench-offload.txt
+	@set -o pipefail; /usr/bin/python3 bench/pytorch_adamw.py --elements $(OFFLOAD_ELEMENTS) --rounds $(OFFLOAD_ROUNDS) | tee -a $(BUILD)/bench-offload.txt
+	@/usr/bin/python3 bench/pytorch_adamw.py --ratio $(BUILD)/bench-offload.txt
+
 # The GPU check (docs/build.md, "The GPU check"): `make gpu-check` on the rented GPU machine, whose
 # packages come from .device/ (tools/device_setup.sh, run here once): it depends on nothing here, since
 # `deps` would call apt-get there. `make gpu-check-dry` proves the same script here, on the build of
