@@ -1,5 +1,7 @@
 #include "optim/adamw.h"
 
+#include "minitorch/host_adamw.h"
+
 #include <stdexcept>
 
 #include "minitorch/allocator.h"
@@ -62,7 +64,12 @@ void AdamW::update(std::size_t group, const std::string& name, const Tensor& par
   // (len) views of the parameter and its states: every update is 1-D, so a tile may cut anywhere.
   auto range = [&](const Tensor& t) { return t.view({n}).narrow(0, begin, len); };
   Tensor m = range(s.m), v = range(s.v);
-  if (s.master.defined()) {
+  if (on_host_) {  // ZeRO-Offload: the fused host step, the 16-bit copy written in the same pass
+    Tensor p = range(param);
+    auto c = copies_.find(name);
+    Tensor copy = c == copies_.end() ? Tensor() : range(c->second);
+    host_adamw_step(p, grad, m, v, hp, copy.defined() ? &copy : nullptr);
+  } else if (s.master.defined()) {
     Tensor master = range(s.master);
     ops::adamw_step(master, grad, m, v, hp);  // update in f32
     range(param).copy_(master);               // round to the parameter's dtype (bf16, RNE)
@@ -70,6 +77,16 @@ void AdamW::update(std::size_t group, const std::string& name, const Tensor& par
     Tensor p = range(param);
     ops::adamw_step(p, grad, m, v, hp);
   }
+}
+
+void AdamW::step_on_host(std::map<std::string, Tensor> copies) {
+  for (const auto& group : groups_)
+    for (const auto& [name, param] : group.params)
+      if (param.dtype() != DType::f32 || !param.device().is_cpu())
+        throw std::invalid_argument("AdamW::step_on_host: '" + name + "' is " + param.describe() +
+                                    "; the host step takes f32 masters in host memory");
+  on_host_ = true;
+  copies_ = std::move(copies);
 }
 
 NamedTensors AdamW::state_tensors() const {

@@ -67,6 +67,10 @@ class AdamW : public Optimizer {
   std::int64_t state_bytes() const;
   /// Whether the parameter (or piece) `name` has its state yet: AdamW allocates it at its first update.
   bool has_state(const std::string& name) const;
+  /// ZeRO-Offload (zero/sharded_optimizer.h): the parameters are f32 masters in host memory, and every
+  /// update runs the host AdamW (minitorch/host_adamw.h); `copies` (parameter name -> a 16-bit host tensor
+  /// of its shape) receive the updated values rounded, written in the same pass.
+  void step_on_host(std::map<std::string, Tensor> copies);
 
  private:
   struct State {
@@ -78,6 +82,8 @@ class AdamW : public Optimizer {
 
   AdamWOptions options_;
   std::map<std::string, State> state_;
+  bool on_host_ = false;
+  std::map<std::string, Tensor> copies_;  // step_on_host's 16-bit copies
 };
 
 }  // namespace minitorch::optim

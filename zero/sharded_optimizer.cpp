@@ -56,6 +56,11 @@ ShardedOptimizer::ShardedOptimizer(Partition& partition, const StrategyConfig& c
       }
     refresh_masters();
     adamw_ = std::make_unique<optim::AdamW>(std::move(groups), opts);
+    std::map<std::string, Tensor> copies;  // 16-bit training: the step writes the rounded shard as it goes
+    if (host_params16_.defined())
+      for (std::size_t i = 0, at = 0; i < masters_.size(); at += static_cast<std::size_t>(masters_[i].numel()), ++i)
+        copies[device_pieces_[i].first] = host_params16_.narrow(0, static_cast<std::int64_t>(at), masters_[i].numel());
+    adamw_->step_on_host(std::move(copies));
     return;
   }
   // BEGIN SOLUTION L06.2
@@ -85,10 +90,8 @@ void ShardedOptimizer::copy_parameters_up() {
   std::int64_t offset = 0;
   for (std::size_t i = 0; i < masters_.size(); ++i) {
     Tensor& piece = device_pieces_[i].second;
-    if (host_params16_.defined()) {  // round on the host, then move P = 2 bytes per element
-      Tensor staged = host_params16_.narrow(0, offset, piece.numel());
-      staged.copy_(masters_[i]);
-      piece.copy_(staged);
+    if (host_params16_.defined()) {  // the step wrote the rounded values: move P = 2 bytes per element
+      piece.copy_(host_params16_.narrow(0, offset, piece.numel()));
     } else {
       piece.copy_(masters_[i]);
     }
