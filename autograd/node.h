@@ -12,6 +12,7 @@
 /// activation memory is exactly the saved tensors (as in PyTorch). A saved parameter is the
 /// exception that proves the rule: the node refers to the parameter, not to its bytes (SavedTensor).
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "minitorch/tensor.h"
@@ -34,18 +35,58 @@ struct Edge {
 /// (its TensorImpl), and get() reads whatever storage it has when backward runs: ZeRO-3 releases a
 /// parameter after forward and gathers it again before backward, so the graph must neither pin the
 /// old bytes nor read them (a parameter still released at backward time fails in the op that reads it).
+///
+/// Under SaveOnHost, an activation on a device is kept in host memory instead (one d2h copy) and comes
+/// back the first time backward reads it (one h2d copy).
 class SavedTensor {
  public:
   SavedTensor() = default;
   /// Saves `t` (may be undefined).
   SavedTensor(const Tensor& t)  // NOLINT: implicit, so `node->w = weight;` reads like before
-      : t_(!t.defined() || (t.is_leaf() && t.requires_grad()) ? t : t.detach()) {}
-  /// The tensor to compute with.
-  const Tensor& get() const { return t_; }
-  void reset() { t_ = Tensor(); }
+      : t_(!t.defined() || (t.is_leaf() && t.requires_grad()) ? t : t.detach()) {
+    if (save_on_host() && t_.defined() && !t_.device().is_cpu() && !(t.is_leaf() && t.requires_grad())) {
+      device_ = t_.device();
+      t_ = t_.to(Device::cpu());
+    }
+  }
+  /// The tensor to compute with (on its device: a host-kept activation is copied back on first use).
+  const Tensor& get() const {
+    if (device_) {
+      t_ = t_.to(*device_);
+      device_.reset();
+    }
+    return t_;
+  }
+  void reset() {
+    t_ = Tensor();
+    device_.reset();
+  }
+  /// Whether SaveOnHost is on for this thread.
+  static bool save_on_host() { return save_on_host_flag(); }
 
  private:
-  Tensor t_;
+  friend class SaveOnHost;
+  static bool& save_on_host_flag() {
+    static thread_local bool on = false;  // a scope flag, like grad mode
+    return on;
+  }
+  mutable Tensor t_;
+  mutable std::optional<Device> device_;  // set while an activation waits in host memory
+};
+
+/// While it lives, activations saved for backward on this thread that are on a device (not the host) are
+/// kept in host memory and copied back when backward reads them: DeepSpeed's
+/// `activation_checkpointing.cpu_checkpointing` (ZeRO-R's P_a+cpu), PyTorch's `save_on_cpu`. The GPT turns
+/// it on around its checkpointed segments, whose only saved tensors are their inputs (nn/gpt.h).
+class SaveOnHost {
+ public:
+  explicit SaveOnHost(bool on = true) : previous_(SavedTensor::save_on_host_flag()) { SavedTensor::save_on_host_flag() = on; }
+  ~SaveOnHost() { SavedTensor::save_on_host_flag() = previous_; }
+  SaveOnHost(const SaveOnHost&) = delete;
+  SaveOnHost& operator=(const SaveOnHost&) = delete;
+
+ private:
+  bool previous_;
 };
 
 struct Node {

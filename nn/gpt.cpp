@@ -97,6 +97,7 @@ Tensor GPT::run_blocks(Tensor x, std::int64_t first, std::int64_t end) const {
   for (std::int64_t from = first; from < end; from += k) {
     // blocks[from, from + k): x (B, T, C) -> (B, T, C), recomputed in backward
     std::vector<std::shared_ptr<Block>> segment(blocks.begin() + from, blocks.begin() + std::min(end, from + k));
+    ag::SaveOnHost on_host(checkpoint_on_host_);  // cpu_checkpointing: the input x waits in host memory
     x = ag::checkpoint(
         [segment](const std::vector<Tensor>& in) {
           Tensor h = in[0];

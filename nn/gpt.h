@@ -85,6 +85,10 @@ class GPT : public Module {
   /// blocks (config `activation_checkpointing`). k > n_layer is an error.
   void set_checkpoint_segments(std::int64_t segment_size);
   std::int64_t checkpoint_segment_size() const { return checkpoint_segment_size_; }
+  /// cpu_checkpointing: each checkpointed segment's input waits for backward in host memory
+  /// (autograd::SaveOnHost): B·T·C elements down per segment in forward, up again in the recompute.
+  void set_checkpoint_on_host(bool on) { checkpoint_on_host_ = on; }
+  bool checkpoint_on_host() const { return checkpoint_on_host_; }
   /// Mean cross-entropy of the next-token prediction.   idx, targets: (B, T) i32 -> scalar
   /// Targets equal to `ignore_index` (default -1) do not count.
   Tensor loss(const Tensor& idx, const Tensor& targets, std::int32_t ignore_index = -1) const;
@@ -112,6 +116,7 @@ class GPT : public Module {
  private:
   GPTConfig config_;
   std::int64_t checkpoint_segment_size_ = 0;
+  bool checkpoint_on_host_ = false;
 };
 
 }  // namespace minitorch::nn

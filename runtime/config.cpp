@@ -219,6 +219,10 @@ void parse_small_sections(SectionReader& r, Config& c) {
     SectionReader ar(*a, "activation_checkpointing", c.source);
     ar.get("enabled", c.activation_checkpointing.enabled);
     ar.get("segment_size", c.activation_checkpointing.segment_size);
+    ar.get("cpu_checkpointing", c.activation_checkpointing.cpu_checkpointing);
+    if (c.activation_checkpointing.cpu_checkpointing && !c.activation_checkpointing.enabled)
+      ar.fail("activation_checkpointing.cpu_checkpointing keeps the checkpointed blocks' inputs in host memory: it needs "
+              "activation_checkpointing.enabled true (minitorch checkpoints only when enabled)");
     ar.finish(c.warnings);
   }
 }

@@ -118,6 +118,9 @@ struct PipelineConfig {
 struct ActivationCheckpointingConfig {
   bool enabled = false;
   std::int64_t segment_size = 1;  ///< blocks per checkpointed segment, 1 to n_layer
+  /// DeepSpeed's key: each checkpointed segment's input kept in host memory (d2h in forward, h2d in
+  /// backward's recompute), not on the device (autograd::SaveOnHost). Needs `enabled`.
+  bool cpu_checkpointing = false;
 };
 
 /// `device` (ours): where each rank computes (docs/config.md). `type`: "cpu" (the default), "sim" (the

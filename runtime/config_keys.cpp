@@ -367,8 +367,8 @@ const ConfigKey kKeys[] = {
     todo("activation_checkpointing.partition_activations", "true", "false",
          "activation_checkpointing.partition_activations",
          "it splits each checkpoint across tensor-parallel ranks, and minitorch has no tensor parallelism: set it to false").ds("false"),
-    todo("activation_checkpointing.cpu_checkpointing", "true", "false", "activation_checkpointing.cpu_checkpointing",
-         "it keeps the checkpoints in host memory, which needs the host memory pools of the offload work: set it to false").ds("false"),
+    // Checkpointed inputs kept in host memory (autograd::SaveOnHost); needs `enabled` (runtime/config.cpp).
+    ok("activation_checkpointing.cpu_checkpointing", "true", R"({"activation_checkpointing": {"enabled": true}})").ds("false"),
     todo("activation_checkpointing.contiguous_memory_optimization", "true", "false",
          "activation_checkpointing.contiguous_memory_optimization",
          "it copies partitioned checkpoints into one buffer, and minitorch does not partition them (no tensor "

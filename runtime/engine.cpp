@@ -64,6 +64,10 @@ Engine::Engine(std::shared_ptr<nn::GPT> model, Config config, dist::ProcessGroup
   // Mixed precision: params 2Ψ, grads 2Ψ; AdamW adds f32 master + m + v = 12Ψ.
   if (config_.bf16) model_->to(DType::bf16);
   model_->set_checkpoint_segments(config_.activation_checkpointing.enabled ? config_.activation_checkpointing.segment_size : 0);
+  model_->set_checkpoint_on_host(config_.activation_checkpointing.cpu_checkpointing);
+  if (config_.activation_checkpointing.cpu_checkpointing && device_.is_cpu())
+    warnings_.push_back("activation_checkpointing.cpu_checkpointing keeps checkpoints in host memory, and on --device cpu "
+                        "they are there already: it has no effect (run on --device sim or cuda to move them off the device)");
   if (config_.fp16.enabled) {
     model_->to(DType::f16);
     scaler_ = std::make_unique<LossScaler>(config_.fp16);

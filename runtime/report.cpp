@@ -133,6 +133,14 @@ ordered_json RunReport::to_json(const std::vector<ordered_json>& ranks) const {
       {"comm_bytes_per_step", elements * comm_bytes},
       {"comm_dtype", comm_bytes == 4 ? "f32" : c.fp16.enabled ? "f16" : "bf16"},
       {"comm_text", stage <= 1 ? "2(N−1)/N·Ψ" : stage == 2 ? "(G+1)(N−1)/N·Ψ" : "3G(N−1)/N·Ψ"}};
+  if (c.activation_checkpointing.enabled && c.activation_checkpointing.cpu_checkpointing && !engine_.device().is_cpu()) {
+    // cpu_checkpointing: every checkpointed segment's input (B, T, C) down in forward, up in the recompute.
+    const nn::GPTConfig& m = engine_.model().config();
+    const std::int64_t k = c.activation_checkpointing.segment_size, segments = (m.n_layer + k - 1) / k;
+    const std::int64_t bytes = G * segments * c.train_micro_batch_size_per_gpu * m.block_size * m.n_embd *
+                               static_cast<std::int64_t>(b.P);  // the residual stream is in the parameters' dtype
+    j["formulas"]["cpu_checkpointing_per_step"] = {{"d2h", bytes}, {"h2d", bytes}, {"text", "G·⌈L/k⌉·B·T·C·P"}};
+  }
   if (c.zero.offload_optimizer.enabled() && stage >= 1) {  // ZeRO-Offload (formulas.h): device, host, transfers
     const OffloadEstimate o = offload_state_bytes(stage, static_cast<double>(psi), n, b);
     j["formulas"]["model_states"] = {{"param", o.device.param}, {"grad", o.device.grad}, {"optim", o.device.optim},

@@ -184,8 +184,12 @@ TEST(L08_Config, ActivationCheckpointingKeysOursAndDeepSpeeds) {
   EXPECT_TRUE(contains(msg, "minitorch has no tensor parallelism: set it to false")) << msg;
   msg = parse_error(with(R"("activation_checkpointing": {"enabled": true, "contiguous_memory_optimization": true})"));
   EXPECT_TRUE(contains(msg, "minitorch does not partition them (no tensor parallelism)")) << msg;
-  msg = parse_error(with(R"("activation_checkpointing": {"enabled": true, "cpu_checkpointing": true})"));
-  EXPECT_TRUE(contains(msg, "needs the host memory pools")) << msg;
+  // cpu_checkpointing: the checkpointed inputs wait in host memory (docs/design.md §10); only with checkpointing on.
+  EXPECT_TRUE(parse(with(R"("activation_checkpointing": {"enabled": true, "cpu_checkpointing": true})"))
+                  .activation_checkpointing.cpu_checkpointing);
+  msg = parse_error(with(R"("activation_checkpointing": {"cpu_checkpointing": true})"));
+  EXPECT_TRUE(contains(msg, "activation_checkpointing.cpu_checkpointing keeps the checkpointed blocks' inputs in host "
+                            "memory: it needs activation_checkpointing.enabled true")) << msg;
   c = parse(with(R"("activation_checkpointing": {"enabled": true, "number_checkpoints": 4})"));
   ASSERT_EQ(c.warnings.size(), 1u);
   EXPECT_TRUE(contains(c.warnings[0], "it sizes DeepSpeed's buffer for contiguous_memory_optimization")) << c.warnings[0];

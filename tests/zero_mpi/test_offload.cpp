@@ -32,6 +32,28 @@ TransferStats one_step_transfers(ZeroRun& run) {
   return {after.h2d - before.h2d, after.d2h - before.d2h, after.io_h2d - before.io_h2d, after.io_d2h - before.io_d2h};
 }
 
+std::int64_t host_kept_ = 0;  // activations_after_forward's host bytes (kept beside its result)
+
+/// Device activation bytes held at the loss of one micro-step (forward done, backward not yet), then the
+/// micro-steps of one optimizer step finished. With `host_before`: host_kept_ = host activation bytes then
+/// minus it.
+std::int64_t activations_after_forward(ZeroRun& run, const std::int64_t* host_before = nullptr) {
+  auto& world = dist::world();
+  const std::int64_t G = run.cfg.gradient_accumulation_steps;
+  std::int64_t held = 0;
+  for (std::int64_t m = 0; m < G; ++m) {
+    data::Batch b = run.engine->on_device(run.sampler->sample(world.rank(), 100, world.size(), m, G));
+    Tensor loss = run.engine->forward(b.x, b.y);
+    if (m == 0) {
+      held = memory_stats(Device::sim()).current(MemTag::activation);
+      if (host_before) host_kept_ = memory_stats(Device::cpu()).current(MemTag::activation) - *host_before;
+    }
+    run.engine->backward(loss);
+    run.engine->step();
+  }
+  return held;
+}
+
 }  // namespace
 
 TEST(L10_SimDevice, EveryStageTrainsAsOnTheCpuBitForBit) {
@@ -120,4 +142,40 @@ TEST(L10_T1_Offload, OneRankRunsTheStageWithItsWholeShardOnTheHost) {
   off.train(2);
   EXPECT_EQ(off.engine->measured_model_states().optim, 0);
   EXPECT_EQ(off.engine->measured_host_model_states().optim, 12 * off.psi());
+}
+
+TEST(L10_CpuCheckpointing, CheckpointedInputsWaitOnTheHostWithTheirBytesCountedBothWays) {
+  auto& world = dist::world();
+  for (bool bf16 : {false, true}) {
+    SCOPED_TRACE(bf16 ? "bf16" : "f32");
+    // 2 blocks, segments of 1: each micro-step keeps 2 segment inputs (B, T, C) for backward.
+    auto config = [&](bool on_host) {
+      // config_json closes zero_optimization after its extra: the section goes in as the next sibling.
+      return config_json(3, 2, 2, bf16, 2500,
+                         kOffload + R"(}, "activation_checkpointing": {"enabled": true, "segment_size": 1, "cpu_checkpointing": )" +
+                             (on_host ? "true" : "false"));
+    };
+    std::vector<float> device_losses;
+    std::int64_t device_kept = 0;
+    TransferStats kept_on_device{};
+    {
+      ZeroRun run(config(false), &world, 11, Device::sim());
+      device_losses = run.train(2);
+      device_kept = activations_after_forward(run);
+      kept_on_device = one_step_transfers(run);
+    }
+    ZeroRun run(config(true), &world, 11, Device::sim());
+    EXPECT_EQ(run.train(2), device_losses) << "where a checkpoint waits changes no number";
+    const std::int64_t host_before = memory_stats(Device::cpu()).current(MemTag::activation);
+    const std::int64_t kept = activations_after_forward(run, &host_before);
+    const TransferStats t = one_step_transfers(run);
+    const std::int64_t B = run.cfg.train_micro_batch_size_per_gpu, T = run.cfg.model.block_size,
+                       C = run.cfg.model.n_embd, L = run.cfg.model.n_layer, G = run.cfg.gradient_accumulation_steps;
+    const std::int64_t A = bf16 ? 2 : 4;  // the residual stream's dtype
+    const std::int64_t inputs = L * B * T * C * A;  // L segments of 1 block: one (B, T, C) input each
+    EXPECT_EQ(device_kept - kept, inputs) << "at the loss, the device holds none of the segments' inputs";
+    EXPECT_EQ(host_kept_, inputs) << "they wait in host memory";
+    EXPECT_EQ(t.d2h - kept_on_device.d2h, G * inputs) << "each input down once per micro-step";
+    EXPECT_EQ(t.h2d - kept_on_device.h2d, G * inputs) << "and up once, for its recompute";
+  }
 }
