@@ -37,7 +37,8 @@ std::string write_chrome_trace(const std::string& dir, const trace::TraceRecorde
   // Each rank's events as Chrome events on its own clock: ranks start together (the engine's first
   // broadcast), so the time since each recorder began lines the ranks up well enough to read.
   const std::string mine =
-      trace::chrome_events(recorder.events(), rank, recorder.initial_memory(), recorder.start_us()).dump();
+      trace::chrome_events(recorder.events(), rank, recorder.initial_memory(), recorder.start_us(),
+                           recorder.initial_device_memory()).dump();
   const std::vector<std::string> texts = group ? dist::all_gather_strings(*group, mine) : std::vector<std::string>{mine};
   const std::string path = (std::filesystem::path(dir) / "trace.json").string();
   if (rank != 0) return path;

@@ -189,7 +189,7 @@ void train(const std::string& config_path, std::string data_path, const Override
   std::optional<trace::TraceRecorder> tracer;
   std::optional<events::Attach> listening;
   if (!report_path.empty()) report.emplace(*engine, &world);
-  if (!trace_dir.empty()) tracer.emplace(report ? &*report : nullptr);
+  if (!trace_dir.empty()) tracer.emplace(report ? &*report : nullptr, device);
   if (tracer) listening.emplace(*tracer);
   else if (report) listening.emplace(*report);
 

@@ -10,9 +10,14 @@ namespace minitorch::trace {
 
 using nlohmann::json;
 
-TraceRecorder::TraceRecorder(events::Sink* forward) : forward_(forward) {
-  const MemoryStats m = memory_stats();
+TraceRecorder::TraceRecorder(events::Sink* forward, Device device) : forward_(forward) {
+  const MemoryStats m = memory_stats(Device::cpu());
   for (int t = 0; t < kNumMemTags; ++t) initial_memory_[static_cast<std::size_t>(t)] = m.current(static_cast<MemTag>(t));
+  if (!device.is_cpu()) {
+    const MemoryStats d = memory_stats(device);
+    for (int t = 0; t < kNumMemTags; ++t)
+      initial_device_memory_[static_cast<std::size_t>(t)] = d.current(static_cast<MemTag>(t));
+  }
   start_us_ = events::now_us();
 }
 
@@ -54,10 +59,18 @@ int comm_thread(const std::string& op) {
   return 0;
 }
 
+/// The thread of a span: a collective's stream, the copies' (6 h2d, 7 d2h), the host step's (8), else 0.
+int stream_of(const events::Event& b) {
+  if (b.category == events::Category::comm) return comm_thread(b.name);
+  if (b.category == events::Category::transfer) return b.name == "h2d" ? 6 : 7;
+  if (b.category == events::Category::compute && b.name == "host_optimizer_step") return 8;
+  return 0;
+}
+
 // ---- one rank ----
 
 json chrome_events(const std::vector<events::Event>& evs, int rank, const std::array<std::int64_t, kNumMemTags>& memory,
-                   double start_us) {
+                   double start_us, const std::array<std::int64_t, kNumMemTags>& device_memory) {
   json out = json::array();
   auto ts = [&](double t) { return std::max(0.0, t - start_us); };
   // Memory: counters from the allocator's bytes when recording began.
@@ -65,6 +78,15 @@ json chrome_events(const std::vector<events::Event>& evs, int rank, const std::a
   json first = json::object();
   for (int t = 0; t < kNumMemTags; ++t) first[tag_name(static_cast<MemTag>(t))] = mem[static_cast<std::size_t>(t)];
   out.push_back({{"ph", "C"}, {"name", "memory"}, {"pid", rank}, {"ts", 0.0}, {"args", first}});
+  // A device's pool (sim, cuda) gets counters of its own, when the rank has any of its events.
+  std::array<std::int64_t, kNumMemTags> dev = device_memory;
+  if (std::any_of(evs.begin(), evs.end(), [](const events::Event& e) {
+        return e.category == events::Category::memory && e.device != 0;
+      })) {
+    json start = json::object();
+    for (int t = 0; t < kNumMemTags; ++t) start[tag_name(static_cast<MemTag>(t))] = dev[static_cast<std::size_t>(t)];
+    out.push_back({{"ph", "C"}, {"name", "device memory"}, {"pid", rank}, {"ts", 0.0}, {"args", start}});
+  }
 
   // Collectives get lanes: a collective goes on the first lane of its op that is free at its start,
   // so X events on one thread never overlap (tid = 10 * stream + lane; lane 0 is the stream's tid).
@@ -79,14 +101,21 @@ json chrome_events(const std::vector<events::Event>& evs, int rank, const std::a
     json args = json::object();
     if (!b.scope.empty()) args["scope"] = b.scope;
     if (b.micro_step >= 0) args["micro_step"] = b.micro_step;
-    const int stream = b.category == events::Category::comm ? comm_thread(b.name) : 0;
+    const int stream = stream_of(b);
     int tid = 0;
     if (stream > 0) {
-      args["elements"] = b.elements;
-      args["bytes"] = b.bytes;
-      if (b.range_begin >= 0) args["range"] = {b.range_begin, b.range_end};
-      if (b.peer >= 0) args["peer"] = b.peer;
-      args["seq"] = seq_of.at(b.id);
+      if (b.category == events::Category::comm) {
+        args["elements"] = b.elements;
+        args["bytes"] = b.bytes;
+        if (b.range_begin >= 0) args["range"] = {b.range_begin, b.range_end};
+        if (b.peer >= 0) args["peer"] = b.peer;
+        args["seq"] = seq_of.at(b.id);
+      } else if (b.category == events::Category::transfer) {
+        args["bytes"] = b.bytes;
+        args["tag"] = tag_name(b.tag);
+        args["purpose"] = b.scope;  // "model" or "io"
+        args.erase("scope");
+      }
       std::vector<double>& lanes = lane_end[stream];
       std::size_t lane = 0;
       while (lane < lanes.size() && lanes[lane] > ts(b.time_us)) ++lane;
@@ -95,7 +124,7 @@ json chrome_events(const std::vector<events::Event>& evs, int rank, const std::a
       tid = lane == 0 ? stream : 10 * stream + static_cast<int>(lane);
     }
     if (unfinished) args["unfinished"] = true;
-    out.push_back({{"ph", "X"}, {"name", b.name}, {"cat", stream > 0 ? "comm" : events::category_name(b.category)},
+    out.push_back({{"ph", "X"}, {"name", b.name}, {"cat", b.category == events::Category::comm ? "comm" : events::category_name(b.category)},
                    {"pid", rank}, {"tid", tid}, {"ts", ts(b.time_us)}, {"dur", ts(end_us) - ts(b.time_us)},
                    {"args", args}});
   };
@@ -104,10 +133,10 @@ json chrome_events(const std::vector<events::Event>& evs, int rank, const std::a
     switch (e.kind) {
       case events::Kind::alloc:
       case events::Kind::free: {
-        std::int64_t& cur = mem[static_cast<std::size_t>(e.tag)];
+        std::int64_t& cur = (e.device == 0 ? mem : dev)[static_cast<std::size_t>(e.tag)];
         cur += e.kind == events::Kind::alloc ? e.bytes : -e.bytes;
-        out.push_back({{"ph", "C"}, {"name", "memory"}, {"pid", rank}, {"ts", ts(e.time_us)},
-                       {"args", {{tag_name(e.tag), cur}}}});
+        out.push_back({{"ph", "C"}, {"name", e.device == 0 ? "memory" : "device memory"}, {"pid", rank},
+                       {"ts", ts(e.time_us)}, {"args", {{tag_name(e.tag), cur}}}});
         break;
       }
       case events::Kind::begin:
@@ -168,7 +197,12 @@ json chrome_trace(const std::vector<json>& per_rank, const json& about) {
   }
   for (const auto& [pid, tid] : threads) {
     const int stream = tid < 10 ? tid : tid / 10;
-    std::string name = stream == 0 ? "compute" : stream == 5 ? "p2p" : kCommOps[stream - 1];
+    std::string name = stream == 0   ? "compute"
+                       : stream == 5 ? "p2p"
+                       : stream == 6 ? "h2d"
+                       : stream == 7 ? "d2h"
+                       : stream == 8 ? "host"
+                                     : kCommOps[stream - 1];
     if (tid >= 10) name += " (" + std::to_string(tid % 10 + 1) + ")";
     all.push_back(thread_name(pid, tid, name));
     all.push_back({{"ph", "M"}, {"name", "thread_sort_index"}, {"pid", pid}, {"tid", tid}, {"args", {{"sort_index", tid}}}});

@@ -16,7 +16,11 @@
 ///   tid 4  broadcast       its own, tid 10·stream + lane
 ///   tid 5  p2p             send / recv (args.peer: the other rank, world numbering; seq: the k-th
 ///                          transfer between the two ranks)
-///   memory                 `C` counters, one track per allocator tag (bytes)
+///   tid 6  h2d             copies host → device (minitorch::copy_between), args: bytes, tag, purpose
+///   tid 7  d2h             copies device → host   ("model", or "io": the batches and the loss)
+///   tid 8  host            ZeRO-Offload's optimizer step on the host (host_optimizer_step)
+///   memory                 `C` counters, one track per allocator tag (bytes): the host's pool; on a
+///   device memory          sim or GPU rank, the device's pool has its own
 ///
 /// Flow arrows join the k-th launched collective of the same op on every rank (the ranks of one collective),
 /// and each send to its receive. A pipeline run's compute track holds one `F<m>` / `B<m>` slice per
@@ -45,7 +49,8 @@ namespace minitorch::trace {
 /// construction, the counters' starting values.
 class TraceRecorder : public events::Sink {
  public:
-  explicit TraceRecorder(events::Sink* forward = nullptr);
+  /// `device`: the rank's device; not the host: its pool's bytes are kept too (the device's counters).
+  explicit TraceRecorder(events::Sink* forward = nullptr, Device device = Device::cpu());
   void on_event(const events::Event& e) override;
   /// A copy of what was recorded so far.
   std::vector<events::Event> events() const;
@@ -55,6 +60,8 @@ class TraceRecorder : public events::Sink {
   bool recording() const;
   /// Bytes per tag (MemTag order) when recording began, and when.
   const std::array<std::int64_t, kNumMemTags>& initial_memory() const { return initial_memory_; }
+  /// The same for the device's pool (zeros on a cpu rank).
+  const std::array<std::int64_t, kNumMemTags>& initial_device_memory() const { return initial_device_memory_; }
   double start_us() const { return start_us_; }
 
  private:
@@ -62,7 +69,7 @@ class TraceRecorder : public events::Sink {
   mutable std::mutex mutex_;
   std::vector<events::Event> events_;
   bool recording_ = true;
-  std::array<std::int64_t, kNumMemTags> initial_memory_{};
+  std::array<std::int64_t, kNumMemTags> initial_memory_{}, initial_device_memory_{};
   double start_us_ = 0;
 };
 
@@ -72,9 +79,11 @@ int comm_thread(const std::string& op);
 
 /// One rank's events as Chrome trace events (a JSON array; pid = rank, ts in µs from `start_us`).
 /// Span pairs become X (compute) or b/e (comm) events; a begin whose end never came is closed at the
-/// last timestamp with args.unfinished = true. `initial_memory` starts the memory counters.
+/// last timestamp with args.unfinished = true. `initial_memory` starts the memory counters (the host's
+/// pool), `initial_device_memory` the device's ("device memory", drawn when the rank has device events).
 nlohmann::json chrome_events(const std::vector<events::Event>& events, int rank,
-                             const std::array<std::int64_t, kNumMemTags>& initial_memory, double start_us);
+                             const std::array<std::int64_t, kNumMemTags>& initial_memory, double start_us,
+                             const std::array<std::int64_t, kNumMemTags>& initial_device_memory = {});
 
 /// The file: {"traceEvents": [process/thread names, every rank's events, flows], "displayTimeUnit":
 /// "ms", "otherData": `about`}. `per_rank[r]` is chrome_events(..., r, ...).

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 #include <stdexcept>
 
 #include "optim/clip.h"
@@ -142,7 +143,11 @@ StepResult ShardedOptimizer::step(const StepRequest& r) {
     return {norm, true};
   }
   const double coef = r.max_norm > 0 ? optim::clip_coefficient(norm, r.max_norm) : 1.0;
-  tiled_adamw_step(*adamw_, static_cast<float>(coef / r.loss_scale), tile_elements_);
+  {
+    std::optional<events::Span> on_host;  // ZeRO-Offload: the step runs on the host (its own trace thread)
+    if (offloaded_) on_host.emplace(events::Category::compute, "host_optimizer_step");
+    tiled_adamw_step(*adamw_, static_cast<float>(coef / r.loss_scale), tile_elements_);
+  }
   if (offloaded_) copy_parameters_up();  // ZeRO-Offload: the updated values back to the device's pieces
   if (frame_source_) sharded_update_frame(*frame_source_, group_);
   gather_parameters();

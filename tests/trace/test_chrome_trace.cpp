@@ -3,6 +3,8 @@
 // file whose structure check_chrome_trace() accepts; the checker itself rejects each kind of mistake.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "minitorch/tensor.h"
 #include "trace/chrome_trace.h"
 
@@ -149,4 +151,46 @@ TEST(L07_ChromeTrace, TheCheckerRejectsEachKindOfMistake) {
   EXPECT_NE(broken([](json& ev) { ev.push_back({{"ph", "C"}, {"name", "m"}, {"pid", 0}, {"ts", 1}, {"args", {{"a", "x"}}}}); })
                 .find("not a number"),
             std::string::npos);
+}
+
+TEST(L10_ChromeTrace, CopiesAndTheHostStepHaveTheirThreadsAndEachPoolItsCounters) {
+  using K = events::Kind;
+  using C = events::Category;
+  std::vector<events::Event> v = {
+      span(K::begin, C::transfer, "d2h", 1, 10), span(K::end, C::transfer, "d2h", 1, 12),
+      span(K::begin, C::compute, "host_optimizer_step", 2, 13), span(K::end, C::compute, "host_optimizer_step", 2, 20),
+      span(K::begin, C::transfer, "h2d", 3, 21), span(K::end, C::transfer, "h2d", 3, 22)};
+  v[0].bytes = 4096, v[0].tag = MemTag::grad, v[0].scope = "model";
+  v[4].bytes = 2048, v[4].tag = MemTag::param, v[4].scope = "model";
+  events::Event on_device;  // the device's pool, and the host's
+  on_device.category = C::memory, on_device.kind = K::alloc, on_device.tag = MemTag::param, on_device.bytes = 100;
+  on_device.device = 1, on_device.time_us = 5;
+  events::Event on_host = on_device;
+  on_host.device = 0, on_host.tag = MemTag::optim, on_host.bytes = 300;
+  v.insert(v.begin(), {on_device, on_host});
+  std::array<std::int64_t, kNumMemTags> device_start{};
+  device_start[static_cast<int>(MemTag::param)] = 1000;
+  const json mine = trace::chrome_events(v, 0, kNoMemory, 0, device_start);
+  const json file = trace::chrome_trace({mine}, {});
+  EXPECT_EQ(trace::check_chrome_trace(file), "");
+  const json* down = find(mine, "X", "d2h");
+  const json* up = find(mine, "X", "h2d");
+  const json* host = find(mine, "X", "host_optimizer_step");
+  ASSERT_TRUE(down && up && host);
+  EXPECT_EQ((*down)["tid"], 7);
+  EXPECT_EQ((*down)["args"]["bytes"], 4096);
+  EXPECT_EQ((*down)["args"]["tag"], "grad");
+  EXPECT_EQ((*down)["args"]["purpose"], "model");
+  EXPECT_EQ((*up)["tid"], 6);
+  EXPECT_EQ((*host)["tid"], 8);
+  std::set<std::string> threads;
+  for (const json& e : file["traceEvents"])
+    if (e["ph"] == "M" && e["name"] == "thread_name") threads.insert(e["args"]["name"].get<std::string>());
+  for (const char* name : {"h2d", "d2h", "host"}) EXPECT_TRUE(threads.count(name)) << name;
+  const json* device_counter = find(mine, "C", "device memory", 1);  // after its starting values
+  ASSERT_NE(device_counter, nullptr);
+  EXPECT_EQ((*device_counter)["args"]["param"], 1100) << "the device's pool starts from its own bytes";
+  const json* host_counter = find(mine, "C", "memory", 1);
+  ASSERT_NE(host_counter, nullptr);
+  EXPECT_EQ((*host_counter)["args"]["optim"], 300);
 }
