@@ -70,7 +70,6 @@ std::string model_states_text(int stage) {
 
 Placement offload_placement(int stage, double psi, int world, BytesPerParameter b, Offload offload) {
   const ModelStateEstimate all = model_state_bytes(stage, psi, world, b);  // validates stage and world
-  const double n = world;
   Placement p;
   switch (offload) {
     case Offload::none:
@@ -84,18 +83,14 @@ Placement offload_placement(int stage, double psi, int world, BytesPerParameter 
         p.why = "offload_optimizer needs ZeRO stage 1, 2 or 3";
         return p;
       }
-      // The CPU runs Adam on this rank's shard: its master, m, v, and its reduced gradients.
-      p.cpu = {0, b.G * psi / n, b.K * psi / n};
-      p.cpu_text = "(G+K)Ψ/N";
-      if (stage == 1) {  // the full gradients stay until the boundary's reduce-scatter
-        p.device = {b.P * psi, b.G * psi, 0};
-        p.device_text = "(P+G)Ψ";
-      } else if (stage == 2) {
-        p.device = {b.P * psi, 0, 0};
-        p.device_text = "PΨ";
-      } else {
-        p.device = {b.P * psi / n, 0, 0};
-        p.device_text = "PΨ/N";
+      {  // what minitorch's ZeRO-Offload holds (runtime/formulas.h, docs/design.md §10): the host runs AdamW
+         // on this rank's shard (f32 master, m, v) with a staging copy of its gradients (and of its 16-bit
+         // parameters); the device keeps the stage's parameters and gradients.
+        const OffloadEstimate e = offload_state_bytes(stage, psi, world, b);
+        p.device = e.device;
+        p.cpu = e.host;
+        p.device_text = stage == 1 ? "(P+G)Ψ" : stage == 2 ? "PΨ + GΨ/N" : "(P+G)Ψ/N";
+        p.cpu_text = "16Ψ/N";
       }
       return p;
     case Offload::param:
@@ -293,6 +288,29 @@ zero::ModelStateBytes exact_model_states(int stage, const zero::Partition& plan,
   for (std::size_t i = 0; i < plan.buckets().size(); ++i)
     param += persistent[i] ? plan.buckets()[i].numel : plan.buckets()[i].numel / n;
   return {b.P * param, b.G * flat / n, b.K * mine};
+}
+
+ExactOffload exact_offload_states(int stage, const zero::Partition& plan, BytesPerParameter b,
+                                  const std::vector<bool>& persistent) {
+  if (stage < 1 || stage > 3)
+    throw std::invalid_argument("exact_offload_states: offload_optimizer needs stage 1, 2 or 3, got " + std::to_string(stage));
+  const std::int64_t n = plan.world(), flat = plan.numel() + plan.padding();
+  std::int64_t mine = 0;
+  for (const zero::ShardPiece& piece : plan.pieces()) mine += piece.range.size();
+  ExactOffload e;
+  std::int64_t param = b.P * flat;  // stages 1 and 2: every parameter; stage 3: its units' shards
+  if (stage == 3) {
+    if (persistent.size() != plan.buckets().size())
+      throw std::invalid_argument("exact_offload_states: stage 3 needs the persistent flag of every bucket (zero::plan_units)");
+    param = 0;
+    for (std::size_t i = 0; i < plan.buckets().size(); ++i)
+      param += b.P * (persistent[i] ? plan.buckets()[i].numel : plan.buckets()[i].numel / n);
+  }
+  e.device = {param, stage == 1 ? b.G * flat : b.G * flat / n, 0};
+  e.host = {b.P == 2 ? 2 * mine : 0, b.G * mine, 12 * mine};
+  e.d2h = b.G * mine;
+  e.h2d = b.P * mine;
+  return e;
 }
 
 const std::vector<PaperTable1Row>& paper_table1() {

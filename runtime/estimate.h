@@ -145,6 +145,18 @@ nn::NamedTensors meta_parameters(const std::vector<std::pair<std::string, Shape>
 zero::ModelStateBytes exact_model_states(int stage, const zero::Partition& plan, BytesPerParameter b,
                                    const std::vector<bool>& persistent = {});
 
+/// ZeRO-Offload's exact bytes for this rank of `plan` (zero_optimization.offload_optimizer.device "cpu",
+/// stages 1-3; runtime/formulas.h has the formulas): the device's model states — the stage's parameters
+/// and gradients, no optimizer state (on one rank too: offload runs the stage with N = 1) —, the host's
+/// (per owned element: optim 12, grad G, param 2 in 16-bit training), and the bytes each optimizer step
+/// copies down (G per owned element) and up (P per owned element). What the run report measures.
+struct ExactOffload {
+  zero::ModelStateBytes device, host;
+  std::int64_t d2h = 0, h2d = 0;
+};
+ExactOffload exact_offload_states(int stage, const zero::Partition& plan, BytesPerParameter b,
+                                  const std::vector<bool>& persistent = {});
+
 /// One row of the ZeRO paper's Table 1 (GB, K = 12) as printed: P_os, P_os+g, P_os+g+p for one Ψ and N.
 struct PaperTable1Row {
   double psi;

@@ -38,7 +38,8 @@ using json = nlohmann::ordered_json;
 namespace {
 
 constexpr double kGB = 1e9;
-constexpr const char* kOffloadNote = "(estimate only: offload is not implemented in training yet)";
+constexpr const char* kOffloadNote =
+    "(offload_optimizer as minitorch runs it, docs/design.md §10; offload_param: an estimate, not implemented yet)";
 const char* const kStageName[4] = {"DDP", "ZeRO-1", "ZeRO-2", "ZeRO-3"};
 const char* const kPaperName[4] = {"DP baseline", "P_os", "P_os+g", "P_os+g+p"};
 
@@ -275,8 +276,8 @@ void estimate_params(const ParamsRequest& q) {
     if (offload)
       std::printf("offload %s: %s %s\n", offload_name(q.offload).c_str(),
                   q.offload == runtime::Offload::optimizer
-                      ? "each rank's optimizer states (fp32 master, m, v) and reduced gradient shard move to the CPU, "
-                        "which runs Adam (ZeRO-Offload); stage 1 keeps its full gradients on the device"
+                      ? "each rank's optimizer states (fp32 master, m, v) and a staging copy of its gradient shard live on the "
+                        "CPU, which runs AdamW (ZeRO-Offload); the device keeps the stage's parameters and gradients"
                       : "parameters, gradients and optimizer states of each rank's shard on the CPU (ZeRO-Infinity); "
                         "the device holds only the units it gathers",
                   kOffloadNote);
@@ -422,6 +423,8 @@ void estimate_config(const std::string& path, const std::vector<int>& ranks, con
 
     // The plan every rank of the run makes (zero/stage1.cpp, stage2.cpp, stage3.cpp): the same calls.
     std::vector<std::vector<zero::ModelStateBytes>> exact(4);
+    const bool offload = cfg.zero.offload_optimizer.enabled();
+    std::vector<std::vector<runtime::ExactOffload>> offloaded(4);  // the config's offload, stages 1-3
     std::int64_t psi = 0, padding = 0;
     std::size_t buckets = 0;
     const zero::UnitPlan units = zero::plan_units(meta, static_cast<std::size_t>(g.n_layer), cfg.strategy());
@@ -431,6 +434,10 @@ void estimate_config(const std::string& path, const std::vector<int>& ranks, con
       for (int s = 0; s <= 2; ++s) exact[static_cast<std::size_t>(s)].push_back(runtime::exact_model_states(s, plan, b));
       const zero::Partition plan3(meta, units.buckets, r, world);
       exact[3].push_back(runtime::exact_model_states(3, plan3, b, units.persistent));
+      if (offload) {
+        for (int s = 1; s <= 2; ++s) offloaded[static_cast<std::size_t>(s)].push_back(runtime::exact_offload_states(s, plan, b));
+        offloaded[3].push_back(runtime::exact_offload_states(3, plan3, b, units.persistent));
+      }
     }
 
     json row = {{"ranks", world},
@@ -503,12 +510,50 @@ void estimate_config(const std::string& path, const std::vector<int>& ranks, con
       st_rows.push_back(st);
     }
     row["stages"] = st_rows;
+    if (offload) {  // ZeRO-Offload: what moves to the host, and what each step copies (docs/design.md §10)
+      json off_rows = json::array();
+      if (!as_json)
+        std::printf("\n  with the config's offload_optimizer (device \"cpu\"): the device keeps no optimizer state; the host\n"
+                    "  holds 16 bytes per owned element; each step copies the gradient shard down and the updated shard up\n"
+                    "    %s%s%s%s%s%s the formulas\n",
+                    pad("stage", 15).c_str(), pad("ranks", 9).c_str(), pad("device", 13, true).c_str(),
+                    pad("host", 13, true).c_str(), pad("d2h/step", 13, true).c_str(), pad("h2d/step", 13, true).c_str());
+      for (int s : stages) {
+        if (s == 0) continue;
+        const auto& ex = offloaded[static_cast<std::size_t>(s)];
+        json per_rank = json::array();
+        for (int r = 0; r < world; ++r) {
+          const runtime::ExactOffload& e = ex[static_cast<std::size_t>(r)];
+          per_rank.push_back({{"rank", r}, {"device", bytes_json(e.device)}, {"host", bytes_json(e.host)},
+                              {"d2h", e.d2h}, {"h2d", e.h2d}});
+        }
+        off_rows.push_back({{"stage", s}, {"exact", per_rank}});
+        if (as_json) continue;
+        const char* device_text = s == 1 ? "(P+G)Ψ" : s == 2 ? "PΨ + GΨ/N" : "(P+G)Ψ/N";
+        int first = 0;
+        for (int r = 1; r <= world; ++r) {  // runs of ranks with the same bytes
+          const auto& a = ex[static_cast<std::size_t>(first)];
+          if (r < world) {
+            const auto& c = ex[static_cast<std::size_t>(r)];
+            if (c.device.total() == a.device.total() && c.host.total() == a.host.total() && c.d2h == a.d2h) continue;
+          }
+          const std::string who = first == r - 1 ? std::to_string(first) : std::to_string(first) + "-" + std::to_string(r - 1);
+          print_line(std::string(s == cfg.zero.stage ? "  * " : "    ") + pad(first == 0 ? kStageName[s] : "", 15) +
+                     pad(who, 9) + pad(commas(a.device.total()), 13, true) + pad(commas(a.host.total()), 13, true) +
+                     pad(commas(a.d2h), 13, true) + pad(commas(a.h2d), 13, true) +
+                     (first == 0 ? std::string(" ") + device_text + ", 16Ψ/N, GΨ/N, PΨ/N" : std::string()));
+          first = r;
+        }
+      }
+      row["offload"] = off_rows;
+    }
 
-    // DeepSpeed's estimators for this model (no offload: the config cannot offload yet).
+    // DeepSpeed's estimators for this model, with the config's offload.
     const bool any2 = std::count(stages.begin(), stages.end(), 2) > 0, any3 = std::count(stages.begin(), stages.end(), 3) > 0;
     if (any2 || any3) {
       std::vector<std::string> cells;
-      row["deepspeed"] = deepspeed_row(static_cast<double>(psi), world, gpus_per_node, layer, runtime::Offload::none,
+      row["deepspeed"] = deepspeed_row(static_cast<double>(psi), world, gpus_per_node, layer,
+                                       offload ? runtime::Offload::optimizer : runtime::Offload::none,
                                        {any2, any3}, ds_options, &cells);
       row["deepspeed"]["largest_layer_module"] = layer_name;
       if (!as_json) {
@@ -599,8 +644,7 @@ int main(int argc, char** argv) {
       if (!ranks) throw ConfigError("--config needs --ranks N: the run's number of ranks");
       if (bf16 || fp32) throw ConfigError("--bf16/--fp32 do not go with --config: its bf16.enabled decides the precision");
       if (offload)
-        throw ConfigError("--offload does not go with --config: offload is not implemented in training yet, so there is "
-                          "no run to predict; use --params with --offload for the estimate");
+        throw ConfigError("--offload does not go with --config: the config's zero_optimization.offload_optimizer decides");
       if (largest) throw ConfigError("--largest-layer does not go with --config: it is computed from the model");
       estimate_config(*config, check_topology(parse_counts("--ranks", *ranks)), stages, data.value_or(""), gpn,
                       ds_options, as_json);
