@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "minitorch/allocator.h"
 #include "minitorch/atomic_file.h"
 #include "trace/frames.h"
 #include "trace/frames_reader.h"
@@ -19,7 +20,11 @@ json frames_run(const Engine& engine, int world_size) {
           {"dtype", c.bf16 ? "bf16" : c.fp16.enabled ? "f16" : "f32"},
           {"num_parameters", engine.model().num_parameters()},
           {"gradient_accumulation_steps", c.gradient_accumulation_steps},
-          {"capacity_bytes", nullptr}};
+          {"device", engine.device().str()},
+          {"capacity_bytes", memory_capacity(engine.device()) > 0 ? json(memory_capacity(engine.device())) : json(nullptr)},
+          // where each state lives: ZeRO-Offload keeps the optimizer's on the host (docs/design.md §10)
+          {"pools", {{"params", "device"}, {"grads", "device"},
+                     {"optim", c.zero.offload_optimizer.enabled() && engine.strategy().zero_stage() > 0 ? "host" : "device"}}}};
 }
 
 json gather_frames(const std::vector<events::Event>& evs, dist::ProcessGroup* group, const Engine& engine) {

@@ -93,6 +93,7 @@ struct FramesDoc {
   std::int64_t num_parameters = 0;
   std::int64_t accumulation = 0;  ///< run.gradient_accumulation_steps (G); 0 when the file does not say
   std::optional<std::int64_t> capacity_bytes;
+  bool optim_on_host = false;  ///< run.pools.optim == "host": ZeRO-Offload keeps the optimizer states there
   std::int64_t numel = 0;  ///< the flat space: Ψ + padding
   std::vector<Bucket> buckets;
   std::vector<Frame> frames;

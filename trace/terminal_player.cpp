@@ -186,7 +186,10 @@ std::string render_frame_text(const FramesDoc& doc, std::size_t i, const Termina
 
   for (const RankState& rs : f.ranks) {
     for (const char* kind : {"params", "grads", "optim"}) {
-      std::string line = kind[0] == 'p' ? "rank " + std::to_string(rs.rank) + " params" : "       " + std::string(kind);
+      // ZeRO-Offload's optimizer states live on the host (run.pools): the row says so
+      std::string line = kind[0] == 'p'                           ? "rank " + std::to_string(rs.rank) + " params"
+                         : kind[0] == 'o' && doc.optim_on_host ? "  host optim"
+                                                                 : "       " + std::string(kind);
       line = pad(line, kPrefix);
       const std::vector<Range>& ranges = rs.kind(kind);
       for (const auto& cells : l.per_bucket) {
