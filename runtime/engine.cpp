@@ -125,8 +125,7 @@ Tensor Engine::forward(const Tensor& idx, const Tensor& targets) try {
   throw_explained(e);
 }
 
-Tensor Engine::run_forward(std::int64_t micro, const std::function<Tensor()>& compute) {
-  auto t0 = Clock::now();
+void Engine::open_step() {
   const bool first = !step_open_;
   step_open_ = true;
   if (first && group_) group_->set_current_step(global_steps_ + 1);  // named by timeouts
@@ -146,6 +145,11 @@ Tensor Engine::run_forward(std::int64_t micro, const std::function<Tensor()>& co
       });
     }
   }
+}
+
+Tensor Engine::run_forward(std::int64_t micro, const std::function<Tensor()>& compute) {
+  auto t0 = Clock::now();
+  open_step();
   Tensor out;
   {
     events::Span span(events::Category::compute, "forward", "", micro);
@@ -268,6 +272,7 @@ float Engine::train_batch(const data::BatchSampler& sampler) {
   const std::int64_t G = config_.gradient_accumulation_steps;
   double total = 0;
   for (std::int64_t m = 0; m < G; ++m) {
+    open_step();  // the step's traffic counts from here: the first micro-batch's upload is part of it
     data::Batch b = on_device(sampler.sample(dp_rank(), global_steps_, dp_size(), m, G));
     Tensor loss = forward(b.x, b.y);
     const float l = [&] {

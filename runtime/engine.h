@@ -179,6 +179,8 @@ class Engine {
   float bad_loss_ = 0;  ///< the first non-finite micro-batch loss of the current step (0: none)
   std::string diverged_message() const;
   void check_device_support() const;
+  /// Marks the step begun (once per optimizer step): the report counts the step's traffic from here.
+  void open_step();
   /// An allocation beyond the device's capacity, rethrown as OutOfMemoryError with the run's formula
   /// and levers (runtime/out_of_memory.h).
   [[noreturn]] void throw_explained(const OutOfMemory& e) const;

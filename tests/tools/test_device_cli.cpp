@@ -57,6 +57,10 @@ TEST(L10_DeviceCli, SeedsStage3OffloadConfigRunsOnFourSimRanksWithItsBytesToTheF
     EXPECT_EQ(rank["host_model_states"]["param"], 0) << "f32: the master itself goes up";
     EXPECT_EQ(rank["transfers_last_step"]["d2h"], 4 * mine) << "the gradient shard, once per step";
     EXPECT_EQ(rank["transfers_last_step"]["h2d"], 4 * mine) << "the updated shard";
+    // The input apart: 4 micro-batches of token ids and targets (1 × 64 i32 each) and positions 0..63 go up,
+    // 4 losses come down.
+    EXPECT_EQ(rank["transfers_last_step"]["io_h2d"], 4 * (2 * 64 + 64) * 4);
+    EXPECT_EQ(rank["transfers_last_step"]["io_d2h"], 4 * 4);
   }
   EXPECT_EQ(owned, j["num_parameters"].get<std::int64_t>()) << "the shards own every parameter once";
   EXPECT_DOUBLE_EQ(j["formulas"]["host_model_states"]["total"].get<double>(), 16.0 * owned / 4);
