@@ -44,7 +44,11 @@ struct State {
   int N;
   std::int64_t capacity;  // bytes per rank
   const Setup baby{4, 64}, deeper{8, 64}, longer{8, 128};  // L blocks, T tokens (C = 128, H = 4, micro-batch 1)
+  Measured checkpointed, offloaded;  // beats 5 and 6: ZeRO-3 + checkpointing at T = 128, without and with offload
 };
+
+/// Lesson 08's count of the bytes one block keeps for backward, micro-batch 1, C = 128, H = 4 (fp32).
+double block_activations(double T) { return 4 * (16 * T * 128 + 4 * T * T + 4 * T); }
 
 Setup with(Setup s, int stage, bool offload = false, bool checkpointing = false) {
   s.stage = stage, s.offload = offload, s.checkpointing = checkpointing;
@@ -81,10 +85,9 @@ void a_card_per_rank(lesson::Beats& beats, State& s) {
   const double ddp = 16 * psi + 4 * psi;
   std::printf("DDP: 16 psi of model states + 4 psi of buckets = %s, leaving %s of the card for activations\n",
               mib(ddp).c_str(), mib(static_cast<double>(s.capacity) - ddp).c_str());
-  const double B = 1, T = 64, C = 128, H = 4, L = 4;  // lesson 08's count of one block's saved activations
-  const double a = 4 * (16 * B * T * C + B * H * T * T + 4 * B * T);
-  std::printf("activations of one micro-batch: L x 4·(16·BTC + B·H·T² + 4·BT) = 4 x %.0f B = %s, plus the head's\n",
-              a, mib(L * a).c_str());
+  const double a = block_activations(static_cast<double>(s.baby.block_size));
+  std::printf("activations of one micro-batch: L x 4·(16·BTC + B·H·T² + 4·BT) = %lld x %.0f B = %s, plus the head's\n",
+              s.baby.layers, a, mib(static_cast<double>(s.baby.layers) * a).c_str());
 }
 
 void ddp_runs_out_of_memory(lesson::Beats& beats, dist::ProcessGroup& world, State& s) {
@@ -135,12 +138,13 @@ void a_longer_sequence_needs_checkpointing(lesson::Beats& beats, dist::ProcessGr
   print_outcome(a, s);
   if (a.out_of_memory) lesson10::print_error_lines(a.error, {"in use:", "activation checkpointing:"});
   std::printf("\n%s:\n", ac.name().c_str());
-  const Measured b = lesson10::measure(world, s.ds, ac, s.capacity);
+  const Measured& b = s.checkpointed = lesson10::measure(world, s.ds, ac, s.capacity);
   print_outcome(b, s);
-  const double BTC = 128 * 128, a_block = 4 * (16 * BTC + 4 * 128 * 128 + 4 * 128), x = 4 * BTC;
-  std::printf("activations: L·x + a = 8 x %.0f + %.0f = %s (each block's input kept, one block recomputed),\n"
+  const double T = static_cast<double>(s.longer.block_size), L = static_cast<double>(s.longer.layers);
+  const double block = block_activations(T), x = 4 * T * 128;  // a block's activations a; its input (B, T, C)
+  std::printf("activations: L·x + a = %.0f x %.0f + %.0f = %s (each block's input kept, one block recomputed),\n"
               "against L·a = %s without checkpointing; the measured peak adds the head's logits and their gradient\n",
-              x, a_block, mib(8 * x + a_block).c_str(), mib(8 * a_block).c_str());
+              L, x, block, mib(L * x + block).c_str(), mib(L * block).c_str());
   if (!b.out_of_memory) lesson10::print_model_states(b, ac, s.N);
 }
 
@@ -149,9 +153,9 @@ void offload_trades_device_bytes(lesson::Beats& beats, dist::ProcessGroup& world
              "offload_optimizer {device: cpu}: AdamW runs on the host over f32 masters of this rank's shard (m, v\n"
              "there too). Once per optimizer step the reduced gradient shard goes down (d2h, GΨ/N) and the updated\n"
              "parameters come up (h2d, PΨ/N). The device keeps (P+G)Ψ/N; the host holds 16Ψ/N.");
-  const Setup ac = with(s.longer, 3, false, true), off = with(s.longer, 3, true, true);
-  const Measured a = lesson10::measure(world, s.ds, ac, s.capacity);
-  const Measured m = lesson10::measure(world, s.ds, off, s.capacity);
+  const Setup off = with(s.longer, 3, true, true);
+  const Measured& a = s.checkpointed;  // beat 5's run: the same without offload
+  const Measured& m = s.offloaded = lesson10::measure(world, s.ds, off, s.capacity);
   print_outcome(m, s);
   if (m.out_of_memory) return;
   lesson10::print_model_states(m, off, s.N);
@@ -184,7 +188,9 @@ void the_closing_table(lesson::Beats& beats, dist::ProcessGroup& world, State& s
   const std::vector<Setup> setups = {with(s.longer, 0), with(s.longer, 2), with(s.longer, 3), with(s.longer, 3, true),
                                      with(s.longer, 3, true, true)};
   std::vector<Measured> runs;
-  for (const Setup& z : setups) runs.push_back(lesson10::measure(world, s.ds, z, 0));
+  for (std::size_t i = 0; i + 1 < setups.size(); ++i) runs.push_back(lesson10::measure(world, s.ds, setups[i], 0));
+  // Beat 6's run, if it fit the card: then the capacity changed nothing it measured.
+  runs.push_back(s.offloaded.out_of_memory ? lesson10::measure(world, s.ds, setups.back(), 0) : s.offloaded);
   std::printf("psi = %lld, N = %d, the card %s; in parentheses the formula\n", static_cast<long long>(runs[0].psi),
               s.N, mib(static_cast<double>(s.capacity)).c_str());
   lesson10::print_table(setups, runs, s.N, s.capacity);
