@@ -149,14 +149,14 @@ CLANG_PACKAGES := clang libclang-rt-14-dev libomp-14-dev
 # It builds the target mt-tested (tests/CMakeLists.txt): what ctest runs, not the benchmarks, which `make test`
 # builds and nothing here runs.
 # SANITIZE_EXCLUDE (a ctest -E regex over the GoogleTest names) leaves out the training runs on the KJV:
-# 300 steps in tests/tools, and the --quick runs of lessons 03, 05, 06, 07, 08 and 09 (20, 2x10, 3x10, 2x10,
-# 2x20 and 2x10 steps: seconds in build/, 44 to 98 s each under the sanitizers, 258 s together on the
+# 300 steps in tests/tools, and the --quick runs of lessons 03, 05, 06, 07, 08, 09 and 10 (20, 2x10, 3x10, 2x10,
+# 2x20, 2x10 and 2x10 steps; lesson 10 also 14 runs of 2 steps: seconds in build/, 44 to 98 s each under the sanitizers, 258 s together on the
 # 2-core machine, where they ran clean), for code paths the short training tests in tests/nn, tests/zero
 # and the multi-rank suites already cover. The lessons' other tests stay in: their options, q under mpirun
 # through the ring's beats, --data. SANITIZE_EXCLUDE=NONE runs everything.
 # The *_shuffled runs (each suite again as one process, in a shuffled order) are left out too: they check
 # test order, which the normal build checks; under the sanitizers every test has already run once.
-SANITIZE_EXCLUDE ?= L03_TrainKJV|L03_Lesson.RunsQuick|L05_Lesson.RunsQuick|L06_Lesson.RunsQuick|L07_Lesson.RunsQuick|L08_Lesson.RunsQuick|L09_Lesson.RunsQuick|_shuffled$$
+SANITIZE_EXCLUDE ?= L03_TrainKJV|L03_Lesson.RunsQuick|L05_Lesson.RunsQuick|L06_Lesson.RunsQuick|L07_Lesson.RunsQuick|L08_Lesson.RunsQuick|L09_Lesson.RunsQuick|L10_Lesson.RunsQuick|_shuffled$$
 SANITIZE_REPORTS = $(abspath $(SANITIZE_BUILD))/sanitizer-reports
 SANITIZE_KEEP_LOADED = $(abspath $(SANITIZE_BUILD))/liblsan_keep_loaded.so
 SANITIZE_ENV = MINITORCH_NUM_THREADS=1 LD_PRELOAD=$(SANITIZE_KEEP_LOADED) \
@@ -230,19 +230,21 @@ demo: configure data
 # mpirun on LESSON_NP ranks, as `make demo` does (-q: Open MPI's own banners off; the lesson prints its errors).
 # `make test-lesson-NN` builds everything, then runs lesson NN's tests: the ctest tests named LNN_... and,
 # for lesson 05, the multi-rank suites (dist_mpi, zero_mpi, runtime_mpi), for lessons 06 and 07 zero_mpi (their L06_Zero1/2,
-# L07_Zero3 tests) and runtime_mpi (L06_RunReport, L06_ShardedCheckpoint).
+# L07_Zero3 tests) and runtime_mpi (L06_RunReport, L06_ShardedCheckpoint), for lesson 10 zero_mpi (L10_SimDevice,
+# L10_T1_Offload) and runtime_mpi.
 LESSON_NUMS := $(sort $(foreach d,$(wildcard lessons/[0-9][0-9]_*/main.cpp),$(word 2,$(subst /, ,$(d)))))
 LESSON_NUMS := $(foreach d,$(LESSON_NUMS),$(firstword $(subst _, ,$(d))))
-MPI_LESSONS := 05 06 07 09
+MPI_LESSONS := 05 06 07 09 10
 LESSON_NP ?= 4
 LESSON_TESTS_05 := ^L05_|^dist_mpi_np|^zero_mpi_np|^runtime_mpi_np
 LESSON_TESTS_06 := ^L06_|^zero_mpi_np|^runtime_mpi_np
 LESSON_TESTS_07 := ^L07_|^zero_mpi_np|^runtime_mpi_np
 LESSON_TESTS_09 := ^L09_|^pipeline_mpi_np
+LESSON_TESTS_10 := ^L10_|^zero_mpi_np|^runtime_mpi_np
 lesson_tests = $(or $(LESSON_TESTS_$(1)),^L$(1)_)
 ALLOW_ROOT = if [ "$$(id -u)" = 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
 .PHONY: $(addprefix lesson-,$(LESSON_NUMS)) $(addprefix test-lesson-,$(LESSON_NUMS))
-lesson-03 lesson-05 lesson-06 lesson-07 lesson-08 lesson-09 test-lesson-03 test-lesson-05 test-lesson-06 test-lesson-07 test-lesson-08 test-lesson-09: data
+lesson-03 lesson-05 lesson-06 lesson-07 lesson-08 lesson-09 lesson-10 test-lesson-03 test-lesson-05 test-lesson-06 test-lesson-07 test-lesson-08 test-lesson-09 test-lesson-10: data
 $(addprefix lesson-,$(LESSON_NUMS)): lesson-%: configure
 	cmake --build $(BUILD) -j$(JOBS) --target lesson-$*
 	@$(ALLOW_ROOT); set -x; \

@@ -24,6 +24,7 @@ ModelStateEstimate model_state_bytes(int stage, double psi, int world, BytesPerP
 OffloadEstimate offload_state_bytes(int stage, double psi, int world, BytesPerParameter b) {
   if (stage < 1 || stage > 3)
     throw std::invalid_argument("offload_state_bytes: offload_optimizer needs ZeRO stage 1, 2 or 3, got " + std::to_string(stage));
+  // BEGIN SOLUTION L10.2
   const double shard = psi / static_cast<double>(world);
   OffloadEstimate e;
   const ModelStateEstimate on = model_state_bytes(stage, psi, world, b);
@@ -32,6 +33,7 @@ OffloadEstimate offload_state_bytes(int stage, double psi, int world, BytesPerPa
   e.d2h = b.G * shard;
   e.h2d = b.P * shard;
   return e;
+  // END SOLUTION
 }
 
 double comm_elements_per_step(int stage, double psi, int world, int micro_steps) {

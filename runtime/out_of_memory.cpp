@@ -42,6 +42,7 @@ std::string run_and_levers(const MemoryRun& run, double activation_bytes, std::i
     return need <= fits ? ", leaving " + mib(fits - need) + " for activations and buffers"
                         : ", " + mib(need - fits) + " over the capacity";
   };
+  // BEGIN SOLUTION L10.3
   if (n > 1) {
     for (int s = stage + 1; s <= 3; ++s) {
       const double need = states(s, off, run.psi, n, b);
@@ -59,6 +60,7 @@ std::string run_and_levers(const MemoryRun& run, double activation_bytes, std::i
   } else {
     os << "    - more ranks: ZeRO shards the model states over N data-parallel ranks (mpirun -np N with stage 1-3)\n";
   }
+  // END SOLUTION
   const std::int64_t B = c.train_micro_batch_size_per_gpu, T = run.model.block_size, C = run.model.n_embd,
                      L = run.model.n_layer;
   if (activation_bytes > 0) {

@@ -79,15 +79,18 @@ void ShardedOptimizer::refresh_masters() {
 }
 
 void ShardedOptimizer::copy_gradients_down() {
+  // BEGIN SOLUTION L10.1
   std::int64_t offset = 0;
   for (const Tensor& g : device_grads_) {  // G bytes per element, straight into the staging (no temporary)
     Tensor dst = host_grads_.narrow(0, offset, g.numel());
     dst.copy_(g);
     offset += g.numel();
   }
+  // END SOLUTION
 }
 
 void ShardedOptimizer::copy_parameters_up() {
+  // BEGIN SOLUTION L10.1
   std::int64_t offset = 0;
   for (std::size_t i = 0; i < masters_.size(); ++i) {
     Tensor& piece = device_pieces_[i].second;
@@ -98,6 +101,7 @@ void ShardedOptimizer::copy_parameters_up() {
     }
     offset += piece.numel();
   }
+  // END SOLUTION
 }
 
 nn::NamedTensors ShardedOptimizer::state_tensors() const {

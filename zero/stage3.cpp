@@ -193,7 +193,10 @@ void Stage3::prefetch(const std::vector<std::size_t>& order, std::size_t pos, bo
 
 void Stage3::pre_forward(std::size_t pos) {
   ensure_gathered(units_[pos]);
-  prefetch(units_, pos, /*including=*/false);
+  // Inside backward this forward is activation checkpointing's recompute of one unit: the units after it in
+  // forward order have had their backward already, so a prefetch would gather them for nothing and hold
+  // them until end_backward (up to the whole model); pre_backward prefetches in backward order instead.
+  if (!progress_.in_backward) prefetch(units_, pos, /*including=*/false);
 }
 
 void Stage3::post_forward(std::size_t pos) { release(units_[pos]); }

@@ -44,7 +44,9 @@ inline std::string lesson_dir(const std::string& nn) {
 }
 
 /// The lessons that run on several ranks (the Makefile's MPI_LESSONS).
-inline bool runs_on_ranks(const std::string& nn) { return nn == "05" || nn == "06" || nn == "07" || nn == "09"; }
+inline bool runs_on_ranks(const std::string& nn) {
+  return nn == "05" || nn == "06" || nn == "07" || nn == "09" || nn == "10";
+}
 
 /// The command line of lesson `nn` with `args`: build/bin/lesson-NN, under mpirun for the lessons on
 /// several ranks.
