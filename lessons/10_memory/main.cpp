@@ -50,8 +50,8 @@ struct State {
 /// Lesson 08's count of the bytes one block keeps for backward, micro-batch 1, C = 128, H = 4 (fp32).
 double block_activations(double T) { return 4 * (16 * T * 128 + 4 * T * T + 4 * T); }
 
-Setup with(Setup s, int stage, bool offload = false, bool checkpointing = false) {
-  s.stage = stage, s.offload = offload, s.checkpointing = checkpointing;
+Setup with(Setup s, int stage, bool offload = false, bool checkpointing = false, bool on_host = false) {
+  s.stage = stage, s.offload = offload, s.checkpointing = checkpointing, s.cpu_checkpointing = on_host;
   return s;
 }
 
@@ -185,12 +185,13 @@ void the_closing_table(lesson::Beats& beats, dist::ProcessGroup& world, State& s
              "The last GPT of the story at every configuration, measured per rank without a capacity (so that\n"
              "what does not fit is measured too), each figure beside its formula: model states on the device,\n"
              "activations, the device's peak against the card, the host's bytes, the copies of a step.");
-  const std::vector<Setup> setups = {with(s.longer, 0), with(s.longer, 2), with(s.longer, 3), with(s.longer, 3, true),
-                                     with(s.longer, 3, true, true)};
+  const std::vector<Setup> setups = {with(s.longer, 0),       with(s.longer, 2),
+                                     with(s.longer, 3),       with(s.longer, 3, true),
+                                     with(s.longer, 3, true, true), with(s.longer, 3, true, true, true)};
   std::vector<Measured> runs;
-  for (std::size_t i = 0; i + 1 < setups.size(); ++i) runs.push_back(lesson10::measure(world, s.ds, setups[i], 0));
-  // Beat 6's run, if it fit the card: then the capacity changed nothing it measured.
-  runs.push_back(s.offloaded.out_of_memory ? lesson10::measure(world, s.ds, setups.back(), 0) : s.offloaded);
+  for (std::size_t i = 0; i < setups.size(); ++i)
+    // Beat 6's run (offload + checkpointing), if it fit the card: then the capacity changed nothing it measured.
+    runs.push_back(i == 4 && !s.offloaded.out_of_memory ? s.offloaded : lesson10::measure(world, s.ds, setups[i], 0));
   std::printf("psi = %lld, N = %d, the card %s; in parentheses the formula\n", static_cast<long long>(runs[0].psi),
               s.N, mib(static_cast<double>(s.capacity)).c_str());
   lesson10::print_table(setups, runs, s.N, s.capacity);

@@ -40,7 +40,7 @@ std::vector<std::int64_t> all_ranks(const std::vector<std::int64_t>& mine, int N
 std::string Setup::name() const {
   std::string s = stage == 0 ? "DDP" : "ZeRO-" + std::to_string(stage);
   if (offload) s += " + offload";
-  if (checkpointing) s += " + checkpointing";
+  if (checkpointing) s += cpu_checkpointing ? " + cpu_checkpointing" : " + checkpointing";
   return s;
 }
 
@@ -51,7 +51,8 @@ std::string config_json(const Setup& s) {
     "optimizer": {"type": "AdamW", "params": {"lr": 2e-3, "betas": [0.9, 0.99], "eps": 1e-8, "weight_decay": 0.1}},
     "zero_optimization": {"stage": )" + std::to_string(s.stage) + R"(, "reduce_bucket_size": 200000,
       "stage3_prefetch_bucket_size": 200000, "stage3_param_persistence_threshold": 0)" + offload + R"(},
-    "activation_checkpointing": {"enabled": )" + (s.checkpointing ? "true" : "false") + R"(, "segment_size": 1},
+    "activation_checkpointing": {"enabled": )" + (s.checkpointing ? "true" : "false") + R"(, "segment_size": 1,
+      "cpu_checkpointing": )" + (s.cpu_checkpointing ? "true" : "false") + R"(},
     "model": {"name": "baby", "n_layer": )" + std::to_string(s.layers) + R"(, "block_size": )" +
          std::to_string(s.block_size) + R"(},
     "comm": {"timeout_s": 60},
@@ -182,7 +183,7 @@ void print_table(const std::vector<Setup>& setups, const std::vector<Measured>& 
     std::snprintf(b, sizeof b, "%.2f", bytes / 1048576.0);
     return std::string(b);
   };
-  std::printf("%s%s%s%s%s%s%s\n", cell("per rank, MiB", 33).c_str(), cell("device model states (formula)", 33).c_str(),
+  std::printf("%s%s%s%s%s%s%s\n", cell("per rank, MiB", 37).c_str(), cell("device model states (formula)", 33).c_str(),
               cell("activations", 13).c_str(), cell("device peak", 15).c_str(), cell("host (16Ψ/N)", 15).c_str(),
               cell("d2h (GΨ/N)", 13).c_str(), "h2d (PΨ/N)");
   for (std::size_t i = 0; i < setups.size(); ++i) {
@@ -194,12 +195,15 @@ void print_table(const std::vector<Setup>& setups, const std::vector<Measured>& 
     std::string host = "0", down = "0", up = "0";
     if (s.offload) {
       const runtime::OffloadEstimate o = runtime::offload_state_bytes(s.stage, psi, N, kFp32);
+      // cpu_checkpointing adds each block's (B, T, C) input down in forward and up for its recompute:
+      // 4 micro-steps x L blocks x B = 1 x T x C = 128, f32 (docs/design.md §10)
+      const double inputs = s.cpu_checkpointing ? 4.0 * static_cast<double>(s.layers * s.block_size) * 128 * 4 : 0;
       host = two(static_cast<double>(m.host.total())) + " (" + two(o.host.total()) + ")";
-      down = two(static_cast<double>(m.d2h)) + " (" + two(o.d2h) + ")";
-      up = two(static_cast<double>(m.h2d)) + " (" + two(o.h2d) + ")";
+      down = two(static_cast<double>(m.d2h)) + " (" + two(o.d2h + inputs) + ")";
+      up = two(static_cast<double>(m.h2d)) + " (" + two(o.h2d + inputs) + ")";
     }
     const std::string peak = two(static_cast<double>(m.device_peak)) + (m.device_peak <= capacity ? " fits" : " > card");
-    std::printf("%s%s%s%s%s%s%s\n", cell(s.name(), 33).c_str(), cell(states, 33).c_str(),
+    std::printf("%s%s%s%s%s%s%s\n", cell(s.name(), 37).c_str(), cell(states, 33).c_str(),
                 cell(two(static_cast<double>(m.activation_peak)), 13).c_str(), cell(peak, 15).c_str(),
                 cell(host, 15).c_str(), cell(down, 13).c_str(), up.c_str());
   }

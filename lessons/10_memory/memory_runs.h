@@ -25,6 +25,7 @@ struct Setup {
   int stage = 0;
   bool offload = false;        // zero_optimization.offload_optimizer.device "cpu"
   bool checkpointing = false;  // activation_checkpointing, segments of one block
+  bool cpu_checkpointing = false;  // activation_checkpointing.cpu_checkpointing: the blocks' inputs on the host
   std::string name() const;    // "ZeRO-3 + offload + checkpointing"
 };
 
