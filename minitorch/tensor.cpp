@@ -302,7 +302,7 @@ Tensor Tensor::to(Device dev) const {
   Tensor src = contiguous();
   Tensor out = empty(shape(), dtype(), dev);
   if (!src.device().is_cpu() && !dev.is_cpu()) return src.to(Device::cpu()).to(dev);  // through the host
-  copy_between(out.raw_data(), dev, src.raw_data(), src.device(), nbytes(), src.storage() ? src.storage()->tag() : current_tag());
+  copy_between(out.raw_data(), dev, src.raw_data(), src.device(), nbytes(), src.storage()->tag());
   return out;
 }
 
@@ -312,8 +312,7 @@ void Tensor::copy_(const Tensor& src) {
   if (src.device() != device()) {
     if (src.dtype() == dtype() && src.is_contiguous() && is_contiguous() && (src.device().is_cpu() || device().is_cpu())) {
       // the bytes straight across (offload's gradient shard down, its parameters up): no staging copy
-      copy_between(raw_data(), device(), src.raw_data(), src.device(), nbytes(),
-                   src.storage() ? src.storage()->tag() : current_tag());
+      copy_between(raw_data(), device(), src.raw_data(), src.device(), nbytes(), src.storage()->tag());
       return;
     }
     copy_(src.contiguous().to(device()));  // else move whole bytes first, then copy on our device

@@ -58,16 +58,6 @@ std::string format_parameter_count(std::int64_t psi) {
   return std::to_string(psi);
 }
 
-std::string model_states_text(int stage) {
-  switch (stage) {
-    case 0: return "(P+G+K)Ψ";
-    case 1: return "(P+G)Ψ + KΨ/N";
-    case 2: return "PΨ + (G+K)Ψ/N";
-    case 3: return "(P+G+K)Ψ/N";
-  }
-  throw std::invalid_argument("model_states_text: ZeRO stage must be 0..3, got " + std::to_string(stage));
-}
-
 Placement offload_placement(int stage, double psi, int world, BytesPerParameter b, Offload offload) {
   const ModelStateEstimate all = model_state_bytes(stage, psi, world, b);  // validates stage and world
   Placement p;
@@ -89,7 +79,7 @@ Placement offload_placement(int stage, double psi, int world, BytesPerParameter 
         const OffloadEstimate e = offload_state_bytes(stage, psi, world, b);
         p.device = e.device;
         p.cpu = e.host;
-        p.device_text = stage == 1 ? "(P+G)Ψ" : stage == 2 ? "PΨ + GΨ/N" : "(P+G)Ψ/N";
+        p.device_text = model_states_text(stage, /*offload=*/true);
         p.cpu_text = "16Ψ/N";
       }
       return p;

@@ -64,9 +64,6 @@ struct Placement {
 ///              units it gathers to compute (not counted: the paper's formulas count sharded states)
 Placement offload_placement(int stage, double psi, int world, BytesPerParameter b, Offload offload);
 
-/// The paper's formula for `stage`, in its letters: "(P+G)Ψ + KΨ/N".
-std::string model_states_text(int stage);
-
 /// 2^30 bytes. DeepSpeed's estimators print bytes / 2^30 and call it "GB": it is a GiB.
 inline constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 

@@ -21,6 +21,15 @@ ModelStateEstimate model_state_bytes(int stage, double psi, int world, BytesPerP
   throw std::invalid_argument("model_state_bytes: ZeRO stage must be 0..3, got " + std::to_string(stage));
 }
 
+std::string model_states_text(int stage, bool offload) {
+  if (stage < 0 || stage > 3 || (offload && stage == 0))
+    throw std::invalid_argument("model_states_text: ZeRO stage must be " + std::string(offload ? "1..3" : "0..3") +
+                                ", got " + std::to_string(stage));
+  static const char* const plain[] = {"(P+G+K)Ψ", "(P+G)Ψ + KΨ/N", "PΨ + (G+K)Ψ/N", "(P+G+K)Ψ/N"};
+  static const char* const offloaded[] = {"", "(P+G)Ψ", "PΨ + GΨ/N", "(P+G)Ψ/N"};
+  return (offload ? offloaded : plain)[stage];
+}
+
 OffloadEstimate offload_state_bytes(int stage, double psi, int world, BytesPerParameter b) {
   if (stage < 1 || stage > 3)
     throw std::invalid_argument("offload_state_bytes: offload_optimizer needs ZeRO stage 1, 2 or 3, got " + std::to_string(stage));

@@ -15,6 +15,7 @@
 ///   double gb = runtime::model_state_bytes(1, 7.5e9, 64, b).total() / 1e9;  // ZeRO-1, 7.5B, N=64: 31.4
 /// \endcode
 #include <cstdint>
+#include <string>
 
 namespace minitorch::runtime {
 
@@ -47,6 +48,10 @@ struct OffloadEstimate {
   double d2h = 0, h2d = 0;
 };
 OffloadEstimate offload_state_bytes(int stage, double psi, int world, BytesPerParameter b);
+
+/// The formula of `stage`'s model states on the device, in the paper's letters: "(P+G)Ψ + KΨ/N"; with
+/// `offload` (stages 1-3) ZeRO-Offload's: "(P+G)Ψ", "PΨ + GΨ/N", "(P+G)Ψ/N".
+std::string model_states_text(int stage, bool offload = false);
 
 /// Elements one rank sends per optimizer step with `micro_steps` of accumulation (ring volume).
 double comm_elements_per_step(int stage, double psi, int world, int micro_steps);

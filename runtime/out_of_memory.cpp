@@ -12,11 +12,6 @@ namespace {
 
 std::string mib(double bytes) { return format_mib(bytes); }
 
-const char* stage_text(int stage, bool offload) {
-  if (offload) return stage == 1 ? "(P+G)Ψ" : stage == 2 ? "PΨ + GΨ/N" : "(P+G)Ψ/N";
-  return stage == 0 ? "(P+G+K)Ψ" : stage == 1 ? "(P+G)Ψ + KΨ/N" : stage == 2 ? "PΨ + (G+K)Ψ/N" : "(P+G+K)Ψ/N";
-}
-
 bool offloading(const Config& c) { return c.zero.offload_optimizer.device == "cpu"; }
 
 double states(int stage, bool offload, double psi, int n, BytesPerParameter b) {
@@ -33,7 +28,7 @@ std::string run_and_levers(const MemoryRun& run, double activation_bytes, std::i
   os << "  this run: ZeRO stage " << stage << (stage == 0 ? (n > 1 ? " (DDP)" : " (one rank)") : "")
      << (off ? " + offload_optimizer" : "") << ", " << (c.bf16 ? "bf16" : c.fp16.enabled ? "fp16" : "f32")
      << " (P, G, K = " << b.P << ", " << b.G << ", " << b.K << " bytes per parameter), Ψ = "
-     << static_cast<std::int64_t>(run.psi) << ", N = " << n << ": model states " << stage_text(stage, off) << " = "
+     << static_cast<std::int64_t>(run.psi) << ", N = " << n << ": model states " << model_states_text(stage, off) << " = "
      << mib(device_model_state_bytes(run)) << " per rank\n";
   os << "  what would fit in " << mib(static_cast<double>(capacity)) << " (computed for this run):\n";
   const double fits = static_cast<double>(capacity);
@@ -46,13 +41,13 @@ std::string run_and_levers(const MemoryRun& run, double activation_bytes, std::i
   if (n > 1) {
     for (int s = stage + 1; s <= 3; ++s) {
       const double need = states(s, off, run.psi, n, b);
-      os << "    - ZeRO-" << s << (off ? " + offload_optimizer" : "") << ": " << stage_text(s, off) << " = "
+      os << "    - ZeRO-" << s << (off ? " + offload_optimizer" : "") << ": " << model_states_text(s, off) << " = "
          << mib(need) << " of model states" << mark(need) << "\n";
     }
     if (!off)
       for (int s = std::max(stage, 1); s <= 3; ++s) {
         const OffloadEstimate e = offload_state_bytes(s, run.psi, n, b);
-        os << "    - ZeRO-" << s << " + offload_optimizer (device \"cpu\"): " << stage_text(s, true) << " = "
+        os << "    - ZeRO-" << s << " + offload_optimizer (device \"cpu\"): " << model_states_text(s, true) << " = "
            << mib(e.device.total()) << " on the device" << mark(e.device.total()) << "; the host then holds 16Ψ/N = "
            << mib(e.host.total()) << " and each step moves GΨ/N = " << mib(e.d2h) << " down, PΨ/N = " << mib(e.h2d)
            << " up\n";

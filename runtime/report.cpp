@@ -128,7 +128,7 @@ ordered_json RunReport::to_json(const std::vector<ordered_json>& ranks) const {
   j["formulas"] = {
       {"bytes_per_parameter", {{"P", b.P}, {"G", b.G}, {"K", b.K}}},
       {"model_states", {{"param", est.param}, {"grad", est.grad}, {"optim", est.optim}, {"total", est.total()}}},
-      {"model_states_text", stage == 0 ? "(P+G+K)Ψ" : stage == 1 ? "(P+G)Ψ + KΨ/N" : stage == 2 ? "PΨ + (G+K)Ψ/N" : "(P+G+K)Ψ/N"},
+      {"model_states_text", model_states_text(stage)},
       {"comm_elements_per_step", elements},
       {"comm_bytes_per_step", elements * comm_bytes},
       {"comm_dtype", comm_bytes == 4 ? "f32" : c.fp16.enabled ? "f16" : "bf16"},
@@ -145,7 +145,7 @@ ordered_json RunReport::to_json(const std::vector<ordered_json>& ranks) const {
     const OffloadEstimate o = offload_state_bytes(stage, static_cast<double>(psi), n, b);
     j["formulas"]["model_states"] = {{"param", o.device.param}, {"grad", o.device.grad}, {"optim", o.device.optim},
                                      {"total", o.device.total()}};
-    j["formulas"]["model_states_text"] = stage == 1 ? "(P+G)Ψ" : stage == 2 ? "PΨ + GΨ/N" : "(P+G)Ψ/N";
+    j["formulas"]["model_states_text"] = model_states_text(stage, /*offload=*/true);
     j["formulas"]["host_model_states"] = {{"param", o.host.param}, {"grad", o.host.grad}, {"optim", o.host.optim},
                                           {"total", o.host.total()}};
     j["formulas"]["host_model_states_text"] = "16Ψ/N";

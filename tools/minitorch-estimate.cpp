@@ -529,7 +529,7 @@ void estimate_config(const std::string& path, const std::vector<int>& ranks, con
         }
         off_rows.push_back({{"stage", s}, {"exact", per_rank}});
         if (as_json) continue;
-        const char* device_text = s == 1 ? "(P+G)Ψ" : s == 2 ? "PΨ + GΨ/N" : "(P+G)Ψ/N";
+        const std::string device_text = runtime::model_states_text(s, /*offload=*/true);
         int first = 0;
         for (int r = 1; r <= world; ++r) {  // runs of ranks with the same bytes
           const auto& a = ex[static_cast<std::size_t>(first)];

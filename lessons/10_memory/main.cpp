@@ -78,7 +78,7 @@ void a_card_per_rank(lesson::Beats& beats, State& s) {
               psi, s.N, mib(static_cast<double>(s.capacity)).c_str(), static_cast<long long>(s.capacity));
   for (int stage = 0; stage <= 3; ++stage) {
     const Setup z = with(s.baby, stage);
-    std::printf("  %-7s %-14s = %s\n", z.name().c_str(), lesson10::formula_text(z),
+    std::printf("  %-7s %-14s = %s\n", z.name().c_str(), lesson10::formula_text(z).c_str(),
                 mib(lesson10::formula(z, psi, s.N).total()).c_str());
   }
   // DDP also keeps its buckets (lesson 05): psi f32 elements the gradients are all-reduced in, on the device.

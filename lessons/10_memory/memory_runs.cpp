@@ -72,10 +72,7 @@ runtime::ModelStateEstimate formula(const Setup& s, double psi, int N) {
                    : runtime::model_state_bytes(s.stage, psi, N, kFp32);
 }
 
-const char* formula_text(const Setup& s) {
-  if (s.offload) return s.stage == 1 ? "(P+G)Ψ" : s.stage == 2 ? "PΨ + GΨ/N" : "(P+G)Ψ/N";
-  return s.stage == 0 ? "(P+G+K)Ψ" : s.stage == 1 ? "(P+G)Ψ + KΨ/N" : s.stage == 2 ? "PΨ + (G+K)Ψ/N" : "(P+G+K)Ψ/N";
-}
+std::string formula_text(const Setup& s) { return runtime::model_states_text(s.stage, s.offload); }
 
 std::string mib(double bytes) { return runtime::format_mib(bytes); }
 
@@ -156,7 +153,7 @@ void print_model_states(const Measured& m, const Setup& s, int N) {
   std::printf("model states on the device, per rank: param %lld + grad %lld + optim %lld = %lld bytes (%s)\n",
               ll(m.device.param), ll(m.device.grad), ll(m.device.optim), ll(m.device.total()),
               mib(static_cast<double>(m.device.total())).c_str());
-  std::printf("formula %s, psi = %lld, N = %d: %.0f + %.0f + %.0f = %.0f bytes  %s%s\n", formula_text(s), ll(m.psi), N,
+  std::printf("formula %s, psi = %lld, N = %d: %.0f + %.0f + %.0f = %.0f bytes  %s%s\n", formula_text(s).c_str(), ll(m.psi), N,
               f.param, f.grad, f.optim, f.total(), equal ? "(= measured)" : "(DIFFERENT)",
               m.same_on_every_rank ? ", the same on every rank" : ", ranks DIFFER");
 }

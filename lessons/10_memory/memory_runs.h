@@ -62,7 +62,7 @@ std::int64_t psi_of(const Setup& setup, std::int64_t V);
 /// The device model states the formulas predict for `setup` (fp32: P, G, K = 4, 4, 8) on N ranks.
 minitorch::runtime::ModelStateEstimate formula(const Setup& setup, double psi, int N);
 /// The formula's text: "(P+G+K)Ψ", "PΨ + (G+K)Ψ/N", ..., "(P+G)Ψ/N" with offload.
-const char* formula_text(const Setup& setup);
+std::string formula_text(const Setup& setup);
 
 /// "12.35 MiB"
 std::string mib(double bytes);
