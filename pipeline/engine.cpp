@@ -55,6 +55,12 @@ struct PipelineEngine::Micro {
 };
 
 PipelineEngine::PipelineEngine(std::shared_ptr<nn::GPT> model, const runtime::Config& config, dist::ProcessGroup& world)
+    : PipelineEngine(model, config,
+                     runtime::make_plan(config, {.device = model->parameters().front().device().str(), .device_memory = {}}),
+                     world) {}
+
+PipelineEngine::PipelineEngine(std::shared_ptr<nn::GPT> model, const runtime::Config& config, const runtime::Plan& run,
+                               dist::ProcessGroup& world)
     : model_(std::move(model)),
       config_(config),
       world_(world),
@@ -72,7 +78,7 @@ PipelineEngine::PipelineEngine(std::shared_ptr<nn::GPT> model, const runtime::Co
   }
   grid_.pipe->set_timeout(config_.comm.timeout_s);
   // The end stages sum the tied gradient between their last backward and the data-parallel reduction.
-  engine_ = std::make_unique<runtime::Engine>(model_, config_, grid_.data.get(),
+  engine_ = std::make_unique<runtime::Engine>(model_, config_, run, grid_.data.get(),
                                            runtime::PipelineStagePart{trained_, grid_.pipe.get(), tied_.defined()});
   // Other stages' parameters: only their shapes stay (a read would throw, naming the parameter).
   for (auto& [name, t] : model_->named_parameters())
@@ -277,31 +283,6 @@ PipelineMeasure PipelineEngine::measure() const {
   m.gradient_bytes = step_bytes_[1];
   m.tied_bytes = step_bytes_[2];
   return m;
-}
-
-nlohmann::ordered_json PipelineEngine::report_section() const {
-  const PipelineMeasure m = measure();
-  const int P = stages(), M = static_cast<int>(config_.gradient_accumulation_steps);
-  nlohmann::ordered_json stages = nlohmann::ordered_json::array();
-  for (int k = 0; k < P; ++k) {
-    const StagePlan& p = plan_[static_cast<std::size_t>(k)];
-    stages.push_back({{"stage", k}, {"blocks", {p.first_block, p.end_block}}, {"embeddings", p.embeddings},
-                      {"head", p.head}, {"parameters", p.parameters}, {"busy_ms", m.stages[k].busy_ms},
-                      {"idle_ms", m.stages[k].idle_ms}, {"peak_live_microbatches", m.stages[k].peak_live},
-                      {"peak_live_formula", config_.pipeline.schedule == "gpipe" ? M : std::min(P - k, M)}});
-  }
-  return {{"stages", stages},
-          {"schedule", config_.pipeline.schedule},
-          {"partition_method", config_.pipeline.partition_method},
-          {"micro_batches", M},
-          {"bubble_fraction_measured", m.bubble_measured},
-          {"bubble_fraction_formula", m.bubble_formula},
-          {"steps_measured", m.steps_measured},
-          {"p2p_bytes_per_step",
-           {{"activations", m.activation_bytes},
-            {"gradients", m.gradient_bytes},
-            {"tied", m.tied_bytes},
-            {"total", m.activation_bytes + m.gradient_bytes + m.tied_bytes}}}};
 }
 
 // ---- evaluation: forward only, one micro-batch at a time through the stages ----

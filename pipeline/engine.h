@@ -38,6 +38,8 @@
 #include "pipeline/partition.h"
 #include "pipeline/schedule.h"
 #include "runtime/engine.h"
+#include "runtime/plan.h"
+#include "runtime/trainer.h"
 #include "runtime/save_and_resume.h"
 
 namespace minitorch::pipeline {
@@ -61,23 +63,33 @@ struct PipelineMeasure {
   std::int64_t tied_bytes = 0;          ///< ... and the tied weight's gradient and value
 };
 
-class PipelineEngine {
+class PipelineEngine : public runtime::Trainer {
  public:
   /// Collective over `world`: the grid of config.pipeline.stages stages, this rank's stage of the
   /// GPT (config.pipeline.partition_method), its engine over the stage's data-parallel group, the
   /// schedule (config.pipeline.schedule) for M = gradient_accumulation_steps micro-batches. `config`
   /// must have been read for world.size() ranks. `model`: the whole GPT, the same on every rank.
   PipelineEngine(std::shared_ptr<nn::GPT> model, const runtime::Config& config, dist::ProcessGroup& world);
+  /// The same with the run's plan (runtime/plan.h), made once by the caller: its stage engine runs it.
+  PipelineEngine(std::shared_ptr<nn::GPT> model, const runtime::Config& config, const runtime::Plan& run,
+                 dist::ProcessGroup& world);
 
   /// One optimizer step: the schedule's instructions for this stage, then reduce_tied and the step.
   /// Returns the mean loss of the step's micro-batches over every data-parallel replica, on every rank.
-  float train_batch(const data::BatchSampler& sampler);
+  float train_batch(const data::BatchSampler& sampler) override;
   /// Mean loss over `iters` fixed validation micro-batches, forward only through the stages; on every rank.
-  float evaluate(const data::BatchSampler& val_sampler, std::int64_t iters);
+  float evaluate(const data::BatchSampler& val_sampler, std::int64_t iters) override;
 
   /// This stage's engine (its strategy, optimizer, timers, measured model states).
-  runtime::Engine& engine() { return *engine_; }
-  const runtime::Engine& engine() const { return *engine_; }
+  runtime::Engine& engine() override { return *engine_; }
+  const runtime::Engine& engine() const override { return *engine_; }
+  /// "pipeline: P stages x N data-parallel, ... | stages: blocks [0, 2) + embeddings, ..." (the run's summary).
+  std::string describe() const override;
+  /// The report's `pipeline` section and each rank's `pipeline_stage`.
+  void add_to_report(runtime::RunReport& report) const override;
+  /// trace.json (F<m> / B<m> per stage, every send and receive) and the schedule's page (pipeline/report.cpp).
+  std::vector<std::string> write_trace(const std::string& dir, const trace::TraceRecorder& recorder,
+                                       dist::ProcessGroup* group, nlohmann::json about) const override;
   const dist::Grid& grid() const { return grid_; }
   int stage() const { return grid_.stage; }
   int stages() const { return grid_.stages; }
@@ -92,11 +104,11 @@ class PipelineEngine {
   /// rank of the grid): each rank writes what it owns of its stage — ZeRO-1: its pieces; DDP: the stage's
   /// first replica writes the stage whole — so the tied weight is written once, by the first stage. Every
   /// rank calls it (pipeline/checkpoint.cpp).
-  void save(const std::string& dir, const data::Tokenizer& tokenizer, const std::string& run_id) const;
+  void save(const std::string& dir, const data::Tokenizer& tokenizer, const std::string& run_id) const override;
   /// Resumes from any checkpoint, on any grid (runtime::resume_from: single-file or sharded; the state is read
   /// whole and cut for this stage): the stage's parameters and optimizer state, then the last stage's copy
   /// of the tied weight from the first stage. Every rank calls it.
-  runtime::ResumeInfo resume(const std::string& path);
+  runtime::ResumeInfo resume(const std::string& path) override;
   /// The measurements so far (the same on every rank).
   PipelineMeasure measure() const;
   /// The run report's `pipeline` section (docs/report.md): the plan, the measurements and the formulas.

@@ -45,19 +45,38 @@ nn::GPTConfig model_shape(const Config& config, std::int64_t tokenizer_vocab) {
   return g;
 }
 
+namespace {
+/// A library user's plan: the config's, on the device the model was put on.
+Plan plan_on_model_device(const Config& config, const nn::GPT& model) {
+  PlanOverrides on_model;
+  for (const auto& [name, p] : model.named_parameters()) {
+    on_model.device = p.device().str();
+    break;
+  }
+  return make_plan(config, on_model);
+}
+}  // namespace
+
 Engine::Engine(std::shared_ptr<nn::GPT> model, Config config, dist::ProcessGroup* group, PipelineStagePart part)
-    : model_(std::move(model)), config_(std::move(config)), part_(std::move(part)), group_(group) {
+    : Engine(model, config, plan_on_model_device(config, *model), group, std::move(part)) {}
+
+Engine::Engine(std::shared_ptr<nn::GPT> model, Config config, Plan plan, dist::ProcessGroup* group, PipelineStagePart part)
+    : model_(std::move(model)), config_(std::move(config)), plan_(std::move(plan)), part_(std::move(part)), group_(group) {
   const int world = dp_size();
-  if (config_.data_parallel_size != world)
+  if (config_.data_parallel_size != world || plan_.grid.data != world)
     throw ConfigError(config_.source + ": the config was read for a data-parallel size of " +
                       std::to_string(config_.data_parallel_size) + " but the process group has " +
                       std::to_string(world) + " ranks; read it with Config::from_file(path, " +
                       std::to_string(world) + ")");
-  for (const auto& [name, p] : model_->named_parameters()) {  // the device the tool put the model on
-    device_ = p.device();
+  for (const auto& [name, p] : model_->named_parameters()) {  // as deepspeed.initialize: onto the rank's device
+    try {
+      if (p.device() != plan_.device) model_->to(plan_.device);
+    } catch (const OutOfMemory& e) {
+      throw_explained(e);
+    }
     break;
   }
-  if (device_.is_cuda()) check_device_support();  // sim runs the CPU kernels: everything the CPU runs
+  if (plan_.device.is_cuda()) check_device_support();  // sim runs the CPU kernels: everything the CPU runs
   if (config_.optimizer.type != OptimizerType::adamw)
     throw ConfigError(config_.source + ": optimizer '" + config_.optimizer.type_name +
                       "' is not available in the engine yet; use AdamW");
@@ -65,36 +84,27 @@ Engine::Engine(std::shared_ptr<nn::GPT> model, Config config, dist::ProcessGroup
   if (config_.bf16) model_->to(DType::bf16);
   model_->set_checkpoint_segments(config_.activation_checkpointing.enabled ? config_.activation_checkpointing.segment_size : 0);
   model_->set_checkpoint_on_host(config_.activation_checkpointing.cpu_checkpointing);
-  if (config_.activation_checkpointing.cpu_checkpointing && device_.is_cpu())
-    warnings_.push_back("activation_checkpointing.cpu_checkpointing keeps checkpoints in host memory, and on --device cpu "
-                        "they are there already: it has no effect (run on --device sim or cuda to move them off the device)");
   if (config_.fp16.enabled) {
     model_->to(DType::f16);
     scaler_ = std::make_unique<LossScaler>(config_.fp16);
   }
   if (group_) group_->set_timeout(config_.comm.timeout_s);  // before the strategy's first broadcast
+  zero::StrategyConfig strategy_config = config_.strategy();
+  strategy_config.zero.stage = plan_.zero_stage;  // the stage that runs (the plan's one-rank rule)
   try {
-    strategy_ = zero::make_strategy(model_, config_.strategy(), group_, part_.params.empty() ? nullptr : &part_.params);
+    strategy_ = zero::make_strategy(model_, strategy_config, group_, part_.params.empty() ? nullptr : &part_.params);
   } catch (const OutOfMemory& e) {
     throw_explained(e);
   }
-  // ZeRO partitions the model states over the data-parallel ranks; on one rank the shard is the whole model,
-  // and make_strategy runs single-rank training instead of a stage with N = 1 (the same arithmetic, none of
-  // the collectives). Said, not silent: the report's zero_stage is 0 beside config_zero_stage.
-  if (strategy_->zero_stage() != config_.zero.stage)
-    warnings_.push_back("zero_optimization.stage " + std::to_string(config_.zero.stage) + " on " +
-                        "one data-parallel rank runs as single-rank training (stage 0): ZeRO shards the model "
-                        "states over the data-parallel ranks, and on one rank the shard is the whole model; "
-                        "run on 2 or more data-parallel ranks (mpirun -np N) to shard them");
   schedule_ = optim::make_lr_schedule(config_.scheduler, config_.optimizer.lr);
 }
 
 // A GPU rank trains what its kernels and the MPI staging cover today: one rank, or DDP (stage 0), in fp32
 // or bf16. The rest is refused here, before a step, rather than failing inside one.
 void Engine::check_device_support() const {
-  const std::string on = "--device " + device_.str();
-  if (config_.zero.stage > 0 && dp_size() > 1)
-    throw ConfigError(config_.source + ": zero_optimization.stage " + std::to_string(config_.zero.stage) + " on " + on +
+  const std::string on = "--device " + device().str();
+  if (plan_.zero_stage > 0)
+    throw ConfigError(config_.source + ": zero_optimization.stage " + std::to_string(plan_.zero_stage) + " on " + on +
                       " is not available yet: the ZeRO stages run on the CPU; use stage 0 (DDP) on the GPU, or --device cpu");
   if (part_.pipeline)
     throw ConfigError(config_.source + ": pipeline stages on " + on + " are not available yet; use --device cpu");
@@ -103,19 +113,15 @@ void Engine::check_device_support() const {
                       " is not available: the f16 kernels exist on the CPU only; use bf16 (bf16.enabled) on the GPU");
 }
 
-MemoryRun Engine::memory_run() const {
-  MemoryRun run = memory_run_for(config_, model_->config(), dp_rank());
-  if (strategy_) run.zero_stage = strategy_->zero_stage();
-  return run;
-}
+MemoryRun Engine::memory_run() const { return memory_run_for(plan_, config_, model_->config(), dp_rank()); }
 
 void Engine::throw_explained(const OutOfMemory& e) const { throw OutOfMemoryError(explain_out_of_memory(e, memory_run())); }
 
 data::Batch Engine::on_device(data::Batch b) const {
-  if (device_.is_cpu()) return b;
+  if (device().is_cpu()) return b;
   TransferScope io(TransferPurpose::io);  // the run's input: counted apart from model states
-  b.x = b.x.to(device_);
-  b.y = b.y.to(device_);
+  b.x = b.x.to(device());
+  b.y = b.y.to(device());
   return b;
 }
 
@@ -231,9 +237,9 @@ bool Engine::step() try {
     }
     times_.backward_allreduce += ms_since(t0);
     t0 = Clock::now();
-    const MemoryStats m = memory_stats(device_);  // reduced gradients, not yet updated (docs/design.md §9)
+    const MemoryStats m = memory_stats(device());  // reduced gradients, not yet updated (docs/design.md §9)
     measured_states_ = {m.current(MemTag::param), m.current(MemTag::grad), m.current(MemTag::optim)};
-    if (!device_.is_cpu()) {  // the host's share (ZeRO-Offload's master, m, v and staging)
+    if (!device().is_cpu()) {  // the host's share (ZeRO-Offload's master, m, v and staging)
       const MemoryStats h = memory_stats(Device::cpu());
       measured_host_states_ = {h.current(MemTag::param), h.current(MemTag::grad), h.current(MemTag::optim)};
     }
@@ -336,6 +342,11 @@ std::string Engine::wall_clock_report(bool with_legend) const {
 std::unique_ptr<Engine> initialize(std::shared_ptr<nn::GPT> model, const Config& config,
                                    dist::ProcessGroup* group) {
   return std::make_unique<Engine>(std::move(model), config, group);
+}
+
+std::unique_ptr<Engine> initialize(std::shared_ptr<nn::GPT> model, const Config& config, const Plan& plan,
+                                   dist::ProcessGroup* group) {
+  return std::make_unique<Engine>(std::move(model), config, plan, group);
 }
 
 }  // namespace minitorch::runtime

@@ -39,6 +39,8 @@
 #include "runtime/config.h"
 #include "runtime/loss_scaler.h"
 #include "runtime/out_of_memory.h"
+#include "runtime/plan.h"
+#include "runtime/trainer.h"
 #include "zero/strategy.h"
 
 namespace minitorch::runtime {
@@ -59,14 +61,18 @@ struct PipelineStagePart {
   bool defer_reduction = false;
 };
 
-class Engine {
+class Engine : public Trainer {
  public:
   /// Builds the optimizer and schedule from `config`; with `bf16.enabled` (`fp16.enabled`) the model's
   /// parameters are converted to bf16 (f16; the optimizer keeps f32 master weights, and fp16 gets a
   /// LossScaler). `group`: the data-parallel ranks (nullptr = one rank); the config's batch triple
   /// must have been computed for group->size() ranks (Config::from_file(path, group->size())).
-  /// The strategy comes from make_strategy(config.zero.stage).
   /// `part`: a pipeline stage's share and hooks (default: the whole model).
+  /// The plan (runtime/plan.h) says what runs: the strategy is make_strategy(plan.zero_stage), and the model
+  /// is moved to plan.device (as deepspeed.initialize moves it to the rank's device; setup_device(plan) first).
+  Engine(std::shared_ptr<nn::GPT> model, Config config, Plan plan, dist::ProcessGroup* group = nullptr,
+         PipelineStagePart part = {});
+  /// The same with make_plan(config) on the device the model is on (a library user places the model).
   Engine(std::shared_ptr<nn::GPT> model, Config config, dist::ProcessGroup* group = nullptr, PipelineStagePart part = {});
 
   /// Mean cross-entropy of one micro-batch (records the graph).   idx, targets: (B, T) i32
@@ -102,9 +108,19 @@ class Engine {
   /// `sampler` (sampler.sample(rank, step, world, m, G)); returns the mean loss over the micro-batches
   /// of every rank (one extra scalar all-reduce under NoRecordScope, so the byte accounting of
   /// group->stats() sees only gradients).
-  float train_batch(const data::BatchSampler& sampler);
+  float train_batch(const data::BatchSampler& sampler) override;
   /// Mean loss over `iters` fixed validation micro-batches (the same ones at every call), no graph.
-  float evaluate(const data::BatchSampler& val_sampler, std::int64_t iters);
+  float evaluate(const data::BatchSampler& val_sampler, std::int64_t iters) override;
+  // ---- the rest of the Trainer interface (runtime/trainer.h; runtime/engine_trainer.cpp) ----
+  /// save_checkpoint (runtime/save_and_resume.h): every rank writes its shard, or rank 0 the one file.
+  void save(const std::string& path, const data::Tokenizer& tokenizer, const std::string& run_id) const override;
+  /// resume_from(path, *this).
+  ResumeInfo resume(const std::string& path) override;
+  Engine& engine() override { return *this; }
+  const Engine& engine() const override { return *this; }
+  /// trace.json, frames.json and trace.html (runtime/step_trace.h).
+  std::vector<std::string> write_trace(const std::string& dir, const trace::TraceRecorder& recorder,
+                                       dist::ProcessGroup* group, nlohmann::json about) const override;
 
   nn::GPT& model() { return *model_; }
   const nn::GPT& model() const { return *model_; }
@@ -118,9 +134,10 @@ class Engine {
   template <typename S>
   const S* strategy_as() const { return dynamic_cast<const S*>(strategy_.get()); }
   const Config& config() const { return config_; }
-  /// What this run does otherwise than its config says, for the tools to print once (rank 0). Today one case:
-  /// zero_optimization.stage 1–3 on one data-parallel rank runs as single-rank training (stage 0).
-  const std::vector<std::string>& warnings() const { return warnings_; }
+  /// What runs: the effective stage, the device, the grid, the kind of save (runtime/plan.h).
+  const Plan& plan() const { return plan_; }
+  /// What this run does otherwise than its config says (the plan's warnings), for the tools to print once.
+  const std::vector<std::string>& warnings() const { return plan_.warnings; }
   /// Optimizer steps taken so far (DeepSpeed's global_steps).
   std::int64_t global_steps() const { return global_steps_; }
   /// Sets global_steps (resuming from a checkpoint).
@@ -140,9 +157,8 @@ class Engine {
   /// Global gradient norm before clipping at the last step (0 if never computed).
   double last_grad_norm() const { return last_grad_norm_; }
   const StepTimes& step_times() const { return last_times_; }
-  /// Where this rank computes: the device of the model's parameters when the engine was built (the tool
-  /// moves the model there first, as DeepSpeed's initialize does: `--device`). Batches are uploaded to it.
-  Device device() const { return device_; }
+  /// Where this rank computes: the plan's device (`--device`). Batches are uploaded to it.
+  Device device() const { return plan_.device; }
   /// This run as the out-of-memory explanation sees it (rank, N, stage, Ψ, the model, the config).
   MemoryRun memory_run() const;
   /// The micro-batch on this rank's device: uploaded (h2d, counted as `io`) on a GPU or sim rank; the
@@ -174,8 +190,8 @@ class Engine {
   double last_grad_norm_ = 0;
   bool framed_start_ = false;  ///< the "init" frame was recorded (trace/frames.h)
   bool step_open_ = false;     ///< a forward of the current optimizer step has run (its step_begin emitted)
+  Plan plan_;
   PipelineStagePart part_;
-  std::vector<std::string> warnings_;
   float bad_loss_ = 0;  ///< the first non-finite micro-batch loss of the current step (0: none)
   std::string diverged_message() const;
   void check_device_support() const;
@@ -187,12 +203,14 @@ class Engine {
   StepTimes times_, last_times_;
   zero::ModelStateBytes measured_states_, measured_host_states_;
   dist::ProcessGroup* group_ = nullptr;
-  Device device_ = Device::cpu();
 };
 
 /// DeepSpeed's entry point: `deepspeed.initialize(model=..., config=...)`; `group` = the
 /// data-parallel ranks (nullptr: one rank).
 std::unique_ptr<Engine> initialize(std::shared_ptr<nn::GPT> model, const Config& config,
+                                   dist::ProcessGroup* group = nullptr);
+/// The same for a plan made once (make_plan, setup_device) by the caller.
+std::unique_ptr<Engine> initialize(std::shared_ptr<nn::GPT> model, const Config& config, const Plan& plan,
                                    dist::ProcessGroup* group = nullptr);
 
 /// The model shape a config asks for, with the vocabulary from the tokenizer when the config leaves

@@ -12,8 +12,6 @@ namespace {
 
 std::string mib(double bytes) { return format_mib(bytes); }
 
-bool offloading(const Config& c) { return c.zero.offload_optimizer.device == "cpu"; }
-
 double states(int stage, bool offload, double psi, int n, BytesPerParameter b) {
   return offload ? offload_state_bytes(stage, psi, n, b).device.total() : model_state_bytes(stage, psi, n, b).total();
 }
@@ -22,7 +20,7 @@ double states(int stage, bool offload, double psi, int n, BytesPerParameter b) {
 std::string run_and_levers(const MemoryRun& run, double activation_bytes, std::int64_t capacity) {
   const Config& c = *run.config;
   const BytesPerParameter b = bytes_per_parameter(c.mixed_precision());
-  const bool off = offloading(c);
+  const bool off = run.offload;
   const int n = run.dp_size, stage = run.zero_stage;
   std::ostringstream os;
   os << "  this run: ZeRO stage " << stage << (stage == 0 ? (n > 1 ? " (DDP)" : " (one rank)") : "")
@@ -77,10 +75,15 @@ std::string run_and_levers(const MemoryRun& run, double activation_bytes, std::i
 }  // namespace
 
 MemoryRun memory_run_for(const Config& config, const nn::GPTConfig& model, int rank) {
+  return memory_run_for(make_plan(config), config, model, rank);
+}
+
+MemoryRun memory_run_for(const Plan& plan, const Config& config, const nn::GPTConfig& model, int rank) {
   MemoryRun run;
   run.rank = rank;
-  run.dp_size = config.data_parallel_size;
-  run.zero_stage = config.data_parallel_size > 1 ? static_cast<int>(config.zero.stage) : 0;
+  run.dp_size = plan.grid.data;
+  run.zero_stage = plan.zero_stage;
+  run.offload = plan.offload_optimizer && plan.zero_stage > 0;
   run.psi = static_cast<double>(model.num_parameters());
   run.model = model;
   run.config = &config;
@@ -89,7 +92,7 @@ MemoryRun memory_run_for(const Config& config, const nn::GPTConfig& model, int r
 
 double device_model_state_bytes(const MemoryRun& run) {
   const BytesPerParameter b = bytes_per_parameter(run.config->mixed_precision());
-  return states(run.zero_stage, offloading(*run.config) && run.zero_stage > 0, run.psi, run.dp_size, b);
+  return states(run.zero_stage, run.offload, run.psi, run.dp_size, b);
 }
 
 std::string explain_out_of_memory(const OutOfMemory& e, const MemoryRun& run) {

@@ -24,6 +24,7 @@
 #include "minitorch/allocator.h"
 #include "nn/gpt_config.h"
 #include "runtime/config.h"
+#include "runtime/plan.h"
 
 namespace minitorch::runtime {
 
@@ -37,14 +38,16 @@ class OutOfMemoryError : public std::runtime_error {
 struct MemoryRun {
   int rank = 0;
   int dp_size = 1;            ///< N
-  int zero_stage = 0;         ///< the stage that runs (0 on one rank)
+  int zero_stage = 0;         ///< the stage that runs (the plan's)
+  bool offload = false;       ///< ZeRO-Offload runs (the plan's)
   double psi = 0;             ///< Ψ
   nn::GPTConfig model;        ///< B·T·C sizes for the activation levers
   const Config* config = nullptr;
 };
 
-/// The run a config describes, before an engine exists: N = data_parallel_size, the stage that will run
-/// (0 on one data-parallel rank), Ψ of `model`.
+/// The run a plan describes (runtime/plan.h: N, the stage that runs, offload), Ψ of `model`.
+MemoryRun memory_run_for(const Plan& plan, const Config& config, const nn::GPTConfig& model, int rank);
+/// The same with make_plan(config).
 MemoryRun memory_run_for(const Config& config, const nn::GPTConfig& model, int rank);
 
 /// The message for `e` in this run (see the file comment).

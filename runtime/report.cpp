@@ -95,18 +95,19 @@ ordered_json RunReport::rank_json() const {
 ordered_json RunReport::to_json(const std::vector<ordered_json>& ranks) const {
   const Config& c = engine_.config();
   const std::int64_t psi = engine_.model().num_parameters();
-  const int n = engine_.dp_size();
-  const int stage = engine_.strategy().zero_stage();
+  const Plan& plan = engine_.plan();  // what ran (runtime/plan.h)
+  const int n = plan.grid.data;
+  const int stage = plan.zero_stage;
   const int G = static_cast<int>(c.gradient_accumulation_steps);
   ordered_json j;
   j["format"] = "minitorch-report-1";
-  j["world_size"] = c.world_size;
+  j["world_size"] = plan.grid.world;
   j["data_parallel_size"] = n;
-  j["pipeline_stages"] = c.pipeline.stages;
+  j["pipeline_stages"] = plan.grid.pipeline;
   j["zero_stage"] = stage;
-  j["config_zero_stage"] = c.zero.stage;
+  j["config_zero_stage"] = plan.config_zero_stage;
   j["strategy"] = engine_.strategy().name();
-  j["dtype"] = c.bf16 ? "bf16" : c.fp16.enabled ? "f16" : "f32";
+  j["dtype"] = precision_name(plan.precision);
   j["num_parameters"] = psi;
   j["gradient_accumulation_steps"] = G;
   j["train_batch_size"] = c.train_batch_size;

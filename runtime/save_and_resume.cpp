@@ -9,7 +9,7 @@ namespace minitorch::runtime {
 
 void save_checkpoint(const std::string& path, const Engine& engine, const data::Tokenizer& tokenizer,
                      const std::string& run_id) {
-  if (engine.strategy().shards_optimizer_state()) return save_sharded_checkpoint(path, engine, tokenizer, run_id);
+  if (engine.plan().sharded_save()) return save_sharded_checkpoint(path, engine, tokenizer, run_id);
   save_single_file_checkpoint(path, engine, tokenizer, run_id);
 }
 

@@ -14,17 +14,18 @@ using nlohmann::json;
 
 json frames_run(const Engine& engine, int world_size) {
   const Config& c = engine.config();
+  const Plan& plan = engine.plan();
   return {{"strategy", engine.strategy().name()},
-          {"zero_stage", c.zero.stage},
+          {"zero_stage", plan.zero_stage},
           {"world_size", world_size},
-          {"dtype", c.bf16 ? "bf16" : c.fp16.enabled ? "f16" : "f32"},
+          {"dtype", precision_name(plan.precision)},
           {"num_parameters", engine.model().num_parameters()},
           {"gradient_accumulation_steps", c.gradient_accumulation_steps},
           {"device", engine.device().str()},
           {"capacity_bytes", memory_capacity(engine.device()) > 0 ? json(memory_capacity(engine.device())) : json(nullptr)},
           // where each state lives: ZeRO-Offload keeps the optimizer's on the host (docs/design.md §10)
           {"pools", {{"params", "device"}, {"grads", "device"},
-                     {"optim", c.zero.offload_optimizer.enabled() && engine.strategy().zero_stage() > 0 ? "host" : "device"}}}};
+                     {"optim", plan.offload_optimizer && plan.zero_stage > 0 ? "host" : "device"}}}};
 }
 
 json gather_frames(const std::vector<events::Event>& evs, dist::ProcessGroup* group, const Engine& engine) {

@@ -24,6 +24,16 @@ namespace minitorch::tools {
 constexpr int kExitFailure = 1, kExitUsage = 2;
 
 /// kExitUsage for a runtime::ConfigError, kExitFailure for anything else.
+/// The help text of --device and --device-memory.
+inline constexpr const char* kDeviceHelp =
+    "where each rank computes (overrides the config's device.type): cpu (default); sim = a simulated accelerator (the "
+    "CPU kernels, but its own memory pool, with a capacity from --device-memory, and every host<->device copy "
+    "counted); cuda = the GPU numbered by the rank's local rank on its node (one rank per GPU, as DeepSpeed's launcher "
+    "maps them); cuda:N = GPU N for every rank of the node (ranks share it)";
+inline constexpr const char* kDeviceMemoryHelp =
+    "the simulated accelerator's capacity per rank (overrides the config's device.memory; --device sim): 24MiB, 1.5GB, or "
+    "a number of bytes";
+
 /// Prints "warning: <what>" on stderr as one write: under mpirun a rank's stdout and stderr are merged, and
 /// a line written in pieces can be cut by another stream's output between them.
 inline void warn(const std::string& what) {

@@ -21,27 +21,24 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <iostream>
+#include <filesystem>
 #include <optional>
 #include <sstream>
 #include <string>
 
 #include "cli_common.h"
-#include "device_flag.h"
-#include "runtime/out_of_memory.h"
 #include "data/text_dataset.h"
 #include "dist/process_group.h"
 #include "minitorch/parallel.h"
-#include "pipeline/engine.h"
-#include "pipeline/schedule.h"
+#include "pipeline/make_trainer.h"
+#include "runtime/byte_size.h"
 #include "runtime/checkpoint.h"
 #include "runtime/engine.h"
+#include "runtime/out_of_memory.h"
+#include "runtime/plan.h"
 #include "runtime/report.h"
 #include "runtime/save_and_resume.h"
 #include "runtime/save_target.h"
-#include "runtime/sharded_checkpoint.h"
-#include "runtime/step_trace.h"
-#include "trace/html_player.h"
 
 using namespace minitorch;
 
@@ -53,238 +50,230 @@ std::string progress_bar(std::int64_t done, std::int64_t total, int width = 20) 
   return bar;
 }
 
-/// The command line's overrides of config values (-1 / empty: keep the config's).
-struct Overrides {
+/// The command line: the files, and its overrides of config values (-1 / nullopt: keep the config's).
+struct Flags {
+  std::string config, data, resume, report, trace_dir;
+  std::optional<std::string> out;
   std::int64_t steps = -1, seed = -1, eval_iters = -1;
   std::optional<double> comm_timeout;
   std::int64_t trace_steps = 20;  ///< with --trace: the steps recorded
-  std::optional<std::string> device;         ///< --device (else the config's device.type)
-  std::optional<std::string> device_memory;  ///< --device-memory (else the config's device.memory)
+  runtime::PlanOverrides plan;    ///< --device, --device-memory
 };
 
-void train(const std::string& config_path, std::string data_path, const Overrides& flags, const std::string& resume,
-           std::optional<std::string> out_flag, const std::string& report_path, const std::string& trace_dir) {
-  dist::ProcessGroup& world = dist::world();
-  runtime::Config cfg = runtime::Config::from_file(config_path, world.size());
+/// The config for this world with the command line's overrides; its warnings said once.
+runtime::Config read_config(const Flags& flags, dist::ProcessGroup& world) {
+  runtime::Config cfg = runtime::Config::from_file(flags.config, world.size());
   if (world.rank() == 0)
     for (const auto& w : cfg.warnings) tools::warn(w);
-  if (flags.steps >= 0) {
-    // DeepSpeed's scheduler keeps its own horizon; --steps changes the run's length, not the schedule's.
-    const auto& sc = cfg.scheduler;
-    const bool decays = sc.type == optim::LRScheduleType::warmup_decay_lr || sc.type == optim::LRScheduleType::warmup_cosine_lr;
-    if (world.rank() == 0 && decays && flags.steps != sc.total_num_steps) {
-      const optim::LRSchedule sched = optim::make_lr_schedule(sc, static_cast<float>(cfg.optimizer.lr));
-      std::ostringstream w;
-      w << "--steps " << flags.steps << " does not rescale scheduler.params.total_num_steps (" << sc.total_num_steps
-        << "): the learning rate still follows " << sched.describe() << ", so the last step runs at lr "
-        << sched.lr_for_update(std::max<std::int64_t>(0, flags.steps - 1)) << "; set total_num_steps to "
-        << flags.steps << " in the config to decay over this run";
-      tools::warn(w.str());
-    }
-    cfg.training.steps = flags.steps;
+  const auto& sc = cfg.scheduler;  // DeepSpeed's scheduler keeps its own horizon: --steps does not rescale it
+  const bool decays = sc.type == optim::LRScheduleType::warmup_decay_lr || sc.type == optim::LRScheduleType::warmup_cosine_lr;
+  if (flags.steps >= 0 && world.rank() == 0 && decays && flags.steps != sc.total_num_steps) {
+    const optim::LRSchedule sched = optim::make_lr_schedule(sc, static_cast<float>(cfg.optimizer.lr));
+    std::ostringstream w;
+    w << "--steps " << flags.steps << " does not rescale scheduler.params.total_num_steps (" << sc.total_num_steps
+      << "): the learning rate still follows " << sched.describe() << ", so the last step runs at lr "
+      << sched.lr_for_update(std::max<std::int64_t>(0, flags.steps - 1)) << "; set total_num_steps to " << flags.steps
+      << " in the config to decay over this run";
+    tools::warn(w.str());
   }
+  if (flags.steps >= 0) cfg.training.steps = flags.steps;
   if (flags.seed >= 0) cfg.training.seed = static_cast<std::uint64_t>(flags.seed);
   if (flags.eval_iters >= 0) cfg.training.eval_iters = flags.eval_iters;
   if (flags.comm_timeout) cfg.comm.timeout_s = *flags.comm_timeout;
   world.set_timeout(cfg.comm.timeout_s);  // the engine sets it too; this covers the traffic before it
-  // Before the data and the model: errors come first.
-  const Device device = tools::setup_device(cfg.device, flags.device, flags.device_memory);
-  if (data_path.empty()) data_path = cfg.training.data.empty() ? "datasets/kjv.txt" : cfg.training.data;
-  const std::string out = out_flag ? *out_flag : cfg.training.checkpoint;  // "" = don't save
-  const std::string run_id = runtime::new_run_id(world);  // names every save of this run (checkpoint manifest)
-  // Stages 1-3 on several ranks shard the optimizer state, and a pipeline splits the model: the save is a
-  // directory of shards, one per rank.
-  const bool pipelined = cfg.pipeline.stages > 1;
-  const bool sharded_save = (cfg.zero.stage >= 1 && world.size() > 1) || pipelined;
-  if (world.rank() == 0) {  // found now, not after an hour of training
-    if (!out.empty()) {
-      tools::ensure_writable(out, "--out", sharded_save);
-      // Nothing a minitorch save did not write is ever replaced (runtime/save_target.h).
-      const auto kind = sharded_save ? runtime::SaveKind::sharded : runtime::SaveKind::single_file;
-      if (std::string problem = runtime::save_target_problem(out, kind); !problem.empty()) throw runtime::ConfigError(problem);
-    }
-    if (!report_path.empty()) tools::ensure_writable(report_path, "--report");
-    if (!trace_dir.empty()) tools::ensure_writable((std::filesystem::path(trace_dir) / "trace.json").string(), "--trace");
-  }
+  return cfg;
+}
 
-  // Tokenizer: a resumed run keeps the checkpoint's vocabulary; a new one learns it from the text.
-  runtime::CheckpointInfo info;
-  if (!resume.empty()) {
-    // An incomplete save is named as such, not as a bad file (read_checkpoint_info locates the save first: after
-    // an interrupted save, the complete one beside it; resume_from's warnings say which).
-    info = runtime::read_checkpoint_info(resume);
+/// Every file the run will write, checked before step 1 (rank 0): found now, not after an hour of training.
+/// Nothing a minitorch save did not write is ever replaced (runtime/save_target.h).
+void check_outputs(const Flags& flags, const std::string& out, const runtime::Plan& plan) {
+  if (!out.empty()) {
+    tools::ensure_writable(out, "--out", plan.sharded_save());
+    if (std::string problem = runtime::save_target_problem(out, plan.save_kind); !problem.empty())
+      throw runtime::ConfigError(problem);
   }
-  data::TextDataset ds = resume.empty()
-                             ? data::TextDataset::load(data_path, cfg.training.tokenizer, cfg.model.block_size)
-                             : data::TextDataset::load(data_path, info.tokenizer, cfg.model.block_size);
-  nn::GPTConfig mcfg = runtime::model_config(cfg, ds.tokenizer().vocab_size());
+  if (!flags.report.empty()) tools::ensure_writable(flags.report, "--report");
+  if (!flags.trace_dir.empty())
+    tools::ensure_writable((std::filesystem::path(flags.trace_dir) / "trace.json").string(), "--trace");
+}
 
-  // The device budget before anything is allocated on it: model states that cannot fit are said at once.
-  runtime::check_model_states_fit(runtime::memory_run_for(cfg, mcfg, world.rank()), device, memory_capacity(device));
-  Generator init(cfg.training.seed);
-  std::shared_ptr<nn::GPT> model;
-  {
-    TagScope scope(MemTag::param);
-    model = std::make_shared<nn::GPT>(mcfg, init);
-  }
-  model->to(device);  // as deepspeed.initialize moves the model to the rank's device; the engine follows it
-  // N > 1 ranks: DDP, rank 0's weights everywhere; with pipeline stages, this rank's stage of the grid.
-  std::unique_ptr<pipeline::PipelineEngine> pipe;
-  std::unique_ptr<runtime::Engine> whole;
-  if (pipelined) pipe = std::make_unique<pipeline::PipelineEngine>(model, cfg, world);
-  else whole = runtime::initialize(model, cfg, &world);
-  runtime::Engine* engine = pipe ? &pipe->engine() : whole.get();
-  if (world.rank() == 0)
-    for (const auto& w : engine->warnings()) tools::warn(w);
-  if (!resume.empty()) {
-    runtime::ResumeInfo resumed = pipe ? pipe->resume(resume) : runtime::resume_from(resume, *engine);
-    if (world.rank() == 0)
-      for (const auto& w : resumed.warnings) tools::warn(w);
-  }
+/// The corpus, tokenized: a resumed run keeps the checkpoint's vocabulary; a new one learns it from the text.
+data::TextDataset load_data(const runtime::Config& cfg, const std::string& data_path, const std::string& resume) {
+  // An incomplete save is named as such, not as a bad file (read_checkpoint_info locates the save first).
+  if (resume.empty()) return data::TextDataset::load(data_path, cfg.training.tokenizer, cfg.model.block_size);
+  return data::TextDataset::load(data_path, runtime::read_checkpoint_info(resume).tokenizer, cfg.model.block_size);
+}
 
-  const std::int64_t B = cfg.train_micro_batch_size_per_gpu, T = mcfg.block_size;
-  data::BatchSampler train_sampler(ds.tokens_ptr(data::Split::train), B, T, cfg.training.seed);
-  data::BatchSampler val_sampler(ds.tokens_ptr(data::Split::val), B, T, cfg.training.seed + 1);
-  // More batches than the validation split holds would only re-read it (for minutes): clamp, and say so.
-  const std::int64_t val_windows = ds.size(data::Split::val) / (T + 1);
-  const std::int64_t val_batches = std::max<std::int64_t>(1, val_windows / B);
-  if (cfg.training.eval_interval > 0 && cfg.training.eval_iters > val_batches) {
-    if (world.rank() == 0)
-      tools::warn("training.eval_iters " + std::to_string(cfg.training.eval_iters) + " is more than the " +
-                  std::to_string(val_batches) + " batches of " + std::to_string(B) + " windows of " +
-                  std::to_string(T + 1) + " tokens the validation split holds; evaluating " +
-                  std::to_string(val_batches));
-    cfg.training.eval_iters = val_batches;
-  }
+/// More validation batches than the split holds would only re-read it (for minutes): clamped, and said.
+void clamp_eval_iters(runtime::Config& cfg, const data::TextDataset& ds, int rank) {
+  const std::int64_t B = cfg.train_micro_batch_size_per_gpu, T = cfg.model.block_size;
+  const std::int64_t val_batches = std::max<std::int64_t>(1, ds.size(data::Split::val) / (T + 1) / B);
+  if (cfg.training.eval_interval <= 0 || cfg.training.eval_iters <= val_batches) return;
+  if (rank == 0)
+    tools::warn("training.eval_iters " + std::to_string(cfg.training.eval_iters) + " is more than the " +
+                std::to_string(val_batches) + " batches of " + std::to_string(B) + " windows of " +
+                std::to_string(T + 1) + " tokens the validation split holds; evaluating " + std::to_string(val_batches));
+  cfg.training.eval_iters = val_batches;
+}
+
+/// The run's opening lines: the model and data, the batch, the device, and what the trainer adds.
+void print_summary(const runtime::Config& cfg, const runtime::Plan& plan, const runtime::Trainer& trainer,
+                   const data::TextDataset& ds, const std::string& data_path, double timeout) {
+  const nn::GPT& model = trainer.engine().model();
   std::printf("model %s: %.2fM parameters | data %s: %lld train / %lld val tokens, vocab %lld\n",
-              mcfg.describe().c_str(), static_cast<double>(model->num_parameters()) / 1e6, data_path.c_str(),
+              model.config().describe().c_str(), static_cast<double>(model.num_parameters()) / 1e6, data_path.c_str(),
               static_cast<long long>(ds.size(data::Split::train)), static_cast<long long>(ds.size(data::Split::val)),
               static_cast<long long>(ds.tokenizer().vocab_size()));
   std::printf("batch %lld = micro %lld x accumulation %lld x ranks %d | steps %lld | threads %d%s | comm timeout %g s\n",
-              static_cast<long long>(cfg.train_batch_size), static_cast<long long>(B),
-              static_cast<long long>(cfg.gradient_accumulation_steps), cfg.data_parallel_size,
-              static_cast<long long>(cfg.training.steps), num_threads(),
-              cfg.bf16 ? " | bf16" : cfg.fp16.enabled ? " | fp16 (loss scaling)" : "",
-              world.timeout());
-  if (device.is_sim())
+              static_cast<long long>(plan.global_batch), static_cast<long long>(plan.micro_batch),
+              static_cast<long long>(plan.accumulation), plan.grid.data, static_cast<long long>(cfg.training.steps),
+              num_threads(), plan.precision == runtime::Precision::bf16 ? " | bf16"
+                             : plan.precision == runtime::Precision::f16 ? " | fp16 (loss scaling)" : "",
+              timeout);
+  if (plan.device.is_sim())
     std::printf("device sim (each rank: a simulated accelerator, %s)\n",
-                memory_capacity(device) > 0 ? ("capacity " + runtime::format_mib(static_cast<double>(memory_capacity(device)))).c_str()
-                                            : "no capacity limit");
-  else if (!device.is_cpu())
-    std::printf("device %s (rank 0; each rank: --device %s)\n", device.str().c_str(), flags.device ? flags.device->c_str() : cfg.device.type.c_str());
-  if (pipe) {
-    std::printf("pipeline: %lld stages x %d data-parallel, %s schedule of %lld micro-batches (bubble (P-1)/(M+P-1) = %.3f)",
-                static_cast<long long>(cfg.pipeline.stages), cfg.data_parallel_size, cfg.pipeline.schedule.c_str(),
-                static_cast<long long>(cfg.gradient_accumulation_steps),
-                pipeline::bubble_formula(pipe->stages(), static_cast<int>(cfg.gradient_accumulation_steps)));
-    for (const pipeline::StagePlan& p : pipe->plans())
-      std::printf("%s blocks [%d, %d)%s%s", &p == &pipe->plans().front() ? " | stages:" : ",", p.first_block, p.end_block,
-                  p.embeddings ? " + embeddings" : "", p.head ? " + head" : "");
-    std::printf(" (%s)\n", cfg.pipeline.partition_method.c_str());
-  }
+                plan.device_capacity > 0 ? ("capacity " + runtime::format_mib(static_cast<double>(plan.device_capacity))).c_str()
+                                         : "no capacity limit");
+  else if (!plan.device.is_cpu())
+    std::printf("device %s (rank 0; each rank: --device %s)\n", plan.device.str().c_str(), plan.device_name.c_str());
+  if (const std::string more = trainer.describe(); !more.empty()) std::printf("%s\n", more.c_str());
   std::fflush(stdout);
+}
 
-  // One sink per rank: the trace recorder, when tracing, passes every event on to the report.
+/// What the run records besides its log: the report and the trace, one event sink per rank (the trace
+/// recorder, when tracing, passes every event on to the report).
+struct Recorders {
   std::optional<runtime::RunReport> report;
   std::optional<trace::TraceRecorder> tracer;
   std::optional<events::Attach> listening;
-  if (!report_path.empty()) report.emplace(*engine, &world);
-  if (!trace_dir.empty()) tracer.emplace(report ? &*report : nullptr, device);
-  if (tracer) listening.emplace(*tracer);
-  else if (report) listening.emplace(*report);
+  Recorders(const Flags& flags, const runtime::Trainer& trainer, dist::ProcessGroup& world) {
+    if (!flags.report.empty()) report.emplace(trainer.engine(), &world);
+    if (!flags.trace_dir.empty()) tracer.emplace(report ? &*report : nullptr, trainer.engine().device());
+    if (tracer) listening.emplace(*tracer);
+    else if (report) listening.emplace(*report);
+  }
+};
 
-  const std::int64_t total = cfg.training.steps, first_step = engine->global_steps();
+/// The log line of step s (every log_interval steps): loss, lr, gradient norm, fp16's scale, throughput.
+void print_step(const runtime::Engine& engine, std::int64_t s, std::int64_t total, float loss, double tokens_per_s) {
+  char scaler[96] = "";  // fp16: the loss scale now and the overflow steps skipped so far (runtime/loss_scaler.h)
+  if (engine.loss_scaler())
+    std::snprintf(scaler, sizeof scaler, " | loss scale %g | skipped %lld", engine.loss_scale(),
+                  static_cast<long long>(engine.skipped_steps()));
+  std::printf("step %5lld/%lld %s loss %.4f | lr %.2e | grad norm %.3f%s | %.0f tok/s\n", static_cast<long long>(s),
+              static_cast<long long>(total), progress_bar(s, total).c_str(), loss, engine.lr(), engine.last_grad_norm(),
+              scaler, tokens_per_s);
+}
+
+/// Stops the trace after its first --trace-steps steps: every recorded event stays in memory until the end
+/// (about 5 MB a step for ZeRO-3 on 2 ranks).
+void limit_trace(Recorders& rec, std::int64_t traced, std::int64_t to_go, std::int64_t limit, int rank) {
+  if (!rec.tracer || !rec.tracer->recording() || traced < limit || to_go <= 0) return;
+  rec.tracer->stop_recording();
+  if (rank == 0)
+    tools::warn("--trace recorded the first " + std::to_string(limit) + " steps of " + std::to_string(traced + to_go) +
+                " (--trace-steps " + std::to_string(limit) + "); the rest of the run is not traced");
+}
+
+/// The training loop: a step, its log line, the evaluation when due.
+void train_loop(runtime::Trainer& trainer, const runtime::Config& cfg, const data::TextDataset& ds, Recorders& rec,
+                std::int64_t trace_steps, int rank) {
+  const runtime::Engine& engine = trainer.engine();
+  const std::int64_t B = cfg.train_micro_batch_size_per_gpu, T = cfg.model.block_size;
+  const data::BatchSampler train_sampler(ds.tokens_ptr(data::Split::train), B, T, cfg.training.seed);
+  const data::BatchSampler val_sampler(ds.tokens_ptr(data::Split::val), B, T, cfg.training.seed + 1);
+  const std::int64_t total = cfg.training.steps, first_step = engine.global_steps();
   const double tokens_per_step = static_cast<double>(cfg.train_batch_size * T);
+  using Clock = std::chrono::steady_clock;
+  auto t_log = Clock::now();
+  std::int64_t since_log = 0;
   bool legend = true;
-  auto t_log = std::chrono::steady_clock::now();
-  std::int64_t steps_since_log = 0;
-  while (engine->global_steps() < total) {
-    const auto t_step = std::chrono::steady_clock::now();
-    float loss = pipe ? pipe->train_batch(train_sampler) : engine->train_batch(train_sampler);
-    const std::int64_t s = engine->global_steps();  // steps done
-    if (report)
-      report->add_step(s, loss, engine->lr(), engine->last_grad_norm(),
-                       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_step).count());
-    ++steps_since_log;
-    if (tracer && tracer->recording() && s - first_step >= flags.trace_steps && s < total) {
-      // Every recorded event stays in memory until the end (about 5 MB a step for ZeRO-3 on 2 ranks).
-      tracer->stop_recording();
-      if (world.rank() == 0)
-        tools::warn("--trace recorded the first " + std::to_string(flags.trace_steps) + " steps of " +
-                    std::to_string(total - first_step) + " (--trace-steps " + std::to_string(flags.trace_steps) +
-                    "); the rest of the run is not traced");
-    }
+  while (engine.global_steps() < total) {
+    const auto t_step = Clock::now();
+    const float loss = trainer.train_batch(train_sampler);
+    const std::int64_t s = engine.global_steps();  // steps done
+    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t_step).count();
+    if (rec.report) rec.report->add_step(s, loss, engine.lr(), engine.last_grad_norm(), ms);
+    ++since_log;
+    limit_trace(rec, s - first_step, total - s, trace_steps, rank);
     if (s % cfg.training.log_interval == 0 || s == total) {
-      double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_log).count();
-      // fp16: the loss scale now and the overflow steps skipped so far (runtime/loss_scaler.h).
-      char scaler[96] = "";
-      if (engine->loss_scaler())
-        std::snprintf(scaler, sizeof scaler, " | loss scale %g | skipped %lld", engine->loss_scale(),
-                      static_cast<long long>(engine->skipped_steps()));
-      std::printf("step %5lld/%lld %s loss %.4f | lr %.2e | grad norm %.3f%s | %.0f tok/s\n", static_cast<long long>(s),
-                  static_cast<long long>(total), progress_bar(s, total).c_str(), loss, engine->lr(),
-                  engine->last_grad_norm(), scaler, tokens_per_step * static_cast<double>(steps_since_log) / secs);
-      t_log = std::chrono::steady_clock::now();
-      steps_since_log = 0;
+      const double secs = std::chrono::duration<double>(Clock::now() - t_log).count();
+      print_step(engine, s, total, loss, tokens_per_step * static_cast<double>(since_log) / secs);
+      t_log = Clock::now();
+      since_log = 0;
     }
     if (cfg.wall_clock_breakdown && s % cfg.steps_per_print == 0) {
-      std::printf("%s\n", engine->wall_clock_report(legend).c_str());
+      std::printf("%s\n", engine.wall_clock_report(legend).c_str());
       legend = false;
     }
     if (cfg.training.eval_interval > 0 && (s % cfg.training.eval_interval == 0 || s == total)) {
-      const float val = pipe ? pipe->evaluate(val_sampler, cfg.training.eval_iters)
-                             : engine->evaluate(val_sampler, cfg.training.eval_iters);
+      const float val = trainer.evaluate(val_sampler, cfg.training.eval_iters);
       std::printf("step %5lld val loss %.4f\n", static_cast<long long>(s), val);
-      if (report) report->add_val(s, val);
-      t_log = std::chrono::steady_clock::now();  // evaluation time is not training throughput
+      if (rec.report) rec.report->add_val(s, val);
+      t_log = Clock::now();  // evaluation time is not training throughput
     }
     std::fflush(stdout);
   }
-  // Its directory was made by ensure_writable before step 1. A sharded save: every rank writes its shard.
-  if (!out.empty() && (sharded_save || world.rank() == 0)) {
-    if (pipe) pipe->save(out, ds.tokenizer(), run_id);
-    else runtime::save_checkpoint(out, *engine, ds.tokenizer(), run_id);
-    std::printf("saved %s%s\n", out.c_str(), sharded_save ? (" (" + std::to_string(world.size()) +
-                                                              " shards and a manifest)").c_str() : "");
+}
+
+/// After the last step: the save (its directory was made by check_outputs), the trace, the report.
+void finish(runtime::Trainer& trainer, Recorders& rec, const Flags& flags, const std::string& out,
+            const data::Tokenizer& tokenizer, const std::string& run_id, dist::ProcessGroup& world) {
+  const runtime::Engine& engine = trainer.engine();
+  if (!out.empty()) {
+    trainer.save(out, tokenizer, run_id);
+    std::printf("saved %s%s\n", out.c_str(), engine.plan().sharded_save()
+                                                ? (" (" + std::to_string(world.size()) + " shards and a manifest)").c_str()
+                                                : "");
   }
-  listening.reset();
-  if (tracer && pipe) {  // the schedule's picture: F<m> / B<m> per stage, every send and receive
-    const nlohmann::json about = {{"strategy", engine->strategy().name()}, {"zero_stage", cfg.zero.stage},
-                                  {"world_size", world.size()}, {"steps", engine->global_steps()},
-                                  {"config", config_path}, {"pipeline_stages", pipe->stages()},
-                                  {"schedule", cfg.pipeline.schedule},
-                                  {"micro_batches", cfg.gradient_accumulation_steps}};
-    const std::string path = runtime::write_chrome_trace(trace_dir, *tracer, &world, about);
-    if (world.rank() == 0) {
-      const pipeline::Timeline predicted = pipeline::simulate(pipeline::make_schedule(
-          cfg.pipeline.schedule, pipe->stages(), static_cast<int>(cfg.gradient_accumulation_steps)));
-      const std::string page = trace::write_pipeline_html(trace_dir, pipeline::timeline_json(predicted));
-      std::printf("wrote %s (open it in https://ui.perfetto.dev or chrome://tracing: a track per rank, F<m> and B<m> "
-                  "per micro-batch, arrows from each send to its receive)\n", path.c_str());
-      std::printf("wrote %s (open it in a browser: the predicted schedule above the measured step, played)\n"
-                  "no frames.json: its per-rank state is one model's shards, and a pipeline's stages hold different "
-                  "layers\n", page.c_str());
-    }
-  } else if (tracer) {
-    const nlohmann::json about = {{"strategy", engine->strategy().name()}, {"zero_stage", cfg.zero.stage},
-                                  {"world_size", world.size()}, {"steps", engine->global_steps()},
-                                  {"config", config_path}};
-    const std::string path = runtime::write_step_trace(trace_dir, *tracer, &world, *engine, about);
-    if (world.rank() == 0) {
-      const std::filesystem::path d(trace_dir);
-      std::printf("wrote %s (open it in https://ui.perfetto.dev or chrome://tracing)\n", path.c_str());
-      std::printf("wrote %s (the state after each phase) and %s (open it in a browser; or: minitorch-trace %s)\n",
-                  (d / "frames.json").c_str(), (d / "trace.html").c_str(), trace_dir.c_str());
-    }
+  rec.listening.reset();
+  if (rec.tracer) {
+    const nlohmann::json about = {{"strategy", engine.strategy().name()}, {"zero_stage", engine.plan().zero_stage},
+                                  {"world_size", world.size()}, {"steps", engine.global_steps()},
+                                  {"config", flags.config}};
+    for (const std::string& line : trainer.write_trace(flags.trace_dir, *rec.tracer, &world, about))
+      std::printf("%s\n", line.c_str());
   }
-  if (report) {
-    if (pipe) {
-      report->set_section("pipeline", pipe->report_section());
-      report->set_rank_field("stage", pipe->stage());
-    }
-    report->write(report_path);  // collective: every rank sends its part to rank 0
-    if (world.rank() == 0) std::printf("wrote %s\n", report_path.c_str());
+  if (rec.report) {
+    trainer.add_to_report(*rec.report);
+    rec.report->write(flags.report);  // collective: every rank sends its part to rank 0
+    std::printf("wrote %s\n", flags.report.c_str());
   }
+}
+
+void train(Flags flags) {
+  dist::ProcessGroup& world = dist::world();
+  runtime::Config cfg = read_config(flags, world);
+  runtime::Plan plan = runtime::make_plan(cfg, flags.plan);  // what runs, decided once (runtime/plan.h)
+  if (world.rank() == 0)
+    for (const auto& w : plan.warnings) tools::warn(w);
+  runtime::setup_device(plan);  // before the data and the model: errors come first
+  const std::string data_path = !flags.data.empty() ? flags.data : cfg.training.data.empty() ? "datasets/kjv.txt" : cfg.training.data;
+  const std::string out = flags.out ? *flags.out : cfg.training.checkpoint;  // "" = don't save
+  const std::string run_id = runtime::new_run_id(world);  // names every save of this run (checkpoint manifest)
+  if (world.rank() == 0) check_outputs(flags, out, plan);
+  const data::TextDataset ds = load_data(cfg, data_path, flags.resume);
+  const nn::GPTConfig mcfg = runtime::model_config(cfg, ds.tokenizer().vocab_size());
+  // The device budget before anything is allocated on it: model states that cannot fit are said at once.
+  runtime::check_model_states_fit(runtime::memory_run_for(plan, cfg, mcfg, world.rank()), plan.device, plan.device_capacity);
+  std::shared_ptr<nn::GPT> model;
+  {
+    Generator init(cfg.training.seed);
+    TagScope scope(MemTag::param);
+    model = std::make_shared<nn::GPT>(mcfg, init);
+  }
+  // DDP or ZeRO over every rank, or this rank's stage of a pipeline grid: rank 0's weights everywhere.
+  std::unique_ptr<runtime::Trainer> trainer = pipeline::make_trainer(model, cfg, plan, world);
+  if (!flags.resume.empty()) {
+    const runtime::ResumeInfo resumed = trainer->resume(flags.resume);
+    if (world.rank() == 0)
+      for (const auto& w : resumed.warnings) tools::warn(w);
+  }
+  clamp_eval_iters(cfg, ds, world.rank());
+  print_summary(cfg, plan, *trainer, ds, data_path, world.timeout());
+  Recorders rec(flags, *trainer, world);
+  train_loop(*trainer, cfg, ds, rec, flags.trace_steps, world.rank());
+  finish(*trainer, rec, flags, out, ds.tokenizer(), run_id, world);
 }
 }  // namespace
 
@@ -293,20 +282,18 @@ int main(int argc, char** argv) {
   if (world.rank() != 0 && !std::freopen("/dev/null", "w", stdout))  // rank 0 speaks for the job
     dist::abort_job("cannot silence stdout");
   cli::Parser parser{"minitorch-train: train a GPT from a DeepSpeed-style config"};
-  std::string config, data, resume, report, trace_dir;
-  std::optional<std::string> out;
-  Overrides flags;
-  parser.option("--config", config, "DeepSpeed-style JSON config (configs/*.json)")->required();
-  parser.option("--data", data, "UTF-8 text file to train on (default: training.data, else datasets/kjv.txt)");
+  Flags flags;
+  parser.option("--config", flags.config, "DeepSpeed-style JSON config (configs/*.json)")->required();
+  parser.option("--data", flags.data, "UTF-8 text file to train on (default: training.data, else datasets/kjv.txt)");
   parser.option("--steps", flags.steps, "optimizer steps (overrides training.steps)")->check(cli::decimal<std::int64_t>(0));
   parser.option("--seed", flags.seed, "seed for init and batches (overrides training.seed)")->check(cli::decimal<std::int64_t>(0));
   parser.option("--eval-iters", flags.eval_iters, "batches per validation (overrides training.eval_iters; >= 1)")
       ->check(cli::decimal<std::int64_t>(1));
-  parser.option("--resume", resume, "checkpoint to continue from: one complete save (CKPT, CKPT.optim, CKPT.manifest.json; or a sharded CKPT/ "
+  parser.option("--resume", flags.resume, "checkpoint to continue from: one complete save (CKPT, CKPT.optim, CKPT.manifest.json; or a sharded CKPT/ "
                  "directory), from any number of ranks, any ZeRO stage and any pipeline grid: bit-identical on the "
                  "grid that saved it");
-  parser.option("--report", report, "write the run report (JSON, docs/report.md) to this path at the end");
-  parser.option("--trace", trace_dir,
+  parser.option("--report", flags.report, "write the run report (JSON, docs/report.md) to this path at the end");
+  parser.option("--trace", flags.trace_dir,
                  "record every rank's step trace and write DIR/trace.json (Chrome trace format: Perfetto, "
                  "chrome://tracing; docs/trace.md), DIR/frames.json (the state after each phase; docs/frames.md) and "
                  "DIR/trace.html (its animated player) at the end. Meant for a few steps");
@@ -314,19 +301,19 @@ int main(int argc, char** argv) {
                 "with --trace: record the first N steps only (default 20); a traced step's events stay in memory "
                 "until the end")
       ->check(cli::decimal<std::int64_t>(1));
-  parser.option("--out", out, "where to save the checkpoint (overrides training.checkpoint; \"\" = don't save): a file, or a "
+  parser.option("--out", flags.out, "where to save the checkpoint (overrides training.checkpoint; \"\" = don't save): a file, or a "
                  "directory of shards for ZeRO stages 1-3 on several ranks and for pipelines");
   parser.option("--comm-timeout", flags.comm_timeout,
                  "seconds a rank waits for the others in one collective or receive before it ends the job "
                  "(overrides comm.timeout_s; default 300)")
       ->check(cli::positive_number());
-  parser.option("--device", flags.device, tools::kDeviceHelp);
-  parser.option("--device-memory", flags.device_memory, tools::kDeviceMemoryHelp);
+  parser.option("--device", flags.plan.device, tools::kDeviceHelp);
+  parser.option("--device-memory", flags.plan.device_memory, tools::kDeviceMemoryHelp);
   return tools::run_tool(parser, argc, argv, [&] {
     try {
-      if (parser.given("--trace-steps") && trace_dir.empty())
+      if (parser.given("--trace-steps") && flags.trace_dir.empty())
         throw runtime::ConfigError("--trace-steps says how many steps --trace records; give --trace DIR too");
-      train(config, data, flags, resume, out, report, trace_dir);
+      train(flags);
     } catch (const std::exception& e) {
       // The other ranks would wait for us forever; the job exits with our status.
       if (world.size() > 1) dist::abort_job(e.what(), tools::exit_status_of(e));

@@ -8,8 +8,9 @@
 
 namespace minitorch::zero {
 
-/// The strategy for `config.zero.stage` on `group` (nullptr: one rank). Stage 0 = DDP; stages 1–3 on one
-/// rank are single-rank training too (the shard would be the whole model; runtime::Engine says so).
+/// The strategy for `config.zero.stage` on `group` (nullptr: one rank, stage 0 only). Stage 0 = DDP. The
+/// stage is the one that runs, already decided by the runtime's plan (runtime/plan.h: stages 1–3 on one
+/// data-parallel rank without offload run as stage 0); this function applies no rule of its own.
 /// `params`: the parameters this rank trains, a pipeline stage's share of the model (pipeline/); nullptr
 /// = all of model->named_parameters(). Stages 0 and 1 take a share; 2 and 3 do not (the config refuses
 /// them with pipelines: runtime/config_keys.cpp). Throws std::invalid_argument for a stage that does not exist.

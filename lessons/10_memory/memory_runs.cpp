@@ -19,6 +19,7 @@
 #include "runtime/byte_size.h"
 #include "runtime/engine.h"
 #include "runtime/out_of_memory.h"
+#include "runtime/plan.h"
 
 using namespace minitorch;
 
@@ -76,20 +77,25 @@ std::string formula_text(const Setup& s) { return runtime::model_states_text(s.s
 
 std::string mib(double bytes) { return runtime::format_mib(bytes); }
 
-std::unique_ptr<runtime::Engine> engine_on_sim(const runtime::Config& cfg, std::int64_t V, dist::ProcessGroup& world) {
+std::unique_ptr<runtime::Engine> engine_on_sim(const runtime::Config& cfg, std::int64_t V, std::int64_t capacity,
+                                               dist::ProcessGroup& world) {
+  runtime::PlanOverrides on_card{.device = "sim", .device_memory = std::nullopt};
+  if (capacity > 0) on_card.device_memory = std::to_string(capacity);
+  runtime::Plan plan = runtime::make_plan(cfg, on_card);
+  runtime::setup_device(plan);  // this rank's card: its capacity
+  reset_peak_memory(plan.device);
   Generator init(cfg.training.seed);  // the same weights on every rank
   std::shared_ptr<nn::GPT> model;
   {
     TagScope scope(MemTag::param);
     model = std::make_shared<nn::GPT>(runtime::model_config(cfg, V), init);  // built on the host
   }
-  try {
-    model->to(Device::sim());  // as the tools do: the model goes to the device, then deepspeed.initialize
-  } catch (const OutOfMemory& e) {
-    throw runtime::OutOfMemoryError(
-        runtime::explain_out_of_memory(e, runtime::memory_run_for(cfg, model->config(), world.rank())));
-  }
-  return runtime::initialize(model, cfg, &world);
+  return runtime::initialize(model, cfg, plan, &world);  // as deepspeed.initialize: the model goes to the card
+}
+
+void lift_sim_capacity(const runtime::Config& cfg) {
+  runtime::Plan unlimited = runtime::make_plan(cfg, {.device = "sim", .device_memory = std::nullopt});
+  runtime::setup_device(unlimited);
 }
 
 Measured measure(dist::ProcessGroup& world, const data::TextDataset& ds, const Setup& setup, std::int64_t capacity) {
@@ -99,10 +105,8 @@ Measured measure(dist::ProcessGroup& world, const data::TextDataset& ds, const S
   const data::BatchSampler sampler(ds.tokens_ptr(data::Split::train), cfg.train_micro_batch_size_per_gpu,
                                    cfg.model.block_size, cfg.training.seed);
   Measured m;
-  set_memory_capacity(Device::sim(), capacity);  // this rank's card
-  reset_peak_memory(Device::sim());
   try {
-    std::unique_ptr<runtime::Engine> engine = engine_on_sim(cfg, V, world);
+    std::unique_ptr<runtime::Engine> engine = engine_on_sim(cfg, V, capacity, world);
     m.psi = engine->model().num_parameters();
     engine->train_batch(sampler);    // step 1: AdamW allocates m and v (offload: on the host, with the masters)
     m.steps_done = 1;
@@ -119,7 +123,7 @@ Measured measure(dist::ProcessGroup& world, const data::TextDataset& ds, const S
     m.out_of_memory = true;
     m.error = e.what();
   }
-  set_memory_capacity(Device::sim(), 0);
+  lift_sim_capacity(cfg);
   const MemoryStats dev = memory_stats(Device::sim());
   if (dev.current_total != 0)  // one engine at a time: the next run starts from an empty card
     throw std::logic_error("lesson-10: " + std::to_string(dev.current_total) + " bytes still held on sim after " +
@@ -245,10 +249,8 @@ void train_seeds_config(dist::ProcessGroup& world, const data::TextDataset& ds, 
                                      cfg.model.block_size, cfg.training.seed);
     data::BatchSampler train_eval(ds.tokens_ptr(data::Split::train), 8, cfg.model.block_size, cfg.training.seed + 2);
     data::BatchSampler val_eval(ds.tokens_ptr(data::Split::val), 8, cfg.model.block_size, cfg.training.seed + 1);
-    set_memory_capacity(Device::sim(), capacity);
-    reset_peak_memory(Device::sim());
     {
-      std::unique_ptr<runtime::Engine> engine = engine_on_sim(cfg, V, world);
+      std::unique_ptr<runtime::Engine> engine = engine_on_sim(cfg, V, capacity, world);
       const auto t0 = std::chrono::steady_clock::now();
       TransferStats before;
       while (engine->global_steps() < steps) {
@@ -272,7 +274,7 @@ void train_seeds_config(dist::ProcessGroup& world, const data::TextDataset& ds, 
                   mib(static_cast<double>(memory_stats(Device::sim()).peak_total)).c_str());
       std::fflush(stdout);
     }
-    set_memory_capacity(Device::sim(), 0);
+    lift_sim_capacity(cfg);
   }
   std::printf("\nstep    ZeRO-3   ZeRO-3 + offload\n");
   bool equal = true;

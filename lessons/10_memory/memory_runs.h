@@ -48,9 +48,14 @@ struct Measured {
                                          // above, the steps done): equal on every rank?
 };
 
-/// The engine of `cfg` on this rank's simulated accelerator, built as the tools build it: the model drawn on
-/// the host (the same seed on every rank), moved to Device::sim(), then runtime::initialize on `world`.
-std::unique_ptr<minitorch::runtime::Engine> engine_on_sim(const minitorch::runtime::Config& cfg, std::int64_t V, minitorch::dist::ProcessGroup& world);
+/// The engine of `cfg` on this rank's simulated accelerator of `capacity` bytes (0: no limit), built as the tools
+/// build it: the plan (runtime/plan.h) on --device sim --device-memory capacity, the card set up by it, the
+/// model drawn on the host (the same seed on every rank), then runtime::initialize moves it to the card.
+std::unique_ptr<minitorch::runtime::Engine> engine_on_sim(const minitorch::runtime::Config& cfg, std::int64_t V,
+                                                          std::int64_t capacity, minitorch::dist::ProcessGroup& world);
+
+/// Lifts the card's limit after a run (a plan on sim without a capacity), so that what it left can be read.
+void lift_sim_capacity(const minitorch::runtime::Config& cfg);
 
 /// Runs `setup` on every rank of `world` (each rank's model on Device::sim(), `capacity` bytes per rank,
 /// 0 = none): two optimizer steps, or until the engine throws its OutOfMemoryError on every rank.
