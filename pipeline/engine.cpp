@@ -103,91 +103,47 @@ Tensor PipelineEngine::stage_forward(Micro& mb) const {
 
 // ---- the instruction loop ----
 
-float PipelineEngine::train_batch(const data::BatchSampler& sampler) {
-  const int s = stage();
-  const std::int64_t M = config_.gradient_accumulation_steps, step = engine_->global_steps();
-  dist::ProcessGroup& pipe = *grid_.pipe;
-  const Shape act_shape{sampler.batch_size(), sampler.block_size(), model_->config().n_embd};
-  const DType act_dtype = held_.front().second.dtype();
-  {  // every stage starts the phase together: the clock of the bubble measurement
-    dist::NoRecordScope quiet(pipe);
-    pipe.barrier();
-  }
-  const Clock::time_point t0 = Clock::now();
+/// One optimizer step in flight on this stage: the micro-batches alive, and what the step measures.
+struct PipelineEngine::Step {
+  std::int64_t index = 0, micro_batches = 0;  ///< the optimizer step (0-based), M
+  Shape act_shape;                            ///< (B, T, C): what crosses a stage boundary
+  DType act_dtype = DType::f32;
+  Clock::time_point t0;                       ///< the phase's start, the same moment on every stage
   std::map<int, Micro> live;
   int alive = 0, peak = 0;
   std::int64_t backwards = 0;
   double busy = 0, phase_end = 0, loss_sum = 0;
+};
+
+float PipelineEngine::train_batch(const data::BatchSampler& sampler) {
+  Step st;
+  st.index = engine_->global_steps();
+  st.micro_batches = config_.gradient_accumulation_steps;
+  st.act_shape = {sampler.batch_size(), sampler.block_size(), model_->config().n_embd};
+  st.act_dtype = held_.front().second.dtype();
+  {  // every stage starts the phase together: the clock of the bubble measurement
+    dist::NoRecordScope quiet(*grid_.pipe);
+    grid_.pipe->barrier();
+  }
+  st.t0 = Clock::now();
   act_bytes_ = grad_bytes_ = tied_bytes_ = 0;
-  for (const Instruction& in : schedule_[static_cast<std::size_t>(s)]) {
-    Micro* mb = in.micro >= 0 ? &live[in.micro] : nullptr;
+  for (const Instruction& in : schedule_[static_cast<std::size_t>(stage())]) {
+    Micro* mb = in.micro >= 0 ? &st.live[in.micro] : nullptr;
     switch (in.op) {
       case Op::load:
-        mb->batch = engine_->on_device(sampler.sample(grid_.dp_rank, step, grid_.dp_size, in.micro, M));
+        mb->batch = engine_->on_device(
+            sampler.sample(grid_.dp_rank, st.index, grid_.dp_size, in.micro, st.micro_batches));
         break;
-      case Op::recv_act: {  // from stage s-1, into a comm buffer that backward will differentiate to
-        // BEGIN SOLUTION L09.3
-        TagScope scope(MemTag::comm);
-        mb->input = Tensor::empty(act_shape, act_dtype, engine_->device());
-        pipe.recv(mb->input, in.peer, kActivationTag);
-        mb->input.set_requires_grad(true);
-        // END SOLUTION
+      case Op::recv_act: recv_activation(*mb, in.peer, st); break;
+      case Op::forward: forward(*mb, in.micro, st); break;
+      case Op::send_act: send_activation(*mb, in.peer); break;
+      case Op::recv_grad: recv_gradient(*mb, in.peer); break;
+      case Op::backward: backward(*mb, in.micro, st); break;
+      case Op::send_grad:  // then the micro-batch is done here
+        send_gradient(*mb, in.peer);
+        st.live.erase(in.micro);
         break;
-      }
-      case Op::forward: {
-        // the trace's F<m> slice (only built while a sink listens)
-        const events::Span span(events::Category::compute,
-                                slice_name('F', in.micro).c_str(), "", in.micro);
-        const Clock::time_point a = Clock::now();
-        mb->output = engine_->run_forward(in.micro, [&] { return stage_forward(*mb); });
-        if (plan().head) loss_sum += mb->output.item();
-        busy += ms_between(a, Clock::now());
-        peak = std::max(peak, ++alive);
-        break;
-      }
-      case Op::send_act:  // to stage s+1, not waiting: sends_ keeps the tensor alive until the step
-        // BEGIN SOLUTION L09.3
-        sends_.emplace_back(pipe.isend(mb->output, in.peer, kActivationTag), mb->output);
-        act_bytes_ += static_cast<std::int64_t>(mb->output.nbytes());
-        // END SOLUTION
-        break;
-      case Op::recv_grad: {  // dL/d(this stage's output), from stage s+1
-        // BEGIN SOLUTION L09.3
-        TagScope scope(MemTag::comm);
-        mb->grad_output = Tensor::empty(mb->output.shape(), mb->output.dtype(), mb->output.device());
-        pipe.recv(mb->grad_output, in.peer, kGradientTag);
-        // END SOLUTION
-        break;
-      }
-      case Op::backward: {
-        const events::Span span(events::Category::compute,
-                                slice_name('B', in.micro).c_str(), "", in.micro);
-        const Clock::time_point a = Clock::now();
-        // the last stage seeds its loss with loss_scale / M, the others with the received gradient
-        const Tensor seed = plan().head ? Tensor::full(mb->output.shape(), engine_->loss_gradient(), DType::f32, mb->output.device()) : mb->grad_output;
-        engine_->run_backward(in.micro, mb->output, seed);
-        const Clock::time_point b = Clock::now();
-        busy += ms_between(a, b);
-        phase_end = ms_between(t0, b);
-        --alive;
-        if (++backwards < M) engine_->count_micro_step();  // the M-th is Op::step
-        mb->output = Tensor();                 // this micro-batch's activations go
-        mb->grad_output = Tensor();
-        if (s == 0) live.erase(in.micro);
-        break;
-      }
-      case Op::send_grad: {  // dL/d(this stage's input), to stage s-1; then the micro-batch is done here
-        // BEGIN SOLUTION L09.3
-        Tensor g = mb->input.grad();
-        sends_.emplace_back(pipe.isend(g, in.peer, kGradientTag), g);
-        grad_bytes_ += static_cast<std::int64_t>(g.nbytes());
-        // END SOLUTION
-        live.erase(in.micro);
-        break;
-      }
-      case Op::reduce_tied:
-        reduce_tied();
-        break;
+      case Op::reduce_tied: reduce_tied(); break;
       case Op::step:
         finish_sends();
         engine_->step();  // the boundary: data-parallel reduction, global norm, update
@@ -195,13 +151,81 @@ float PipelineEngine::train_batch(const data::BatchSampler& sampler) {
         break;
     }
   }
-  record_step(busy, phase_end, peak);
+  record_step(st.busy, st.phase_end, st.peak);
   // The mean loss for the log: the last stage's, averaged over the replicas, then sent to every stage.
-  Tensor l = Tensor::full({1}, plan().head ? static_cast<float>(loss_sum / static_cast<double>(M)) : 0.f);
-  dist::NoRecordScope quiet_data(*grid_.data), quiet_pipe(pipe);
+  Tensor l = Tensor::full({1}, plan().head ? static_cast<float>(st.loss_sum / static_cast<double>(st.micro_batches)) : 0.f);
+  dist::NoRecordScope quiet_data(*grid_.data), quiet_pipe(*grid_.pipe);
   grid_.data->all_reduce(l, dist::ReduceOp::avg);
-  pipe.all_reduce(l, dist::ReduceOp::sum);
+  grid_.pipe->all_reduce(l, dist::ReduceOp::sum);
   return l.item();
+}
+
+// ---- compute: a micro-batch's forward and backward on this stage ----
+
+void PipelineEngine::forward(Micro& mb, int micro, Step& st) {
+  // the trace's F<m> slice (only built while a sink listens)
+  const events::Span span(events::Category::compute, slice_name('F', micro).c_str(), "", micro);
+  const Clock::time_point a = Clock::now();
+  mb.output = engine_->run_forward(micro, [&] { return stage_forward(mb); });
+  if (plan().head) st.loss_sum += mb.output.item();
+  st.busy += ms_between(a, Clock::now());
+  st.peak = std::max(st.peak, ++st.alive);
+}
+
+void PipelineEngine::backward(Micro& mb, int micro, Step& st) {
+  const events::Span span(events::Category::compute, slice_name('B', micro).c_str(), "", micro);
+  const Clock::time_point a = Clock::now();
+  // the last stage seeds its loss with loss_scale / M, the others with the received gradient
+  const Tensor seed = plan().head
+                          ? Tensor::full(mb.output.shape(), engine_->loss_gradient(), DType::f32, mb.output.device())
+                          : mb.grad_output;
+  engine_->run_backward(micro, mb.output, seed);
+  const Clock::time_point b = Clock::now();
+  st.busy += ms_between(a, b);
+  st.phase_end = ms_between(st.t0, b);
+  --st.alive;
+  if (++st.backwards < st.micro_batches) engine_->count_micro_step();  // the M-th is Op::step
+  mb.output = Tensor();  // this micro-batch's activations go
+  mb.grad_output = Tensor();
+  if (stage() == 0) st.live.erase(micro);
+}
+
+// ---- communication: activations forward, their gradients backward ----
+
+void PipelineEngine::recv_activation(Micro& mb, int peer, const Step& st) {
+  // from stage s-1, into a comm buffer that backward will differentiate to
+  // BEGIN SOLUTION L09.3
+  TagScope scope(MemTag::comm);
+  mb.input = Tensor::empty(st.act_shape, st.act_dtype, engine_->device());
+  grid_.pipe->recv(mb.input, peer, kActivationTag);
+  mb.input.set_requires_grad(true);
+  // END SOLUTION
+}
+
+void PipelineEngine::send_activation(Micro& mb, int peer) {
+  // to stage s+1, not waiting: sends_ keeps the tensor alive until the step
+  // BEGIN SOLUTION L09.3
+  sends_.emplace_back(grid_.pipe->isend(mb.output, peer, kActivationTag), mb.output);
+  act_bytes_ += static_cast<std::int64_t>(mb.output.nbytes());
+  // END SOLUTION
+}
+
+void PipelineEngine::recv_gradient(Micro& mb, int peer) {
+  // dL/d(this stage's output), from stage s+1
+  // BEGIN SOLUTION L09.3
+  TagScope scope(MemTag::comm);
+  mb.grad_output = Tensor::empty(mb.output.shape(), mb.output.dtype(), mb.output.device());
+  grid_.pipe->recv(mb.grad_output, peer, kGradientTag);
+  // END SOLUTION
+}
+
+void PipelineEngine::send_gradient(Micro& mb, int peer) {
+  // dL/d(this stage's input), to stage s-1
+  // BEGIN SOLUTION L09.3
+  Tensor g = mb.input.grad();
+  sends_.emplace_back(grid_.pipe->isend(g, peer, kGradientTag), g);
+  grad_bytes_ += static_cast<std::int64_t>(g.nbytes());
+  // END SOLUTION
 }
 
 // ---- communication: the tied weight between the end stages ----

@@ -116,7 +116,16 @@ class PipelineEngine : public runtime::Trainer {
 
  private:
   struct Micro;  // one micro-batch in flight on this stage
+  struct Step;   // one optimizer step in flight: the live micro-batches and the step's measurements
   Tensor stage_forward(Micro& mb) const;
+  // ---- compute: Op::forward, Op::backward ----
+  void forward(Micro& mb, int micro, Step& st);
+  void backward(Micro& mb, int micro, Step& st);
+  // ---- communication: Op::recv_act, send_act, recv_grad, send_grad (lab task L09.3) ----
+  void recv_activation(Micro& mb, int peer, const Step& st);
+  void send_activation(Micro& mb, int peer);
+  void recv_gradient(Micro& mb, int peer);
+  void send_gradient(Micro& mb, int peer);
   void reduce_tied();
   void send_tied_weight();
   void finish_sends();

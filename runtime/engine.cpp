@@ -6,7 +6,6 @@
 
 #include "autograd/engine.h"
 #include "minitorch/events.h"
-#include "runtime/model_budget.h"
 #include "runtime/out_of_memory.h"
 #include "zero/make_strategy.h"
 #include "zero/step_frames.h"
@@ -18,32 +17,6 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 }  // namespace
-
-nn::GPTConfig model_config(const Config& config, std::int64_t tokenizer_vocab) {
-  nn::GPTConfig g = model_shape(config, tokenizer_vocab);
-  check_model_fits(g, config.train_micro_batch_size_per_gpu, kTrainBytesPerParam, config.source);  // before allocating
-  return g;
-}
-
-nn::GPTConfig model_shape(const Config& config, std::int64_t tokenizer_vocab) {
-  const ModelConfig& m = config.model;
-  nn::GPTConfig g;
-  g.n_layer = m.n_layer;
-  g.n_head = m.n_head;
-  g.n_embd = m.n_embd;
-  g.block_size = m.block_size;
-  g.bias = m.bias;
-  if (m.vocab_size == 0) {
-    g.vocab_size = tokenizer_vocab;
-  } else {
-    if (m.vocab_size < tokenizer_vocab)
-      throw ConfigError("model.vocab_size " + std::to_string(m.vocab_size) + " is smaller than the tokenizer's " +
-                        std::to_string(tokenizer_vocab) + " tokens; set it to 0 to take the tokenizer's");
-    g.vocab_size = m.vocab_size;
-  }
-  g.validate();
-  return g;
-}
 
 namespace {
 /// A library user's plan: the config's, on the device the model was put on.

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "runtime/config.h"
+#include "runtime/engine.h"
 
 namespace minitorch::runtime {
 
@@ -55,6 +56,34 @@ void check_model_fits(const nn::GPTConfig& g, std::int64_t micro_batch, double b
      << " of memory available; lower model.n_layer, n_embd, block_size or vocab_size"
      << (micro_batch > 0 ? " (or train_micro_batch_size_per_gpu)" : "");
   throw ConfigError(os.str());
+}
+
+// ---- the model shape a config asks for (runtime/engine.h) ----
+
+nn::GPTConfig model_config(const Config& config, std::int64_t tokenizer_vocab) {
+  nn::GPTConfig g = model_shape(config, tokenizer_vocab);
+  check_model_fits(g, config.train_micro_batch_size_per_gpu, kTrainBytesPerParam, config.source);  // before allocating
+  return g;
+}
+
+nn::GPTConfig model_shape(const Config& config, std::int64_t tokenizer_vocab) {
+  const ModelConfig& m = config.model;
+  nn::GPTConfig g;
+  g.n_layer = m.n_layer;
+  g.n_head = m.n_head;
+  g.n_embd = m.n_embd;
+  g.block_size = m.block_size;
+  g.bias = m.bias;
+  if (m.vocab_size == 0) {
+    g.vocab_size = tokenizer_vocab;
+  } else {
+    if (m.vocab_size < tokenizer_vocab)
+      throw ConfigError("model.vocab_size " + std::to_string(m.vocab_size) + " is smaller than the tokenizer's " +
+                        std::to_string(tokenizer_vocab) + " tokens; set it to 0 to take the tokenizer's");
+    g.vocab_size = m.vocab_size;
+  }
+  g.validate();
+  return g;
 }
 
 }  // namespace minitorch::runtime

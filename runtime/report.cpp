@@ -121,12 +121,23 @@ ordered_json RunReport::to_json(const std::vector<ordered_json>& ranks) const {
   j["steps"] = steps_;
   j["val"] = val_;
   j["ranks"] = ranks;
-  const BytesPerParameter b = bytes_per_parameter(c.mixed_precision());
+  j["formulas"] = formulas_json();
+  return j;
+}
+
+// The paper's expected values for this run (formulas.h), beside which the measured ones are read.
+ordered_json RunReport::formulas_json() const {
+  const Config& c = engine_.config();
+  const Plan& plan = engine_.plan();
+  const std::int64_t psi = engine_.model().num_parameters();
+  const int n = plan.grid.data, stage = plan.zero_stage;
+  const int G = static_cast<int>(c.gradient_accumulation_steps);
+  const BytesPerParameter b = plan.bytes;
   const ModelStateEstimate est = model_state_bytes(stage, static_cast<double>(psi), n, b);
   const double elements = n > 1 ? comm_elements_per_step(stage, static_cast<double>(psi), n, G) : 0.0;
   // DDP reduces in f32 buckets (dist/ddp.h); ZeRO moves gradients and parameters in their own dtype.
   const int comm_bytes = stage == 0 ? 4 : b.P;
-  j["formulas"] = {
+  ordered_json f = {
       {"bytes_per_parameter", {{"P", b.P}, {"G", b.G}, {"K", b.K}}},
       {"model_states", {{"param", est.param}, {"grad", est.grad}, {"optim", est.optim}, {"total", est.total()}}},
       {"model_states_text", model_states_text(stage)},
@@ -140,19 +151,19 @@ ordered_json RunReport::to_json(const std::vector<ordered_json>& ranks) const {
     const std::int64_t k = c.activation_checkpointing.segment_size, segments = (m.n_layer + k - 1) / k;
     const std::int64_t bytes = G * segments * c.train_micro_batch_size_per_gpu * m.block_size * m.n_embd *
                                static_cast<std::int64_t>(b.P);  // the residual stream is in the parameters' dtype
-    j["formulas"]["cpu_checkpointing_per_step"] = {{"d2h", bytes}, {"h2d", bytes}, {"text", "G·⌈L/k⌉·B·T·C·P"}};
+    f["cpu_checkpointing_per_step"] = {{"d2h", bytes}, {"h2d", bytes}, {"text", "G·⌈L/k⌉·B·T·C·P"}};
   }
-  if (c.zero.offload_optimizer.enabled() && stage >= 1) {  // ZeRO-Offload (formulas.h): device, host, transfers
+  if (plan.offload_optimizer && stage >= 1) {  // ZeRO-Offload (formulas.h): device, host, transfers
     const OffloadEstimate o = offload_state_bytes(stage, static_cast<double>(psi), n, b);
-    j["formulas"]["model_states"] = {{"param", o.device.param}, {"grad", o.device.grad}, {"optim", o.device.optim},
+    f["model_states"] = {{"param", o.device.param}, {"grad", o.device.grad}, {"optim", o.device.optim},
                                      {"total", o.device.total()}};
-    j["formulas"]["model_states_text"] = model_states_text(stage, /*offload=*/true);
-    j["formulas"]["host_model_states"] = {{"param", o.host.param}, {"grad", o.host.grad}, {"optim", o.host.optim},
+    f["model_states_text"] = model_states_text(stage, /*offload=*/true);
+    f["host_model_states"] = {{"param", o.host.param}, {"grad", o.host.grad}, {"optim", o.host.optim},
                                           {"total", o.host.total()}};
-    j["formulas"]["host_model_states_text"] = "16Ψ/N";
-    j["formulas"]["transfers_per_step"] = {{"d2h", o.d2h}, {"h2d", o.h2d}, {"d2h_text", "GΨ/N"}, {"h2d_text", "PΨ/N"}};
+    f["host_model_states_text"] = "16Ψ/N";
+    f["transfers_per_step"] = {{"d2h", o.d2h}, {"h2d", o.h2d}, {"d2h_text", "GΨ/N"}, {"h2d_text", "PΨ/N"}};
   }
-  return j;
+  return f;
 }
 
 void RunReport::write(const std::string& path) const {

@@ -61,6 +61,7 @@ class RunReport : public events::Sink {
   void write(const std::string& path) const;
 
  private:
+  nlohmann::ordered_json formulas_json() const;
   const Engine& engine_;
   dist::ProcessGroup* group_;
   nlohmann::ordered_json steps_ = nlohmann::ordered_json::array();
