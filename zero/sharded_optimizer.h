@@ -1,8 +1,8 @@
 #pragma once
 /// \file sharded_optimizer.h
-/// The optimizer over a shard, what ZeRO-1 and -2 share (docs/design.md §6): AdamW over this rank's
+/// The optimizer over a shard, what ZeRO-1, -2 and -3 share (docs/design.md §6): AdamW over this rank's
 /// pieces of a Partition (their fp32 master, m, v: K·Ψ/N bytes), and the step that ends with the
-/// updated parameters back on every rank:
+/// updated parameters back on every rank (the sequence: zero/step_sequence.h):
 ///
 ///   norm      Σ g² over my pieces, all-reduced as one scalar → √ = the global norm (no gathering);
 ///             ÷ the loss scale (fp16); not finite and skip_on_overflow: zero the gradients, stop here
@@ -13,21 +13,15 @@
 ///   gather    each bucket's parameters all-gathered from their owners: (N−1)/N·(Ψ + padding) elements
 ///   zero      the gradient buffers (they stay attached)
 ///
-/// ZeRO-Offload (zero_optimization.offload_optimizer.device "cpu"; docs/design.md §10): the AdamW runs on
-/// the host, over host copies of my pieces — an f32 master of each (the optimizer's parameter, so its m,
-/// v live on the host too: 12 bytes per element under `optim`), a staging copy of their gradients (G,
-/// under `grad`) and, in 16-bit training, of their updated 16-bit values (P, under `param`). The step
-/// gains two copies, each once per optimizer step:
-///
-///   down      each piece's reduced gradient, device → host (d2h: G bytes per element)
-///   (norm, clip, update as above, on the host)
-///   up        each piece's updated value, host → device (h2d: P bytes per element), then the gather
+/// With ZeRO-Offload the AdamW runs on the host, over host copies of my pieces (zero/offload_optimizer.h):
+/// the reduced gradients go down before the norm, the updated values come up before the gather.
 #include <memory>
 #include <vector>
 
 #include "dist/process_group.h"
 #include "optim/adamw.h"
 #include "zero/config.h"
+#include "zero/offload_optimizer.h"
 #include "zero/partition.h"
 #include "zero/strategy.h"
 
@@ -59,34 +53,23 @@ class ShardedOptimizer {
   /// The strategy whose holdings the step's frames show (zero/step_frames.h); none: no frames.
   void set_frame_source(const GradientStrategy* strategy) { frame_source_ = strategy; }
 
-  optim::AdamW& adamw() { return *adamw_; }
-  const optim::AdamW& adamw() const { return *adamw_; }
+  optim::AdamW& adamw() { return offload_ ? offload_->adamw() : *adamw_; }
+  const optim::AdamW& adamw() const { return offload_ ? offload_->adamw() : *adamw_; }
   /// Whether the optimizer runs on the host (ZeRO-Offload).
-  bool offloaded() const { return offloaded_; }
+  bool offloaded() const { return offload_ != nullptr; }
   /// The optimizer state a checkpoint saves: AdamW's, plus with offload in 16-bit training each piece's
   /// host master as "master.<piece>" — the names a run without offload saves, so either resumes the other.
   nn::NamedTensors state_tensors() const;
   void load_state(const nn::NamedTensors& state, std::int64_t steps);
 
  private:
-  /// Offload: each piece's reduced gradient into its host staging view (d2h), and back up (h2d).
-  void copy_gradients_down();
-  void copy_parameters_up();
-  /// Offload: the host masters from the device pieces (at the start, and after a load).
-  void refresh_masters();
-
   Partition& partition_;
   dist::ProcessGroup& group_;
-  std::unique_ptr<optim::AdamW> adamw_;
+  std::unique_ptr<optim::AdamW> adamw_;         ///< on the device (none with offload)
+  std::unique_ptr<OffloadOptimizer> offload_;   ///< ZeRO-Offload: the AdamW on the host (none without)
   std::vector<bool> gather_after_step_;
   std::int64_t tile_elements_;
   const GradientStrategy* frame_source_ = nullptr;
-  bool offloaded_ = false;
-  nn::NamedTensors device_pieces_;  ///< offload: my pieces on the device (views, dtype P), piece order
-  std::vector<Tensor> device_grads_;  ///< offload: their gradient views (the buckets' grad shards)
-  std::vector<Tensor> masters_;       ///< offload: the host f32 masters, piece order (AdamW's parameters)
-  Tensor host_grads_;                 ///< offload: the host staging of the gradients (G), pieces end to end
-  Tensor host_params16_;              ///< offload, 16-bit training: the updated 16-bit values (P)
 };
 
 }  // namespace minitorch::zero

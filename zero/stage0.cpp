@@ -1,10 +1,10 @@
 #include "zero/stage0.h"
 
 #include <algorithm>
-#include <cmath>
 
 #include "optim/clip.h"
 #include "zero/step_frames.h"
+#include "zero/step_sequence.h"
 #include "zero/tiled_step.h"
 
 namespace minitorch::zero {
@@ -76,29 +76,31 @@ void Stage0::reduce_gradients() {
 // ---- compute: every rank updates all parameters with the same averaged gradients ----
 
 StepResult Stage0::step(const StepRequest& r) {
-  std::vector<Tensor> params = optimizer_->parameters();
-  // Every rank holds the same averaged gradients: every rank finds the same norm and takes the same decision.
-  const double norm = std::sqrt(sum_over_pipeline(r, optim::grad_sum_squares(params))) / r.loss_scale;
-  optimizer_->set_lr(r.lr);  // also on a skipped step: lr() reports the rate this update would have used
-  if (!std::isfinite(norm) && r.skip_on_overflow) {
-    optimizer_->zero_grad();
-    reduced_ = false;
-    return {norm, true};
-  }
-  const double coef = r.max_norm > 0 ? optim::clip_coefficient(norm, r.max_norm) : 1.0;
-  if (r.loss_scale == 1) {
-    if (coef < 1.0) optim::scale_grads(params, static_cast<float>(coef));
+  const std::vector<Tensor> params = optimizer_->parameters();
+  return run_step(r, *optimizer_, {
+    // Every rank holds the same averaged gradients: every rank finds the same norm and takes the same decision.
+    .sum_squares = [&] { return optim::grad_sum_squares(params); },
+    .update = [&](double clip) {
+      update(params, clip, r.loss_scale);
+      update_frame(*this, /*replicated=*/ddp_ != nullptr);
+    },
+    .zero_gradients = [&] {
+      optimizer_->zero_grad();
+      reduced_ = false;
+    },
+  });
+}
+
+void Stage0::update(const std::vector<Tensor>& params, double clip, double loss_scale) {
+  if (loss_scale == 1) {
+    if (clip < 1.0) optim::scale_grads(params, static_cast<float>(clip));
     optimizer_->step();
-  } else {
-    // fp16: unscale in f32 (an f16 gradient divided in place would underflow), one parameter per tile.
-    std::int64_t largest = 1;
-    for (const Tensor& p : params) largest = std::max(largest, p.numel());
-    tiled_adamw_step(*optimizer_, static_cast<float>(coef / r.loss_scale), largest);
+    return;
   }
-  update_frame(*this, /*replicated=*/ddp_ != nullptr);
-  optimizer_->zero_grad();
-  reduced_ = false;
-  return {norm, false};
+  // fp16: unscale in f32 (an f16 gradient divided in place would underflow), one parameter per tile.
+  std::int64_t largest = 1;
+  for (const Tensor& p : params) largest = std::max(largest, p.numel());
+  tiled_adamw_step(*optimizer_, static_cast<float>(clip / loss_scale), largest);
 }
 
 void Stage0::load_parameters(const nn::NamedTensors& whole) {

@@ -8,6 +8,7 @@
 /// backward runs, on the boundary micro-step only (no_sync before it). On one rank there is nothing
 /// to reduce and no DDP object: the same class is then single-process training.
 #include <memory>
+#include <vector>
 
 #include "dist/ddp.h"
 #include "zero/strategy.h"
@@ -39,6 +40,10 @@ class Stage0 final : public GradientStrategy {
   const dist::DistributedDataParallel* ddp() const { return ddp_.get(); }
 
  private:
+  /// AdamW's step with each gradient × clip / loss_scale: without loss scaling the gradients scaled in
+  /// place (clip < 1) and AdamW's own step; in fp16 the tiled step (zero/tiled_step.h), which unscales in f32.
+  void update(const std::vector<Tensor>& params, double clip, double loss_scale);
+
   std::shared_ptr<nn::GPT> model_;
   bool whole_model_;  ///< false: a pipeline stage's share of the parameters
   std::unique_ptr<dist::DistributedDataParallel> ddp_;

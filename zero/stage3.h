@@ -4,7 +4,7 @@
 /// (P + G + K)·Ψ/N bytes per rank (docs/design.md §8), plus padding and the persistent parameters.
 /// A rank holds a whole parameter only while its **unit** runs. The units: each transformer block,
 /// and the outer unit (the embeddings wte and wpe, the final LayerNorm; the head reuses wte). Each
-/// unit is a small state machine, driven by the module hooks (nn/hooks.h):
+/// unit is a small state machine (zero/unit.h), driven by the module hooks (nn/hooks.h):
 ///
 ///              pre-forward: all-gather                 post-forward: release
 ///   sharded ───────────────────────────▶ gathered ─────────────────────────────▶ sharded
@@ -22,10 +22,13 @@
 /// (DeepSpeed's default 1e5 exceeds every tensor of the baby GPT: set 0 to shard them): they are
 /// reduced and updated as at stage 2, in buckets of their own, and all-gathered after the step.
 #include <memory>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "nn/gpt.h"
 #include "zero/sharded_strategy.h"
+#include "zero/unit.h"
 
 namespace minitorch::zero {
 
@@ -39,14 +42,12 @@ struct UnitPlan {
   std::vector<bool> persistent;                   ///< per bucket
   bool has_outer = false;                         ///< units[0] is the outer unit
   std::vector<std::ptrdiff_t> block_pos;          ///< per block: its position in `units` (-1: none)
+  std::vector<std::string> names;                 ///< per bucket: "outer", "h.0", ..., "persistent 0", ...
 };
 UnitPlan plan_units(const nn::NamedTensors& params, std::size_t n_blocks, const StrategyConfig& config);
 
 class Stage3 final : public ShardedStrategy {
  public:
-  /// Where a unit is in its cycle.
-  enum class UnitState { sharded, gathering, gathered };
-
   /// Broadcasts rank 0's parameters, keeps this rank's shard of each unit and releases the rest,
   /// hooks the modules and the gradients, and builds AdamW over this rank's pieces. N >= 2 ranks.
   Stage3(std::shared_ptr<nn::GPT> model, const StrategyConfig& config, dist::ProcessGroup& group);
@@ -60,9 +61,8 @@ class Stage3 final : public ShardedStrategy {
   trace::FlatSpace flat_space() const override;
   // step(): the shards are updated; only the persistent buckets are gathered after it (ShardedStrategy).
 
-  /// Bucket index of each unit in forward order: the outer unit, then the blocks.
-  const std::vector<std::size_t>& units() const { return units_; }
-  UnitState state(std::size_t bucket) const { return state_[bucket]; }
+  /// The units in forward order: the outer unit, then the blocks.
+  const std::vector<Unit>& units() const { return units_; }
   /// Every unit gathered / released (a consolidated view of the parameters, e.g. for a test or a save).
   void gather_all();
   void release_all();
@@ -73,35 +73,34 @@ class Stage3 final : public ShardedStrategy {
   void paint_bucket(std::size_t b, trace::RankHoldings& h) const override;
   ModelStateBytes bucket_bytes(std::size_t b) const override;
   Stage3(std::shared_ptr<nn::GPT> model, const StrategyConfig& config, dist::ProcessGroup& group, const UnitPlan& plan);
+  /// The module hooks that drive the units (below), and the backward order they prefetch in.
+  void hook_units(const UnitPlan& plan);
+  /// The unit of bucket b; nullptr for a persistent bucket.
+  Unit* unit_of(std::size_t b);
+  const Unit* unit_of(std::size_t b) const;
 
-  // ---- communication: the unit state machine ----
-  void gather_async(std::size_t bucket);  ///< sharded → gathering
-  void ensure_gathered(std::size_t bucket);  ///< → gathered (waits for a gather in flight)
-  void release(std::size_t bucket, bool framed = true);  ///< gathered → sharded (a frame, unless told not to)
   /// The frames of the units post_backward released inside a gradient hook, recorded at the next
   /// transition outside it (the next unit's pre-backward, a reduction finishing, end_backward).
   void frame_releases();
-  /// Starts the gathers of the units from position `pos` of `order` (after it, unless `including`)
-  /// that fit in stage3_prefetch_bucket_size elements.
-  void prefetch(const std::vector<std::size_t>& order, std::size_t pos, bool including);
+  /// Starts the gathers of the first units of `next` (in the order they will run) that fit in
+  /// stage3_prefetch_bucket_size elements.
+  void prefetch(std::span<Unit* const> next);
   // ---- the unit hooks (FSDP2's names); `pos`: the unit's position in forward order (units_) ----
   void pre_forward(std::size_t pos);   ///< the unit's module is about to run: gathered, the next prefetched
   void post_forward(std::size_t pos);  ///< its forward has returned: released
   void pre_backward(std::size_t pos);  ///< its backward is about to run: gathered again, the next prefetched
-  /// Bucket `b`'s last gradient is final (the reducer's launch): its reduce-scatter starts, the unit is released.
+  /// Bucket `b`'s last gradient is final (the reducer's launch): its reduce-scatter starts, its unit is released.
   std::unique_ptr<dist::Work> post_backward(std::size_t b);
   /// Where the unit at forward position `pos` comes in backward_order_ (blocks reversed, the outer unit first).
   std::size_t backward_position(std::size_t pos) const;
 
-  std::vector<std::size_t> units_, backward_order_;  ///< bucket indices
-  std::vector<bool> persistent_;                     ///< per bucket
-  bool has_outer_ = false;                           ///< units_[0] is the outer unit
-  std::vector<UnitState> state_;                     ///< per bucket
-  std::vector<std::unique_ptr<dist::Work>> gathers_;  ///< per bucket: the gather in flight
-  std::vector<std::size_t> unframed_releases_;        ///< released in a gradient hook, no frame yet
+  std::vector<Unit> units_;                            ///< forward order
+  std::vector<Unit*> forward_order_, backward_order_;  ///< units_ as forward and backward meet them
+  bool has_outer_ = false;                             ///< units_[0] is the outer unit
+  std::vector<Unit*> unframed_releases_;               ///< released in a gradient hook, no frame yet
   std::int64_t prefetch_elements_ = 0, prefetched_ = 0;
   std::vector<HookHandle> hooks_;
-  // bucket_names_ (ShardedStrategy): "outer", "h.0", ..., "persistent 0", ...
+  // bucket_names_ (ShardedStrategy): UnitPlan::names
 };
 
 }  // namespace minitorch::zero

@@ -74,6 +74,7 @@ class GradientStrategy {
   /// decision for all ranks), unscaling by 1/loss_scale and clipping to `max_norm` (0 = off) folded
   /// into one multiplier, the update of this rank's parameters (or shard) with `lr`, and zeroing the
   /// gradients. On overflow with skip_on_overflow: only the zeroing (the optimizer's step count stays).
+  /// The sequence is written once, for every stage: zero/step_sequence.h.
   virtual StepResult step(const StepRequest& request) = 0;
 
   /// Bytes of parameters, gradients and optimizer states this rank holds, counted from the tensors

@@ -149,11 +149,10 @@ void units_gathered_to_compute_released_after(lesson::Beats& beats, dist::Proces
   const int N = world.size();
   const auto* s3 = s.engine->strategy_as<zero::Stage3>();
   const zero::Partition& part = s3->partition();
-  for (std::size_t b : s3->units()) {
-    const zero::ShardedBucket& u = part.buckets()[b];
-    std::printf("unit %-5s %2zu tensors, %6lld elements, shard %6lld: %s ... %s\n", lesson07::unit_name(*s3, b).c_str(),
-                u.members.size(), ll(u.numel), ll(u.numel / N), part.params()[u.members.front()].first.c_str(),
-                part.params()[u.members.back()].first.c_str());
+  for (const zero::Unit& unit : s3->units()) {
+    const nn::NamedTensors params = unit.parameters();
+    std::printf("unit %-5s %2zu tensors, %6lld elements, shard %6lld: %s ... %s\n", unit.name().c_str(), params.size(),
+                ll(unit.numel()), ll(unit.numel() / N), params.front().first.c_str(), params.back().first.c_str());
   }
   runtime::Config deepspeed = s.cfg;
   deepspeed.zero.stage3_param_persistence_threshold = 100000;  // DeepSpeed's default
@@ -177,8 +176,8 @@ void units_gathered_to_compute_released_after(lesson::Beats& beats, dist::Proces
   const auto peaks = gather(world, {double(memory_stats().peak(MemTag::param))});
   const double peak = *std::max_element(peaks.begin(), peaks.end());
   // The peak in units: the outer unit (4·numel bytes) and how many blocks were whole at once.
-  const double outer = 4.0 * double(part.buckets()[s3->units().front()].numel);
-  const long long blocks = ll((peak - double(shards) - outer) / (4.0 * double(part.buckets()[s3->units().back()].numel)));
+  const double outer = 4.0 * double(s3->units().front().numel());
+  const long long blocks = ll((peak - double(shards) - outer) / (4.0 * double(s3->units().back().numel())));
   std::printf("param pool: shards %lld B; peak during forward %lld B (max over ranks) = shards + outer + %lld block%s\n",
               ll(shards), ll(peak), blocks, blocks == 1 ? "" : "s");
   const std::int64_t psi = part.numel();

@@ -29,10 +29,11 @@ void print_owners(const zero::Stage3& s3, const nn::GPT& model, const runtime::C
   const zero::UnitPlan plan = zero::plan_units(meta, model.blocks.size(), cfg.strategy());
   const int N = s3.partition().world();
   std::printf("who holds what: rank r keeps shard r of every unit, the same slice of p, g, m and v\n");
-  for (std::size_t b : s3.units()) {
+  for (const zero::Unit& unit : s3.units()) {
+    const std::size_t b = unit.bucket_index();
     if (b > plan.units[1]) break;  // the blocks are all alike: h.0 stands for them
-    const std::int64_t n = s3.partition().buckets()[b].numel;
-    std::printf("%-5s %6lld elements = %d shards of %lld%s\n", unit_name(s3, b).c_str(), static_cast<long long>(n), N,
+    const std::int64_t n = unit.numel();
+    std::printf("%-5s %6lld elements = %d shards of %lld%s\n", unit.name().c_str(), static_cast<long long>(n), N,
                 static_cast<long long>(n / N), b == plan.units[0] ? "" : " (every block alike)");
     for (int r = 0; r < N; ++r) {
       const zero::Partition mine(meta, plan.buckets, r, N);  // what rank r plans for itself
@@ -60,26 +61,18 @@ std::vector<double> planned_totals(const nn::GPT& model, const runtime::Config& 
   return totals;
 }
 
-std::string unit_name(const zero::Stage3& s3, std::size_t bucket) {
-  const zero::Partition& part = s3.partition();
-  const std::string& first = part.params()[part.buckets()[bucket].members.front()].first;
-  const std::string prefix = "transformer.h.";
-  if (!first.starts_with(prefix)) return "outer";
-  return "h." + first.substr(prefix.size(), first.find('.', prefix.size()) - prefix.size());
-}
-
 void UnitTrace::print_header() const {
   std::printf("%-58s", "event (S sharded, g gathering, G gathered)");
-  for (std::size_t b : s3_.units()) std::printf(" %5s", unit_name(s3_, b).c_str());
+  for (const zero::Unit& unit : s3_.units()) std::printf(" %5s", unit.name().c_str());
   std::printf("   param pool\n");
 }
 
-std::string UnitTrace::states(std::size_t changing, char now, std::int64_t not_yet_freed) const {
+std::string UnitTrace::states(const zero::Unit* changing, char now, std::int64_t not_yet_freed) const {
   std::string out;
   char cell[32];
-  for (std::size_t b : s3_.units()) {
-    char c = "SgG"[static_cast<int>(s3_.state(b))];
-    if (b == changing) c = now;
+  for (const zero::Unit& unit : s3_.units()) {
+    char c = "SgG"[static_cast<int>(unit.state())];
+    if (&unit == changing) c = now;
     std::snprintf(cell, sizeof cell, " %5c", c);
     out += cell;
   }
@@ -99,19 +92,16 @@ void UnitTrace::flush() {
   gather_.active = false;
 }
 
-std::size_t UnitTrace::gathering_now() const {
-  for (std::size_t b : s3_.units())  // gather_async has made the full buffer, and not yet said "gathering"
-    if (s3_.state(b) == zero::Stage3::UnitState::sharded && s3_.partition().buckets()[b].params.numel() > 0) return b;
-  return SIZE_MAX;
+const zero::Unit* UnitTrace::gathering_now() const {
+  for (const zero::Unit& unit : s3_.units())  // gather_async has made the full buffer, and not yet said "gathering"
+    if (unit.state() == zero::Unit::State::sharded && unit.bucket().params.numel() > 0) return &unit;
+  return nullptr;
 }
 
-std::size_t UnitTrace::releasing_now() const {
-  const zero::Partition& part = s3_.partition();
-  for (std::size_t b : s3_.units())  // release(): still "gathered", its parameters already dropped
-    if (s3_.state(b) == zero::Stage3::UnitState::gathered &&
-        part.params()[part.buckets()[b].members.front()].second.is_released())
-      return b;
-  return SIZE_MAX;
+const zero::Unit* UnitTrace::releasing_now() const {
+  for (const zero::Unit& unit : s3_.units())  // release(): still "gathered", its parameters already dropped
+    if (unit.state() == zero::Unit::State::gathered && unit.parameters().front().second.is_released()) return &unit;
+  return nullptr;
 }
 
 void UnitTrace::on_event(const events::Event& e) {
@@ -145,11 +135,11 @@ void UnitTrace::on_event(const events::Event& e) {
   }
   if (comm && e.kind == Kind::begin) {
     if (e.name == "all_gather") {
-      const std::size_t b = gathering_now();
-      if (b == SIZE_MAX) return;
-      std::snprintf(text, sizeof text, "%-5s all-gather %7lld elements %8lld B", unit_name(s3_, b).c_str(),
+      const zero::Unit* unit = gathering_now();
+      if (!unit) return;
+      std::snprintf(text, sizeof text, "%-5s all-gather %7lld elements %8lld B", unit->name().c_str(),
                     static_cast<long long>(e.elements), static_cast<long long>(e.bytes));
-      gather_ = {true, e.id, s3_.prefetched(), text, states(b, 'g')};
+      gather_ = {true, e.id, s3_.prefetched(), text, states(unit, 'g')};
     } else if (e.name == "reduce_scatter") {
       std::snprintf(text, sizeof text, "reduce-scatter %7lld elements %8lld B", static_cast<long long>(e.elements),
                     static_cast<long long>(e.bytes));
@@ -162,14 +152,14 @@ void UnitTrace::on_event(const events::Event& e) {
     return;
   }
   if (!param_memory || e.kind != Kind::free) return;
-  const std::size_t b = releasing_now();  // a unit's full buffer going back
-  if (b == SIZE_MAX) return;
+  const zero::Unit* unit = releasing_now();  // a unit's full buffer going back
+  if (!unit) return;
   if (!pending_rs_.empty()) {
-    line("  grads " + unit_name(s3_, b) + " " + pending_rs_, states(SIZE_MAX, ' ', e.bytes));
+    line("  grads " + unit->name() + " " + pending_rs_, states(nullptr, ' ', e.bytes));
     pending_rs_.clear();
   }
-  std::snprintf(text, sizeof text, "  release  %-5s free %8lld B", unit_name(s3_, b).c_str(), static_cast<long long>(e.bytes));
-  line(text, states(b, 'S'));
+  std::snprintf(text, sizeof text, "  release  %-5s free %8lld B", unit->name().c_str(), static_cast<long long>(e.bytes));
+  line(text, states(unit, 'S'));
 }
 
 }  // namespace lesson07

@@ -3,7 +3,7 @@
 // a forward or a backward runs, it prints, as they happen, every gather (all-gather of a unit's
 // shards into its full buffer), every reduce-scatter of a unit's gradients and every release, with
 // each unit's state and the `param` pool's current bytes after the event. It only reads what the
-// library reports (the collectives' and the allocator's events) and what Stage3 shows (state(),
+// library reports (the collectives' and the allocator's events) and what Stage3 shows (its units,
 // partition()): the lesson watches the library, it does not drive it.
 #include <cstdint>
 #include <mutex>
@@ -30,9 +30,6 @@ void print_owners(const minitorch::zero::Stage3& s3, const minitorch::nn::GPT& m
 /// the partition each rank builds, planned from names and shapes alone.
 std::vector<double> planned_totals(const minitorch::nn::GPT& model, const minitorch::runtime::Config& cfg, int N);
 
-/// "outer" for the unit of the embeddings and ln_f, "h.K" for block K (short, for the state columns).
-std::string unit_name(const minitorch::zero::Stage3& s3, std::size_t bucket);
-
 /// Prints one line per unit event while attached (only rank 0's stdout is open: the others print
 /// into /dev/null).
 class UnitTrace : public minitorch::events::Sink {
@@ -45,12 +42,15 @@ class UnitTrace : public minitorch::events::Sink {
   void flush();
 
  private:
-  /// Each unit's state (the one named `changing` shown as `now`), then the param pool's current bytes
-  /// (+ `not_yet_freed`: for a line about the moment before a free).
-  std::string states(std::size_t changing = SIZE_MAX, char now = ' ', std::int64_t not_yet_freed = 0) const;
+  /// Each unit's state (`changing` shown as `now`), then the param pool's current bytes (+ `not_yet_freed`:
+  /// for a line about the moment before a free).
+  std::string states(const minitorch::zero::Unit* changing = nullptr, char now = ' ',
+                     std::int64_t not_yet_freed = 0) const;
   void line(const std::string& what, const std::string& tail) const;
-  std::size_t gathering_now() const;  ///< the unit whose gather is starting (buffer made, not yet gathering)
-  std::size_t releasing_now() const;  ///< the unit being released (gathered, its parameters dropped)
+  /// The unit whose gather is starting (buffer made, not yet gathering); nullptr: none.
+  const minitorch::zero::Unit* gathering_now() const;
+  /// The unit being released (gathered, its parameters dropped); nullptr: none.
+  const minitorch::zero::Unit* releasing_now() const;
 
   const minitorch::zero::Stage3& s3_;
   std::mutex mutex_;

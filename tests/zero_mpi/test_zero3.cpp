@@ -71,7 +71,7 @@ TEST(L07_T3_Zero3, UnitsAreShardedBetweenStepsAndModelStatesAreTheFormulaToTheBy
     ASSERT_NE(s3, nullptr) << zero_test::kNeedsTwoRanks;
     const zero::Partition& part = s3->partition();
     ASSERT_EQ(s3->units().size(), 3u) << "the outer unit and 2 blocks";
-    for (std::size_t b : s3->units()) EXPECT_EQ(s3->state(b), zero::Stage3::UnitState::sharded);
+    for (const zero::Unit& unit : s3->units()) EXPECT_EQ(unit.state(), zero::Unit::State::sharded) << unit.name();
     for (const auto& [name, p] : run.engine->model().named_parameters()) EXPECT_TRUE(p.is_released()) << name;
     const std::int64_t N = world.size(), psi = run.psi(), flat = psi + part.padding();
     std::int64_t mine = 0;
@@ -119,14 +119,14 @@ TEST(L07_T3_Zero3, ReleaseFinishesAPrefetchThatWasNeverUsed) {
   auto* s3 = const_cast<zero::Stage3*>(run.engine->strategy_as<zero::Stage3>());
   ASSERT_NE(s3, nullptr) << zero_test::kNeedsTwoRanks;
   ASSERT_EQ(s3->units().size(), 3u) << "the outer unit and 2 blocks";
-  const std::size_t block1 = s3->units().back();
+  const zero::Unit& block1 = s3->units().back();
   {
     HookHandle stop = run.engine->model().blocks[0]->register_pre_forward_hook(
         [](nn::Module&, std::span<const Tensor>) { throw std::runtime_error("stop in block 0"); });
     data::Batch b = run.sampler->sample(world.rank(), 0, world.size(), 0, 1);
     EXPECT_THROW(run.engine->forward(b.x, b.y), std::runtime_error);
   }
-  EXPECT_EQ(s3->state(block1), zero::Stage3::UnitState::gathering) << "block 1 prefetched, not used";
+  EXPECT_EQ(block1.state(), zero::Unit::State::gathering) << "block 1 prefetched, not used";
   std::string error;
   try {
     s3->release_all();
@@ -134,7 +134,8 @@ TEST(L07_T3_Zero3, ReleaseFinishesAPrefetchThatWasNeverUsed) {
     error = e.what();
   }
   EXPECT_EQ(error, "") << "release of a unit whose prefetch is in flight";
-  for (std::size_t b : s3->units()) EXPECT_EQ(s3->state(b), zero::Stage3::UnitState::sharded) << "unit " << b;
+  for (const zero::Unit& unit : s3->units())
+    EXPECT_EQ(unit.state(), zero::Unit::State::sharded) << "unit " << unit.name();
   const std::int64_t flat = run.psi() + s3->partition().padding();
   EXPECT_EQ(memory_stats().current(MemTag::param), 4 * flat / world.size()) << "only the fp32 shards are left";
 }
@@ -149,11 +150,10 @@ TEST(L07_T3_Zero3, ReleasedUnitsFreeTheirMemoryAndPrefetchOverlapsTheNextGather)
   const auto* s3 = run.engine->strategy_as<zero::Stage3>();
   ASSERT_NE(s3, nullptr) << zero_test::kNeedsTwoRanks;
   ASSERT_EQ(s3->units().size(), 5u);
-  const zero::Partition& part = s3->partition();
   std::int64_t biggest = 0, whole = 0;
-  for (std::size_t b : s3->units()) {
-    biggest = std::max(biggest, part.buckets()[b].numel);
-    whole += part.buckets()[b].numel;
+  for (const zero::Unit& unit : s3->units()) {
+    biggest = std::max(biggest, unit.numel());
+    whole += unit.numel();
   }
   const std::int64_t shards = memory_stats().current(MemTag::param);
   reset_peak_memory();

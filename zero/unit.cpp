@@ -1,0 +1,91 @@
+#include "zero/unit.h"
+
+#include <stdexcept>
+
+#include "minitorch/not_implemented.h"
+
+namespace minitorch::zero {
+
+Unit::Unit(std::string name, std::size_t bucket, const Shared& shared)
+    : name_(std::move(name)),
+      bucket_(bucket),
+      partition_(shared.partition),
+      group_(shared.group),
+      strategy_(shared.strategy),
+      progress_(shared.progress) {
+  partition_.shard_parameters(bucket_);
+}
+
+Unit::~Unit() {
+  if (gather_) gather_->wait();
+}
+
+nn::NamedTensors Unit::parameters() const {
+  nn::NamedTensors mine;
+  for (std::size_t p : bucket().members) mine.push_back(partition_.params()[p]);
+  return mine;
+}
+
+// ---- the transitions: sharded → gathering → gathered → sharded ----
+
+void Unit::gather_async() {
+  if (state_ != State::sharded) return;
+  if (gather_)  // a second all-gather into a new buffer while the first still writes into the old one
+    throw std::logic_error("gather of " + name_ + ": an all-gather of it is already in flight (a unit "
+                           "whose gather has started is gathering, not sharded)");
+  // BEGIN SOLUTION L07.1
+  ShardedBucket& bucket = partition_.buckets()[bucket_];
+  bucket.params = FlatBuffer(partition_.shapes(bucket), bucket.param_shard.dtype(), group_.size(), MemTag::param,
+                             bucket.param_shard.device());
+  Tensor full = bucket.params.flat();
+  events::FlatRange what("zero unit", bucket.first, bucket.first + bucket.numel);  // for the traces
+  gather_ = group_.all_gather_into_async(full, bucket.param_shard);
+  state_ = State::gathering;
+  // END SOLUTION
+}
+
+void Unit::ensure_gathered() {
+  if (state_ == State::gathered) return;
+  // BEGIN SOLUTION L07.2
+  gather_async();
+  gather_->wait();
+  gather_.reset();
+  partition_.attach_gathered(bucket_);
+  state_ = State::gathered;
+  // END SOLUTION
+  unit_gathered_frame(strategy_, partition_, bucket_, name_, progress_.in_backward);
+}
+
+void Unit::release(bool framed) {
+  if (state_ == State::sharded) return;
+  // BEGIN SOLUTION L07.3
+  if (state_ == State::gathering) ensure_gathered();  // a prefetch not used: finish it first
+  partition_.release_gathered(bucket_);
+  state_ = State::sharded;
+  // END SOLUTION
+  if (gather_)  // the all-gather would go on writing into the freed buffer
+    throw std::logic_error("release of " + name_ + ": its all-gather is still in flight (finish an unused "
+                           "prefetch before freeing the buffer it writes into)");
+  if (framed) released_frame();
+}
+
+void Unit::released_frame() const { unit_released_frame(strategy_, name_, progress_.in_backward); }
+
+// ---- read-outs: what this rank holds of the unit (no computation) ----
+
+void Unit::paint_parameters(trace::HeldRanges& params) const {
+  const auto [begin, end] = own_shard(partition_, bucket_);
+  params.paint(begin, end, "shard");
+  // While gathering or gathered, the full buffer lies over the shard, which stays allocated.
+  if (state_ != State::sharded)
+    params.paint(bucket().first, bucket().first + numel(), state_ == State::gathered ? "gathered" : "gathering",
+                 trace::Overlay::separate_buffer);
+}
+
+std::int64_t Unit::parameter_bytes() const {
+  std::int64_t bytes = static_cast<std::int64_t>(bucket().param_shard.nbytes());
+  if (bucket().params.numel() > 0) bytes += static_cast<std::int64_t>(bucket().params.flat().nbytes());
+  return bytes;
+}
+
+}  // namespace minitorch::zero
