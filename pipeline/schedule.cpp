@@ -97,84 +97,112 @@ Schedule make_schedule(const std::string& name, int stages, int micro_batches) {
   throw std::invalid_argument("pipeline schedule '" + name + "': expected \"gpipe\" or \"1f1b\"");
 }
 
+namespace {
+
+/// The messages of one kind between two stages, in order: (from, to, kind 0 activations / 1 gradients).
+using Messages = std::map<std::tuple<int, int, int>, std::vector<int>>;
+
+/// One stage's instruction list, read in order: forwards and backwards once each, receives before use,
+/// one optimizer step at the end; what it sends and receives goes into `sent` and `received`.
+struct StageCheck {
+  int s, P, M;
+  Messages& sent;
+  Messages& received;
+  std::vector<int> forwarded, backwarded, act_in, grad_in;
+  int steps = 0, tied = 0;
+
+  StageCheck(int stage, int stages, int micro_batches, Messages& out, Messages& in)
+      : s(stage), P(stages), M(micro_batches), sent(out), received(in), forwarded(M), backwarded(M), act_in(M), grad_in(M) {}
+
+  void fail_unless(bool ok, std::size_t k, const Instruction& in, const char* why) const {
+    if (!ok) throw std::logic_error(where(s, k, in) + why);
+  }
+
+  void visit(std::size_t k, const Instruction& in) {
+    const bool has_micro = in.op != Op::reduce_tied && in.op != Op::step;
+    fail_unless(!has_micro || (in.micro >= 0 && in.micro < M), k, in, ": no such micro-batch");
+    fail_unless(steps == 0, k, in, ": after the optimizer step");
+    switch (in.op) {
+      case Op::load: fail_unless(s == 0 || s == P - 1, k, in, ": only the first and last stage load data"); break;
+      case Op::recv_act:
+        fail_unless(s > 0 && in.peer == s - 1, k, in, ": activations come from stage s-1");
+        ++act_in[in.micro];
+        received[{s - 1, s, 0}].push_back(in.micro);
+        break;
+      case Op::forward:
+        fail_unless(!forwarded[in.micro]++, k, in, ": forwarded twice");
+        fail_unless(s == 0 || act_in[in.micro] == 1, k, in, ": its activation was not received");
+        break;
+      case Op::send_act:
+        fail_unless(s < P - 1 && in.peer == s + 1, k, in, ": activations go to stage s+1");
+        fail_unless(forwarded[in.micro], k, in, ": sent before its forward");
+        sent[{s, s + 1, 0}].push_back(in.micro);
+        break;
+      case Op::recv_grad:
+        fail_unless(s < P - 1 && in.peer == s + 1, k, in, ": gradients come from stage s+1");
+        ++grad_in[in.micro];
+        received[{s + 1, s, 1}].push_back(in.micro);
+        break;
+      case Op::backward:
+        fail_unless(forwarded[in.micro], k, in, ": backward before its forward");
+        fail_unless(!backwarded[in.micro]++, k, in, ": backwarded twice");
+        fail_unless(s == P - 1 || grad_in[in.micro] == 1, k, in, ": its gradient was not received");
+        break;
+      case Op::send_grad:
+        fail_unless(s > 0 && in.peer == s - 1, k, in, ": gradients go to stage s-1");
+        fail_unless(backwarded[in.micro], k, in, ": sent before its backward");
+        sent[{s, s - 1, 1}].push_back(in.micro);
+        break;
+      case Op::reduce_tied:
+        fail_unless(P > 1 && (s == 0 || s == P - 1), k, in, ": only the two end stages hold the tied weight");
+        ++tied;
+        break;
+      case Op::step: ++steps; break;
+    }
+  }
+
+  /// After the list: every micro-batch forwarded and backwarded once, one step, the tied gradient on the ends.
+  void finish() const {
+    const std::string stage = "stage " + std::to_string(s);
+    for (int m = 0; m < M; ++m)
+      if (forwarded[m] != 1 || backwarded[m] != 1)
+        throw std::logic_error(stage + ": micro-batch " + std::to_string(m) + " forwarded " + std::to_string(forwarded[m]) +
+                               " and backwarded " + std::to_string(backwarded[m]) + " times (once each expected)");
+    if (steps != 1) throw std::logic_error(stage + ": no optimizer step at the end");
+    if ((P > 1 && (s == 0 || s == P - 1)) != (tied == 1))
+      throw std::logic_error(stage + ": the tied gradient must be reduced once on each end stage");
+  }
+};
+
+/// Between two stages, messages of one kind arrive in the order they were sent: every receive has its send.
+void check_messages(const Messages& sent, const Messages& received) {
+  if (sent == received) return;
+  for (const auto& [key, list] : sent) {
+    auto it = received.find(key);
+    if (it == received.end() || it->second != list)
+      throw std::logic_error(std::string(std::get<2>(key) ? "gradients" : "activations") + " sent by stage " +
+                             std::to_string(std::get<0>(key)) + " to stage " + std::to_string(std::get<1>(key)) +
+                             " are not received in the order they are sent");
+  }
+  throw std::logic_error("a stage receives a message nobody sends");
+}
+
+}  // namespace
+
 void check(const Schedule& schedule) {
   const int P = static_cast<int>(schedule.size());
   if (P == 0) throw std::logic_error("pipeline schedule: no stages");
   int M = 0;
   for (const auto& list : schedule)
     for (const auto& in : list) M = std::max(M, in.micro + 1);
-  // Per stage: order of forwards and backwards, receives before use, one step at the end.
-  std::map<std::tuple<int, int, int>, std::vector<int>> sent, received;  // (from, to, kind) -> micro-batches in order
+  Messages sent, received;
   for (int s = 0; s < P; ++s) {
-    std::vector<int> forwarded(M, 0), backwarded(M, 0), act_in(M, 0), grad_in(M, 0);
-    int steps = 0, tied = 0;
-    const auto& list = schedule[s];
-    for (std::size_t k = 0; k < list.size(); ++k) {
-      const Instruction& in = list[k];
-      const bool has_micro = in.op != Op::reduce_tied && in.op != Op::step;
-      if (has_micro && (in.micro < 0 || in.micro >= M)) throw std::logic_error(where(s, k, in) + ": no such micro-batch");
-      if (steps > 0) throw std::logic_error(where(s, k, in) + ": after the optimizer step");
-      switch (in.op) {
-        case Op::load:
-          if (s != 0 && s != P - 1) throw std::logic_error(where(s, k, in) + ": only the first and last stage load data");
-          break;
-        case Op::recv_act:
-          if (s == 0 || in.peer != s - 1) throw std::logic_error(where(s, k, in) + ": activations come from stage s-1");
-          ++act_in[in.micro];
-          received[{s - 1, s, 0}].push_back(in.micro);
-          break;
-        case Op::forward:
-          if (forwarded[in.micro]++) throw std::logic_error(where(s, k, in) + ": forwarded twice");
-          if (s > 0 && act_in[in.micro] != 1) throw std::logic_error(where(s, k, in) + ": its activation was not received");
-          break;
-        case Op::send_act:
-          if (s == P - 1 || in.peer != s + 1) throw std::logic_error(where(s, k, in) + ": activations go to stage s+1");
-          if (!forwarded[in.micro]) throw std::logic_error(where(s, k, in) + ": sent before its forward");
-          sent[{s, s + 1, 0}].push_back(in.micro);
-          break;
-        case Op::recv_grad:
-          if (s == P - 1 || in.peer != s + 1) throw std::logic_error(where(s, k, in) + ": gradients come from stage s+1");
-          ++grad_in[in.micro];
-          received[{s + 1, s, 1}].push_back(in.micro);
-          break;
-        case Op::backward:
-          if (!forwarded[in.micro]) throw std::logic_error(where(s, k, in) + ": backward before its forward");
-          if (backwarded[in.micro]++) throw std::logic_error(where(s, k, in) + ": backwarded twice");
-          if (s < P - 1 && grad_in[in.micro] != 1) throw std::logic_error(where(s, k, in) + ": its gradient was not received");
-          break;
-        case Op::send_grad:
-          if (s == 0 || in.peer != s - 1) throw std::logic_error(where(s, k, in) + ": gradients go to stage s-1");
-          if (!backwarded[in.micro]) throw std::logic_error(where(s, k, in) + ": sent before its backward");
-          sent[{s, s - 1, 1}].push_back(in.micro);
-          break;
-        case Op::reduce_tied:
-          if (P == 1 || (s != 0 && s != P - 1)) throw std::logic_error(where(s, k, in) + ": only the two end stages hold the tied weight");
-          ++tied;
-          break;
-        case Op::step:
-          ++steps;
-          break;
-      }
-    }
-    for (int m = 0; m < M; ++m)
-      if (forwarded[m] != 1 || backwarded[m] != 1)
-        throw std::logic_error("stage " + std::to_string(s) + ": micro-batch " + std::to_string(m) + " forwarded " +
-                               std::to_string(forwarded[m]) + " and backwarded " + std::to_string(backwarded[m]) +
-                               " times (once each expected)");
-    if (steps != 1) throw std::logic_error("stage " + std::to_string(s) + ": no optimizer step at the end");
-    if ((P > 1 && (s == 0 || s == P - 1)) != (tied == 1))
-      throw std::logic_error("stage " + std::to_string(s) + ": the tied gradient must be reduced once on each end stage");
+    StageCheck stage(s, P, M, sent, received);
+    const auto& list = schedule[static_cast<std::size_t>(s)];
+    for (std::size_t k = 0; k < list.size(); ++k) stage.visit(k, list[k]);
+    stage.finish();
   }
-  if (sent != received) {
-    for (const auto& [key, list] : sent) {
-      auto it = received.find(key);
-      if (it == received.end() || it->second != list)
-        throw std::logic_error(std::string(std::get<2>(key) ? "gradients" : "activations") + " sent by stage " +
-                               std::to_string(std::get<0>(key)) + " to stage " + std::to_string(std::get<1>(key)) +
-                               " are not received in the order they are sent");
-    }
-    throw std::logic_error("a stage receives a message nobody sends");
-  }
+  check_messages(sent, received);
 }
 
 Timeline simulate(const Schedule& schedule, double forward_cost, double backward_cost) {

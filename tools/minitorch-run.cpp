@@ -206,6 +206,64 @@ std::string shell_quoted(const std::string& s) {
 
 bool is_local(const std::string& host) { return host == "localhost" || host == "127.0.0.1"; }
 
+/// The slots to choose from: the hostfile's hosts, this machine's GPUs, or (CPU ranks) one slot per rank
+/// asked for, at least one per core. CUDA_VISIBLE_DEVICES picks this machine's GPUs, as DeepSpeed's
+/// launcher reads it, unless the options choose them.
+Pool available_slots(Options& o, bool cuda) {
+  Pool pool;
+  if (!o.hostfile.empty()) {
+    pool = read_hostfile(o.hostfile);
+  } else if (cuda) {
+    const int n = local_gpu_count();
+    if (n == 0) throw ConfigError("--device cuda: this machine has no CUDA device (run on the CPU: leave out --device cuda)");
+    pool = {{"localhost", range(n)}};
+    if (o.num_gpus > n)
+      throw ConfigError("--num_gpus " + std::to_string(o.num_gpus) + ": this machine has " + std::to_string(n) +
+                        " CUDA device(s)");
+  } else {  // CPU ranks: a slot is a rank, as many as asked (default: one per core)
+    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    pool = {{"localhost", range(std::max(cores, o.num_gpus))}};
+  }
+  const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES");
+  const bool selecting = !o.include.empty() || !o.exclude.empty() || o.num_nodes >= 0 || o.num_gpus >= 0;
+  if (cuda && cvd && *cvd) {
+    if (!selecting && o.hostfile.empty()) {
+      o.include = "localhost:" + std::string(cvd);  // DeepSpeed: CUDA_VISIBLE_DEVICES picks this machine's GPUs
+      pool = {{"localhost", range(64)}};
+    } else {
+      minitorch::tools::warn("CUDA_VISIBLE_DEVICES=" + std::string(cvd) +
+                             " is ignored: --hostfile/--include/--exclude/--num_nodes/--num_gpus choose the GPUs, and "
+                             "each host's ranks get CUDA_VISIBLE_DEVICES set to the GPUs chosen there (as DeepSpeed does)");
+    }
+  }
+  return pool;
+}
+
+/// The mpirun line: one app context per chosen host, its GPUs as CUDA_VISIBLE_DEVICES (--device cuda).
+std::vector<std::string> mpirun_line(const Pool& chosen, const Options& o, const std::vector<std::string>& program,
+                                     bool cuda) {
+  std::vector<std::string> cmd{"mpirun"};
+  if (geteuid() == 0 && !std::getenv("OMPI_ALLOW_RUN_AS_ROOT")) cmd.push_back("--allow-run-as-root");
+  const std::string addr = !o.master_addr.empty() ? o.master_addr
+                           : is_local(chosen.front().name) ? "127.0.0.1"
+                                                           : chosen.front().name;
+  for (const std::string& a : std::vector<std::string>{"--bind-to", "none", "-x", "MASTER_ADDR=" + addr, "-x",
+                                                        "MASTER_PORT=" + o.master_port})
+    cmd.push_back(a);
+  for (std::size_t i = 0; i < chosen.size(); ++i) {
+    const Host& h = chosen[i];
+    const std::string n = std::to_string(h.slots.size());
+    if (i) cmd.push_back(":");
+    for (const std::string& a : std::vector<std::string>{"-np", n, "--host", h.name + ":" + n}) cmd.push_back(a);
+    if (cuda) {
+      cmd.push_back("env");
+      cmd.push_back("CUDA_VISIBLE_DEVICES=" + joined(h.slots));
+    }
+    cmd.insert(cmd.end(), program.begin(), program.end());
+  }
+  return cmd;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -226,54 +284,7 @@ int main(int argc, char** argv) {
     const std::vector<std::string> program = parser.remaining();
     if (program.empty()) throw ConfigError("no program to run: minitorch-run [OPTIONS] PROGRAM [ARGS...]");
     const bool cuda = program_uses_cuda(program);
-    const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES");
-    const bool selecting = !o.include.empty() || !o.exclude.empty() || o.num_nodes >= 0 || o.num_gpus >= 0;
-
-    Pool pool;
-    if (!o.hostfile.empty()) {
-      pool = read_hostfile(o.hostfile);
-    } else if (cuda) {
-      const int n = local_gpu_count();
-      if (n == 0) throw ConfigError("--device cuda: this machine has no CUDA device (run on the CPU: leave out --device cuda)");
-      pool = {{"localhost", range(n)}};
-      if (o.num_gpus > n)
-        throw ConfigError("--num_gpus " + std::to_string(o.num_gpus) + ": this machine has " + std::to_string(n) +
-                          " CUDA device(s)");
-    } else {  // CPU ranks: a slot is a rank, as many as asked (default: one per core)
-      const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-      pool = {{"localhost", range(std::max(cores, o.num_gpus))}};
-    }
-    if (cuda && cvd && *cvd) {
-      if (!selecting && o.hostfile.empty()) {
-        o.include = "localhost:" + std::string(cvd);  // DeepSpeed: CUDA_VISIBLE_DEVICES picks this machine's GPUs
-        pool = {{"localhost", range(64)}};
-      } else {
-        minitorch::tools::warn("CUDA_VISIBLE_DEVICES=" + std::string(cvd) +
-                               " is ignored: --hostfile/--include/--exclude/--num_nodes/--num_gpus choose the GPUs, and "
-                               "each host's ranks get CUDA_VISIBLE_DEVICES set to the GPUs chosen there (as DeepSpeed does)");
-      }
-    }
-    const Pool chosen = select(pool, o);
-
-    std::vector<std::string> cmd{"mpirun"};
-    if (geteuid() == 0 && !std::getenv("OMPI_ALLOW_RUN_AS_ROOT")) cmd.push_back("--allow-run-as-root");
-    const std::string addr = !o.master_addr.empty() ? o.master_addr
-                             : is_local(chosen.front().name) ? "127.0.0.1"
-                                                             : chosen.front().name;
-    for (const std::string& a : std::vector<std::string>{"--bind-to", "none", "-x", "MASTER_ADDR=" + addr, "-x",
-                                                          "MASTER_PORT=" + o.master_port})
-      cmd.push_back(a);
-    for (std::size_t i = 0; i < chosen.size(); ++i) {
-      const Host& h = chosen[i];
-      const std::string n = std::to_string(h.slots.size());
-      if (i) cmd.push_back(":");
-      for (const std::string& a : std::vector<std::string>{"-np", n, "--host", h.name + ":" + n}) cmd.push_back(a);
-      if (cuda) {
-        cmd.push_back("env");
-        cmd.push_back("CUDA_VISIBLE_DEVICES=" + joined(h.slots));
-      }
-      cmd.insert(cmd.end(), program.begin(), program.end());
-    }
+    std::vector<std::string> cmd = mpirun_line(select(available_slots(o, cuda), o), o, program, cuda);
     std::string line;
     for (const std::string& a : cmd) {
       if (!line.empty()) line += ' ';
