@@ -80,6 +80,23 @@ std::int64_t int_at(const nlohmann::json& j, const std::string& object, const ch
   return v.get<std::int64_t>();
 }
 
+// Keys a manifest once wrote under another name: saves from before a rename still read, under the new name.
+constexpr std::pair<const char*, const char*> kRenamedKeys[] = {
+    {"stage", "zero_stage"},  // the ZeRO stage, named as the run report and the strategies name it
+};
+
+nlohmann::json with_current_names(nlohmann::json j) {
+  if (!j.is_object()) return j;
+  for (const auto& [old_name, name] : kRenamedKeys) {
+    if (!j.contains(old_name)) continue;
+    if (j.contains(name))
+      throw std::invalid_argument(std::string(name) + " and its old name " + old_name + " are both given");
+    j[name] = std::move(j[old_name]);
+    j.erase(old_name);
+  }
+  return j;
+}
+
 ManifestFile file_from(const nlohmann::json& j, const std::string& object, bool with_steps) {
   ManifestFile f;
   f.name = string_at(j, object, "name");
@@ -153,7 +170,7 @@ nlohmann::json manifest_json(const ShardedManifest& m) {
   nlohmann::json params = nlohmann::json::array(), shards = nlohmann::json::array();
   for (const auto& [name, shape] : m.params) params.push_back({{"name", name}, {"shape", shape}});
   for (const ManifestFile& f : m.shards) shards.push_back(file_json(f, false));
-  return {{"format", kShardedManifestFormat}, {"run_id", m.run_id}, {"step", m.step}, {"stage", m.stage},
+  return {{"format", kShardedManifestFormat}, {"run_id", m.run_id}, {"step", m.step}, {"zero_stage", m.zero_stage},
           {"data_parallel_size", m.data_parallel_size}, {"pipeline_stages", m.pipeline_stages},
           {"train_micro_batch_size_per_gpu", m.train_micro_batch_size_per_gpu},
           {"gradient_accumulation_steps", m.gradient_accumulation_steps},
@@ -175,7 +192,7 @@ nlohmann::json facts_json(const ShardedManifest& m) {
 std::string mismatch(const nlohmann::json& want, const std::string& facts) {
   nlohmann::json got;
   try {
-    got = parse_json_bounded(facts, "manifest_facts");
+    got = with_current_names(parse_json_bounded(facts, "manifest_facts"));
   } catch (const std::exception& e) {
     return "its manifest_facts metadata is unreadable (" + truncate_for_message(e.what()) + ")";
   }
@@ -258,18 +275,18 @@ ShardedManifest read_sharded_manifest(const std::string& dir) {
 ShardedManifest parse_sharded_manifest(const std::string& text, const std::string& dir) {
   ShardedManifest m;
   try {
-    const nlohmann::json j = parse_json_bounded(text, "the manifest");
+    const nlohmann::json j = with_current_names(parse_json_bounded(text, "the manifest"));
     const std::string format = string_at(j, "", "format");
     if (format != kShardedManifestFormat)
       throw std::invalid_argument("format is '" + truncate_for_message(format) + "', expected '" + kShardedManifestFormat + "'");
     m.run_id = string_at(j, "", "run_id");
     m.step = int_at(j, "", "step", 0);
-    m.stage = static_cast<int>(int_at(j, "", "stage", 0, 3));
+    m.zero_stage = static_cast<int>(int_at(j, "", "zero_stage", 0, 3));
     m.data_parallel_size = static_cast<int>(int_at(j, "", "data_parallel_size", 1, 99999));
     // Saves from before pipelines were saved have no pipeline_stages: one stage.
     if (j.contains("pipeline_stages")) m.pipeline_stages = static_cast<int>(int_at(j, "", "pipeline_stages", 1, 99999));
-    if (m.stage == 0 && m.pipeline_stages == 1)
-      throw std::invalid_argument("stage 0 with one pipeline stage is saved as a single file, not sharded");
+    if (m.zero_stage == 0 && m.pipeline_stages == 1)
+      throw std::invalid_argument("zero_stage 0 with one pipeline stage is saved as a single file, not sharded");
     if (static_cast<std::int64_t>(m.data_parallel_size) * m.pipeline_stages > 99999)
       throw std::invalid_argument("data_parallel_size × pipeline_stages is more than 99999 ranks");
     m.train_micro_batch_size_per_gpu = int_at(j, "", "train_micro_batch_size_per_gpu", 1);

@@ -55,11 +55,11 @@ struct CheckpointManifest {
 };
 
 /// What `DIR/manifest.json` of a sharded checkpoint says (runtime/sharded_checkpoint.h): the run, the
-/// stage and ranks that wrote it, the model's parameters (names, shapes: Ψ = Σ numel) and one file
-/// per rank.
+/// ZeRO stage and ranks that wrote it, the model's parameters (names, shapes: Ψ = Σ numel) and one file
+/// per rank. Saves from before the ZeRO stage was called `zero_stage` say `stage`, and still read.
 ///
 /// \code
-///   {"format": "minitorch-sharded-1", "run_id": "...", "step": 600, "stage": 2, "data_parallel_size": 4,
+///   {"format": "minitorch-sharded-1", "run_id": "...", "step": 600, "zero_stage": 2, "data_parallel_size": 4,
 ///    "pipeline_stages": 1,
 ///    "train_micro_batch_size_per_gpu": 8, "gradient_accumulation_steps": 1, "optimizer_steps": 600,
 ///    "dtype": "f32", "numel": 809600,
@@ -69,7 +69,7 @@ struct CheckpointManifest {
 struct ShardedManifest {
   std::string run_id;
   std::int64_t step = 0;
-  int stage = 1;
+  int zero_stage = 1;
   int data_parallel_size = 1;
   /// Pipeline stages of the grid that wrote it (1: no pipeline). One shard per rank: data_parallel_size ×
   /// pipeline_stages files. A pipeline's stage-0 (DDP) save is sharded too: each pipeline stage's first

@@ -169,7 +169,7 @@ void save_shards(const std::string& dir, const Engine& engine, const data::Token
   ShardedManifest m;
   m.run_id = run_id;
   m.step = engine.global_steps();
-  m.stage = s.zero_stage();
+  m.zero_stage = s.zero_stage();
   m.data_parallel_size = engine.dp_size();
   m.pipeline_stages = pipeline_stages;
   m.train_micro_batch_size_per_gpu = engine.config().train_micro_batch_size_per_gpu;
