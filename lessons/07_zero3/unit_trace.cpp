@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "minitorch/allocator.h"
+#include "nn/parameter_names.h"
 #include "runtime/estimate.h"
 
 using namespace minitorch;
@@ -63,9 +64,8 @@ std::vector<double> planned_totals(const nn::GPT& model, const runtime::Config& 
 std::string unit_name(const zero::Stage3& s3, std::size_t bucket) {
   const zero::Partition& part = s3.partition();
   const std::string& first = part.params()[part.buckets()[bucket].members.front()].first;
-  const std::string prefix = "transformer.h.";
-  if (!first.starts_with(prefix)) return "outer";
-  return "h." + first.substr(prefix.size(), first.find('.', prefix.size()) - prefix.size());
+  const nn::ParameterPlace place = nn::parameter_place(first);
+  return place.part == nn::ModelPart::block ? "h." + std::to_string(place.block) : "outer";
 }
 
 void UnitTrace::print_header() const {
@@ -126,7 +126,6 @@ void UnitTrace::on_event(const events::Event& e) {
   std::lock_guard<std::mutex> lock(mutex_);
   char text[160];
   if (compute_begin) {
-    const std::string prefix = "transformer.h.";
     if (e.micro_step >= 0 && (e.name == "forward" || e.name == "backward")) {  // the engine's own span
       line(e.name == "forward" ? "engine forward: model.loss(idx, targets)" : "engine backward: autograd from the loss",
            states());
@@ -135,7 +134,7 @@ void UnitTrace::on_event(const events::Event& e) {
       // one's prefetch started), so this is when the block really computes.
       line("forward " + pending_forward_, states());
       pending_forward_.clear();
-    } else if (e.scope.starts_with(prefix) && e.scope.find('.', prefix.size()) == std::string::npos) {
+    } else if (nn::block_of_module(e.scope) >= 0) {
       // A block's forward span opens before its pre-forward hook gathers it: wait for its body. Its
       // backward (nn::ModulePhaseEvents' hook, registered after Stage3's) comes once it is gathered.
       if (e.name == "forward") pending_forward_ = e.scope;
