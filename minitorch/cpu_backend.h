@@ -11,36 +11,9 @@ class CpuBackend : public Backend {
  public:
   const char* name() const override { return "cpu"; }
 
-  void copy_(Tensor& dst, const Tensor& src) override;
-  void fill_(Tensor& t, float value) override;
-
-  Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, const Shape& out_shape) override;
-  Tensor unary(UnaryOp op, const Tensor& a, float p0, float p1) override;
-  void add_(Tensor& dst, const Tensor& src, float alpha) override;
-  void scale_(Tensor& dst, float s) override;
-
-  Tensor sum(const Tensor& x, const std::vector<std::int64_t>& dims, bool keepdim) override;
-  Tensor max_last(const Tensor& x) override;
-  double sum_squares(const Tensor& x) override;
-
-  Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) override;
-
-  Tensor softmax(const Tensor& x) override;
-  Tensor softmax_backward(const Tensor& y, const Tensor& dy) override;
-  Tensor causal_softmax(const Tensor& x, float scale) override;
-  Tensor causal_softmax_backward(const Tensor& y, const Tensor& dy, float scale) override;
-  ops::LayerNormOut layernorm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps) override;
-  ops::LayerNormGrads layernorm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight,
-                                         const Tensor& mean, const Tensor& rstd) override;
-  Tensor gelu(const Tensor& x) override;
-  Tensor gelu_backward(const Tensor& x, const Tensor& dy) override;
-  Tensor embedding(const Tensor& weight, const Tensor& idx) override;
-  Tensor embedding_backward(const Tensor& dy, const Tensor& idx, std::int64_t num_embeddings) override;
-  ops::CrossEntropyOut cross_entropy(const Tensor& logits, const Tensor& targets, std::int32_t ignore_index) override;
-  Tensor cross_entropy_backward(const Tensor& probs, const Tensor& targets, const Tensor& dloss, std::int64_t count,
-                                std::int32_t ignore_index) override;
-
-  void adamw_step(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const ops::AdamWParams& hp) override;
+  // Every kernel of minitorch/backend_ops.def.
+#define MINITORCH_BACKEND_OP(result, name, parameters, arguments) result name parameters override;
+#include "minitorch/backend_ops.def"
 };
 
 /// How one large product is shared among the threads: Eigen's own parallel GEMM, or one

@@ -7,6 +7,7 @@
 /// \code
 ///   nn::parameter_place("transformer.h.3.attn.c_attn.weight");  // {ModelPart::block, 3}
 ///   nn::parameter_place("transformer.wte.weight");              // {ModelPart::embeddings, -1}
+///   nn::block_of_module("transformer.h.3");                      // 3
 /// \endcode
 #include <cstdint>
 #include <string_view>
@@ -26,6 +27,11 @@ struct ParameterPlace {
 /// The place of `name` (`transformer.wte.*`, `transformer.wpe.*`, `transformer.h.<i>.*`, `transformer.ln_f.*`,
 /// `lm_head.*`). Throws std::invalid_argument for a name that is not one of the GPT's.
 ParameterPlace parameter_place(std::string_view name);
+
+/// The block a module's name denotes: i for the block `transformer.h.<i>` itself, -1 for any other module
+/// (one of a block's sub-modules, `transformer.h.<i>.attn`, included). Module scopes (the `scope` of a
+/// trace event, minitorch/events.h) are such names.
+std::int64_t block_of_module(std::string_view module_name);
 
 /// True for the weight the embedding and the LM head share (transformer.wte.weight).
 inline bool is_tied_embedding(std::string_view name) { return name == "transformer.wte.weight"; }

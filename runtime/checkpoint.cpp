@@ -9,6 +9,7 @@
 #include "minitorch/json_limits.h"
 #include "minitorch/safetensors.h"
 #include "runtime/model_budget.h"
+#include "runtime/save_file_checks.h"
 #include "runtime/save_target.h"
 
 namespace minitorch::runtime {
@@ -89,22 +90,20 @@ std::shared_ptr<nn::GPT> model_from(const SafetensorsFile& f, const CheckpointIn
   }
   return model;
 }
-[[noreturn]] void resume_fail(const std::string& path, const std::string& what) {
-  throw std::runtime_error("cannot resume from '" + path + "': " + what);
-}
-
-void check_size(const std::string& path, const std::string& file, const ManifestFile& want, const std::string& role) {
-  std::error_code ec;
-  const auto bytes = std::filesystem::file_size(file, ec);
-  if (ec) resume_fail(path, "its " + role + " '" + file + "' is missing; the save is incomplete");
-  if (bytes != want.bytes)
-    resume_fail(path, "its " + role + " '" + file + "' is " + std::to_string(bytes) + " bytes but the save wrote " +
-                          std::to_string(want.bytes) + ": it is truncated or was replaced; copy the whole save again");
-}
 }  // namespace
 
 void save_model(const std::string& path, const nn::GPT& model, const data::Tokenizer& tokenizer, std::int64_t step) {
   save_safetensors(path, model.state_dict(), checkpoint_metadata(model, tokenizer, step));
+}
+
+SavedRun saved_run(const Engine& engine, const std::string& run_id) {
+  SavedRun run;
+  run.run_id = run_id;
+  run.step = engine.global_steps();
+  run.data_parallel_size = engine.dp_size();
+  run.train_micro_batch_size_per_gpu = engine.config().train_micro_batch_size_per_gpu;
+  run.gradient_accumulation_steps = engine.config().gradient_accumulation_steps;
+  return run;
 }
 
 void save_single_file_checkpoint(const std::string& path, const Engine& engine, const data::Tokenizer& tokenizer,
@@ -112,12 +111,7 @@ void save_single_file_checkpoint(const std::string& path, const Engine& engine, 
   // runtime/save_target.h: refuse what no save wrote, write the new save whole as PATH.partial, switch it in.
   begin_save(path, SaveKind::single_file);
   const std::string partial = partial_path(path), name = std::filesystem::path(path).filename().string();
-  CheckpointManifest m;
-  m.run_id = run_id;
-  m.step = engine.global_steps();
-  m.data_parallel_size = engine.dp_size();
-  m.train_micro_batch_size_per_gpu = engine.config().train_micro_batch_size_per_gpu;
-  m.gradient_accumulation_steps = engine.config().gradient_accumulation_steps;
+  CheckpointManifest m(saved_run(engine, run_id));
   const zero::GradientStrategy& s = engine.strategy();
   if (s.optimizer_steps() > 0) {
     m.optim = ManifestFile{};
@@ -168,8 +162,8 @@ std::int64_t optimizer_steps_of(const SafetensorsFile& o) {
 
 CheckpointManifest check_complete_save(const std::string& path) {
   CheckpointManifest m = read_manifest(path);
-  check_size(path, path, m.model, "model file");
-  if (m.optim) check_size(path, path + ".optim", *m.optim, "optimizer state");
+  check_file_size(path, path, m.model, "model file");
+  if (m.optim) check_file_size(path, path + ".optim", *m.optim, "optimizer state");
   return m;
 }
 
@@ -185,11 +179,6 @@ FullState read_single_file_checkpoint(const std::string& path) {
       fail("its " + std::string(role) + " '" + f.path + "' is from another run (" + truncate_for_message(it->second) +
            ", the manifest says " + truncate_for_message(m.run_id) + "); use the files of one save together");
   };
-  auto check_sum = [&](const std::string& file, const ManifestFile& want, const char* role) {
-    if (fnv1a64_file(file) != want.fnv1a64)
-      fail("its " + std::string(role) + " '" + file + "' does not match the manifest's checksum: it was changed or "
-           "corrupted after the save");
-  };
 
   SafetensorsFile f = load_safetensors(path);
   FullState st;
@@ -198,11 +187,8 @@ FullState read_single_file_checkpoint(const std::string& path) {
   if (st.info.step != m.step)
     fail("its model file is from step " + std::to_string(st.info.step) + " but the manifest is from step " +
          std::to_string(m.step) + "; use the files of one save together");
-  if (auto it = f.metadata.find("manifest_facts"); it != f.metadata.end())  // saves before them have none
-    if (std::string why = facts_mismatch(m, it->second); !why.empty())
-      fail(why + " (model file '" + path + "'): the manifest was edited or is from another save; use the files of "
-           "one save together");
-  check_sum(path, m.model, "model file");
+  check_file_facts(path, f, m, "model file");
+  check_file_checksum(path, path, m.model, "model file");
   if (auto it = f.metadata.find("engine_state"); it != f.metadata.end()) st.engine_state = it->second;
   // Every parameter once, in the model's order (the head's weight is the embedding's: not a parameter);
   // f32 (a bf16 save widens exactly).
@@ -219,13 +205,10 @@ FullState read_single_file_checkpoint(const std::string& path) {
       fail("its optimizer state '" + opt_path + "' is stale: it holds " + std::to_string(st.optimizer_steps) +
            " optimizer steps but the save had " + std::to_string(m.optim->optimizer_steps) +
            "; use the files of one save together");
-    check_sum(opt_path, *m.optim, "optimizer state");
+    check_file_checksum(path, opt_path, *m.optim, "optimizer state");
     st.optim = std::move(o.tensors);
   }
-  st.run_id = m.run_id;
-  st.data_parallel_size = m.data_parallel_size;
-  st.train_micro_batch_size_per_gpu = m.train_micro_batch_size_per_gpu;
-  st.gradient_accumulation_steps = m.gradient_accumulation_steps;
+  st.run = m;
   return st;
 }
 

@@ -45,10 +45,12 @@ struct FullState {
   nn::NamedTensors optim;   ///< "exp_avg.<param>", "exp_avg_sq.<param>", "master.<param>" (f32), whole
   std::int64_t optimizer_steps = 0;  ///< 0: no optimizer state
   std::string engine_state;          ///< engine_state_json() of the saving engine ("" in older saves)
-  std::string run_id;
-  int data_parallel_size = 1;        ///< ranks of the run that saved it
-  std::int64_t train_micro_batch_size_per_gpu = 0, gradient_accumulation_steps = 0;
+  SavedRun run;                      ///< what the manifest says of the run that saved it (run.step is info.step)
 };
+
+/// What a save's manifest records of `engine`'s run: `run_id`, the step, the data-parallel ranks and
+/// the batch split.
+SavedRun saved_run(const Engine& engine, const std::string& run_id);
 
 /// Writes the engine's whole state as one file set: the model (and, if it has stepped, its optimizer
 /// state) to `path` / `path.optim`, then `path.manifest.json`, by the one rank that calls it (stage 0, or

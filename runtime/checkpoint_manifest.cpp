@@ -1,17 +1,13 @@
 #include "runtime/checkpoint_manifest.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cctype>
-#include <chrono>
 #include <climits>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <random>
 #include <sstream>
 #include <stdexcept>
 #include <vector>
@@ -80,6 +76,23 @@ std::int64_t int_at(const nlohmann::json& j, const std::string& object, const ch
   return v.get<std::int64_t>();
 }
 
+// Keys a manifest once wrote under another name: saves from before a rename still read, under the new name.
+constexpr std::pair<const char*, const char*> kRenamedKeys[] = {
+    {"stage", "zero_stage"},  // the ZeRO stage, named as the run report and the strategies name it
+};
+
+nlohmann::json with_current_names(nlohmann::json j) {
+  if (!j.is_object()) return j;
+  for (const auto& [old_name, name] : kRenamedKeys) {
+    if (!j.contains(old_name)) continue;
+    if (j.contains(name))
+      throw std::invalid_argument(std::string(name) + " and its old name " + old_name + " are both given");
+    j[name] = std::move(j[old_name]);
+    j.erase(old_name);
+  }
+  return j;
+}
+
 ManifestFile file_from(const nlohmann::json& j, const std::string& object, bool with_steps) {
   ManifestFile f;
   f.name = string_at(j, object, "name");
@@ -99,25 +112,12 @@ ManifestFile file_from(const nlohmann::json& j, const std::string& object, bool 
 }  // namespace
 
 std::string manifest_path(const std::string& checkpoint_path) { return checkpoint_path + ".manifest.json"; }
+std::string sharded_manifest_path(const std::string& dir) { return dir + "/manifest.json"; }
 
-std::string new_run_id() {
-  const auto secs = std::chrono::duration_cast<std::chrono::seconds>(
-                        std::chrono::system_clock::now().time_since_epoch()).count();
-  std::random_device rd;  // two runs started in the same second by the same pid number still differ
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "%08x", static_cast<unsigned>(rd()));
-  return std::to_string(secs) + "-" + std::to_string(::getpid()) + "-" + buf;
-}
-
-std::string new_run_id(dist::ProcessGroup& group) {
-  std::string id = group.rank() == 0 ? new_run_id() : std::string();
-  Tensor chars = Tensor::zeros({64}, DType::i32);  // an id is < 64 characters: digits, '-', hex
-  auto* c = chars.data<std::int32_t>();
-  for (std::size_t i = 0; i < id.size() && i < 63; ++i) c[i] = static_cast<unsigned char>(id[i]);
-  group.broadcast(chars, 0);
-  id.clear();
-  for (std::int64_t i = 0; i < 64 && c[i] != 0; ++i) id.push_back(static_cast<char>(c[i]));
-  return id;
+std::string shard_file_name(int rank, int world) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "shard-%05d-of-%05d.safetensors", rank, world);
+  return buf;
 }
 
 std::uint64_t fnv1a64_file(const std::string& path) {
@@ -141,25 +141,89 @@ ManifestFile describe_file(const std::string& path) {
 }
 
 namespace {
+// ---- the JSON of both kinds of manifest: the run's facts, then each kind's own ----
+
+nlohmann::json run_json(const SavedRun& run, const char* format) {
+  return {{"format", format}, {"run_id", run.run_id}, {"step", run.step},
+          {"data_parallel_size", run.data_parallel_size},
+          {"train_micro_batch_size_per_gpu", run.train_micro_batch_size_per_gpu},
+          {"gradient_accumulation_steps", run.gradient_accumulation_steps}};
+}
 nlohmann::json manifest_json(const CheckpointManifest& m) {
-  nlohmann::json files = {{"model", file_json(m.model, false)}};
-  if (m.optim) files["optim"] = file_json(*m.optim, true);
-  return {{"format", kManifestFormat}, {"run_id", m.run_id}, {"step", m.step},
-          {"data_parallel_size", m.data_parallel_size},
-          {"train_micro_batch_size_per_gpu", m.train_micro_batch_size_per_gpu},
-          {"gradient_accumulation_steps", m.gradient_accumulation_steps}, {"files", files}};
+  nlohmann::json j = run_json(m, kManifestFormat);
+  j["files"] = {{"model", file_json(m.model, false)}};
+  if (m.optim) j["files"]["optim"] = file_json(*m.optim, true);
+  return j;
 }
 nlohmann::json manifest_json(const ShardedManifest& m) {
   nlohmann::json params = nlohmann::json::array(), shards = nlohmann::json::array();
   for (const auto& [name, shape] : m.params) params.push_back({{"name", name}, {"shape", shape}});
   for (const ManifestFile& f : m.shards) shards.push_back(file_json(f, false));
-  return {{"format", kShardedManifestFormat}, {"run_id", m.run_id}, {"step", m.step}, {"stage", m.stage},
-          {"data_parallel_size", m.data_parallel_size}, {"pipeline_stages", m.pipeline_stages},
-          {"train_micro_batch_size_per_gpu", m.train_micro_batch_size_per_gpu},
-          {"gradient_accumulation_steps", m.gradient_accumulation_steps},
-          {"optimizer_steps", m.optimizer_steps}, {"dtype", m.dtype}, {"numel", m.numel},
-          {"params", params}, {"shards", shards}};
+  nlohmann::json j = run_json(m, kShardedManifestFormat);
+  j.update({{"zero_stage", m.zero_stage}, {"pipeline_stages", m.pipeline_stages}, {"optimizer_steps", m.optimizer_steps},
+            {"dtype", m.dtype}, {"numel", m.numel}, {"params", params}, {"shards", shards}});
+  return j;
 }
+
+// `max_ranks`: a sharded save names its shards with five digits.
+void read_run(const nlohmann::json& j, SavedRun& run, int max_ranks) {
+  run.run_id = string_at(j, "", "run_id");
+  run.step = int_at(j, "", "step", 0);
+  run.data_parallel_size = static_cast<int>(int_at(j, "", "data_parallel_size", 1, max_ranks));
+  run.train_micro_batch_size_per_gpu = int_at(j, "", "train_micro_batch_size_per_gpu", 1);
+  run.gradient_accumulation_steps = int_at(j, "", "gradient_accumulation_steps", 1);
+}
+void read_fields(const nlohmann::json& j, CheckpointManifest& m) {
+  read_run(j, m, INT32_MAX);
+  const nlohmann::json& files = field(j, "", "files");
+  m.model = file_from(field(files, "files", "model"), "files.model", false);
+  if (files.contains("optim")) m.optim = file_from(files.at("optim"), "files.optim", true);
+}
+void read_fields(const nlohmann::json& j, ShardedManifest& m) {
+  read_run(j, m, 99999);
+  m.zero_stage = static_cast<int>(int_at(j, "", "zero_stage", 0, 3));
+  // Saves from before pipelines were saved have no pipeline_stages: one stage.
+  if (j.contains("pipeline_stages")) m.pipeline_stages = static_cast<int>(int_at(j, "", "pipeline_stages", 1, 99999));
+  if (m.zero_stage == 0 && m.pipeline_stages == 1)
+    throw std::invalid_argument("zero_stage 0 with one pipeline stage is saved as a single file, not sharded");
+  if (static_cast<std::int64_t>(m.data_parallel_size) * m.pipeline_stages > 99999)
+    throw std::invalid_argument("data_parallel_size × pipeline_stages is more than 99999 ranks");
+  m.optimizer_steps = int_at(j, "", "optimizer_steps", 0);
+  m.dtype = string_at(j, "", "dtype");
+  if (m.dtype != "f32" && m.dtype != "bf16" && m.dtype != "f16")
+    throw std::invalid_argument("dtype must be \"f32\", \"bf16\" or \"f16\"");
+  m.numel = int_at(j, "", "numel", 1);
+  const nlohmann::json& params = field(j, "", "params");
+  if (!params.is_array() || params.empty()) throw std::invalid_argument("params must be a non-empty array");
+  std::int64_t total = 0;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const std::string at = "params[" + std::to_string(i) + "]";
+    const nlohmann::json& shape = field(params[i], at, "shape");
+    if (!shape.is_array() || shape.size() > 8) throw std::invalid_argument(at + ".shape must be an array of sizes");
+    std::vector<std::int64_t> dims;
+    std::int64_t n = 1;
+    for (const auto& d : shape) {
+      if (!d.is_number_unsigned() || d.get<std::uint64_t>() > (1ull << 40)) throw std::invalid_argument(at + ".shape has a bad size");
+      dims.push_back(d.get<std::int64_t>());
+      n *= dims.back();
+    }
+    total += n;
+    m.params.emplace_back(string_at(params[i], at, "name"), dims);
+  }
+  if (total != m.numel)
+    throw std::invalid_argument("the params' shapes hold " + std::to_string(total) + " elements but numel is " +
+                                std::to_string(m.numel));
+  const nlohmann::json& shards = field(j, "", "shards");
+  if (!shards.is_array() || shards.size() != static_cast<std::size_t>(m.ranks()))
+    throw std::invalid_argument("shards must list one file per rank (" + std::to_string(m.ranks()) + ")");
+  for (std::size_t r = 0; r < shards.size(); ++r) {
+    m.shards.push_back(file_from(shards[r], "shards[" + std::to_string(r) + "]", false));
+    if (m.shards.back().name != shard_file_name(static_cast<int>(r), m.ranks()))
+      throw std::invalid_argument("shards[" + std::to_string(r) + "] is '" + truncate_for_message(m.shards.back().name) +
+                                  "', expected '" + shard_file_name(static_cast<int>(r), m.ranks()) + "'");
+  }
+}
+
 /// Everything a manifest says but its files' sizes and checksums (which the files cannot carry).
 nlohmann::json facts_json(const CheckpointManifest& m) {
   nlohmann::json j = manifest_json(m);
@@ -175,7 +239,7 @@ nlohmann::json facts_json(const ShardedManifest& m) {
 std::string mismatch(const nlohmann::json& want, const std::string& facts) {
   nlohmann::json got;
   try {
-    got = parse_json_bounded(facts, "manifest_facts");
+    got = with_current_names(parse_json_bounded(facts, "manifest_facts"));
   } catch (const std::exception& e) {
     return "its manifest_facts metadata is unreadable (" + truncate_for_message(e.what()) + ")";
   }
@@ -186,6 +250,62 @@ std::string mismatch(const nlohmann::json& want, const std::string& facts) {
              (got.contains(key) ? json_excerpt(got.at(key)) : std::string("none"));
   return "";
 }
+
+// ---- one way to write and read either kind ----
+
+// What tells the two kinds apart where they are written and read: the format, where the manifest lies
+// in the save, and what a save without it is not.
+template <class Manifest>
+struct Kind;
+template <>
+struct Kind<CheckpointManifest> {
+  static constexpr const char* format = kManifestFormat;
+  static std::string file(const std::string& save) { return manifest_path(save); }
+  static constexpr const char* without_it =
+      "save (the save was interrupted, or the files were copied without it); resume from a complete save, or start "
+      "a new run without --resume";
+};
+template <>
+struct Kind<ShardedManifest> {
+  static constexpr const char* format = kShardedManifestFormat;
+  static std::string file(const std::string& save) { return sharded_manifest_path(save); }
+  static constexpr const char* without_it =
+      "sharded save (the save was interrupted, or the directory was copied without it); resume from a complete save";
+};
+
+template <class Manifest>
+void write_kind(const std::string& save, const Manifest& m) {
+  const std::string text = manifest_json(m).dump(2) + "\n";
+  write_file_atomic(Kind<Manifest>::file(save), {{text.data(), text.size()}}, "checkpoint manifest");
+}
+
+/// The format, then every field of the kind (read_fields); any problem, nlohmann's parse errors and
+/// JsonLimitError included, is one error naming the save and its manifest.
+template <class Manifest>
+Manifest parse_kind(const std::string& text, const std::string& save) {
+  Manifest m;
+  try {
+    const nlohmann::json j = with_current_names(parse_json_bounded(text, "the manifest"));
+    const std::string format = string_at(j, "", "format");
+    if (format != Kind<Manifest>::format)
+      throw std::invalid_argument("format is '" + truncate_for_message(format) + "', expected '" +
+                                  Kind<Manifest>::format + "'");
+    read_fields(j, m);
+  } catch (const std::exception& e) {
+    throw std::runtime_error("cannot resume from '" + save + "': its manifest '" + Kind<Manifest>::file(save) +
+                             "' is unreadable (" + truncate_for_message(e.what(), 300) + "); resume from a complete save");
+  }
+  return m;
+}
+
+template <class Manifest>
+Manifest read_kind(const std::string& save) {
+  const std::string file = Kind<Manifest>::file(save);
+  if (!std::filesystem::exists(file))
+    throw std::runtime_error("cannot resume from '" + save + "': its manifest '" + file +
+                             "' is missing, so it is not one complete " + Kind<Manifest>::without_it);
+  return parse_kind<Manifest>(read_text(file), save);
+}
 }  // namespace
 
 std::string manifest_facts(const CheckpointManifest& m) { return facts_json(m).dump(); }
@@ -193,126 +313,18 @@ std::string manifest_facts(const ShardedManifest& m) { return facts_json(m).dump
 std::string facts_mismatch(const CheckpointManifest& m, const std::string& facts) { return mismatch(facts_json(m), facts); }
 std::string facts_mismatch(const ShardedManifest& m, const std::string& facts) { return mismatch(facts_json(m), facts); }
 
-void write_manifest(const std::string& checkpoint_path, const CheckpointManifest& m) {
-  const std::string text = manifest_json(m).dump(2) + "\n";
-  write_file_atomic(manifest_path(checkpoint_path), {{text.data(), text.size()}}, "checkpoint manifest");
-}
-
+void write_manifest(const std::string& checkpoint_path, const CheckpointManifest& m) { write_kind(checkpoint_path, m); }
 CheckpointManifest read_manifest(const std::string& checkpoint_path) {
-  const std::string mpath = manifest_path(checkpoint_path);
-  if (!std::filesystem::exists(mpath))
-    throw std::runtime_error("cannot resume from '" + checkpoint_path + "': its manifest '" + mpath +
-                             "' is missing, so it is not one complete save (the save was interrupted, or the "
-                             "files were copied without it); resume from a complete save, or start a new run "
-                             "without --resume");
-  return parse_manifest(read_text(mpath), checkpoint_path);
+  return read_kind<CheckpointManifest>(checkpoint_path);
 }
-
 CheckpointManifest parse_manifest(const std::string& text, const std::string& checkpoint_path) {
-  CheckpointManifest m;
-  try {
-    const nlohmann::json j = parse_json_bounded(text, "the manifest");
-    const std::string format = string_at(j, "", "format");
-    if (format != kManifestFormat)
-      throw std::invalid_argument("format is '" + truncate_for_message(format) + "', expected '" + kManifestFormat + "'");
-    m.run_id = string_at(j, "", "run_id");
-    m.step = int_at(j, "", "step", 0);
-    m.data_parallel_size = static_cast<int>(int_at(j, "", "data_parallel_size", 1, INT32_MAX));
-    m.train_micro_batch_size_per_gpu = int_at(j, "", "train_micro_batch_size_per_gpu", 1);
-    m.gradient_accumulation_steps = int_at(j, "", "gradient_accumulation_steps", 1);
-    const nlohmann::json& files = field(j, "", "files");
-    m.model = file_from(field(files, "files", "model"), "files.model", false);
-    if (files.contains("optim")) m.optim = file_from(files.at("optim"), "files.optim", true);
-  } catch (const std::exception& e) {  // nlohmann's parse errors, JsonLimitError and the checks above
-    throw std::runtime_error("cannot resume from '" + checkpoint_path + "': its manifest '" +
-                             manifest_path(checkpoint_path) + "' is unreadable (" + truncate_for_message(e.what(), 300) +
-                             "); resume from a complete save");
-  }
-  return m;
+  return parse_kind<CheckpointManifest>(text, checkpoint_path);
 }
 
-// ---- sharded checkpoints ----
-
-std::string sharded_manifest_path(const std::string& dir) { return dir + "/manifest.json"; }
-
-std::string shard_file_name(int rank, int world) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "shard-%05d-of-%05d.safetensors", rank, world);
-  return buf;
-}
-
-void write_sharded_manifest(const std::string& dir, const ShardedManifest& m) {
-  const std::string text = manifest_json(m).dump(2) + "\n";
-  write_file_atomic(sharded_manifest_path(dir), {{text.data(), text.size()}}, "checkpoint manifest");
-}
-
-ShardedManifest read_sharded_manifest(const std::string& dir) {
-  const std::string mpath = sharded_manifest_path(dir);
-  if (!std::filesystem::exists(mpath))
-    throw std::runtime_error("cannot resume from '" + dir + "': its manifest '" + mpath +
-                             "' is missing, so it is not one complete sharded save (the save was interrupted, or "
-                             "the directory was copied without it); resume from a complete save");
-  return parse_sharded_manifest(read_text(mpath), dir);
-}
-
+void write_sharded_manifest(const std::string& dir, const ShardedManifest& m) { write_kind(dir, m); }
+ShardedManifest read_sharded_manifest(const std::string& dir) { return read_kind<ShardedManifest>(dir); }
 ShardedManifest parse_sharded_manifest(const std::string& text, const std::string& dir) {
-  ShardedManifest m;
-  try {
-    const nlohmann::json j = parse_json_bounded(text, "the manifest");
-    const std::string format = string_at(j, "", "format");
-    if (format != kShardedManifestFormat)
-      throw std::invalid_argument("format is '" + truncate_for_message(format) + "', expected '" + kShardedManifestFormat + "'");
-    m.run_id = string_at(j, "", "run_id");
-    m.step = int_at(j, "", "step", 0);
-    m.stage = static_cast<int>(int_at(j, "", "stage", 0, 3));
-    m.data_parallel_size = static_cast<int>(int_at(j, "", "data_parallel_size", 1, 99999));
-    // Saves from before pipelines were saved have no pipeline_stages: one stage.
-    if (j.contains("pipeline_stages")) m.pipeline_stages = static_cast<int>(int_at(j, "", "pipeline_stages", 1, 99999));
-    if (m.stage == 0 && m.pipeline_stages == 1)
-      throw std::invalid_argument("stage 0 with one pipeline stage is saved as a single file, not sharded");
-    if (static_cast<std::int64_t>(m.data_parallel_size) * m.pipeline_stages > 99999)
-      throw std::invalid_argument("data_parallel_size × pipeline_stages is more than 99999 ranks");
-    m.train_micro_batch_size_per_gpu = int_at(j, "", "train_micro_batch_size_per_gpu", 1);
-    m.gradient_accumulation_steps = int_at(j, "", "gradient_accumulation_steps", 1);
-    m.optimizer_steps = int_at(j, "", "optimizer_steps", 0);
-    m.dtype = string_at(j, "", "dtype");
-    if (m.dtype != "f32" && m.dtype != "bf16" && m.dtype != "f16")
-      throw std::invalid_argument("dtype must be \"f32\", \"bf16\" or \"f16\"");
-    m.numel = int_at(j, "", "numel", 1);
-    const nlohmann::json& params = field(j, "", "params");
-    if (!params.is_array() || params.empty()) throw std::invalid_argument("params must be a non-empty array");
-    std::int64_t total = 0;
-    for (std::size_t i = 0; i < params.size(); ++i) {
-      const std::string at = "params[" + std::to_string(i) + "]";
-      const nlohmann::json& shape = field(params[i], at, "shape");
-      if (!shape.is_array() || shape.size() > 8) throw std::invalid_argument(at + ".shape must be an array of sizes");
-      std::vector<std::int64_t> dims;
-      std::int64_t n = 1;
-      for (const auto& d : shape) {
-        if (!d.is_number_unsigned() || d.get<std::uint64_t>() > (1ull << 40)) throw std::invalid_argument(at + ".shape has a bad size");
-        dims.push_back(d.get<std::int64_t>());
-        n *= dims.back();
-      }
-      total += n;
-      m.params.emplace_back(string_at(params[i], at, "name"), dims);
-    }
-    if (total != m.numel)
-      throw std::invalid_argument("the params' shapes hold " + std::to_string(total) + " elements but numel is " +
-                                  std::to_string(m.numel));
-    const nlohmann::json& shards = field(j, "", "shards");
-    if (!shards.is_array() || shards.size() != static_cast<std::size_t>(m.ranks()))
-      throw std::invalid_argument("shards must list one file per rank (" + std::to_string(m.ranks()) + ")");
-    for (std::size_t r = 0; r < shards.size(); ++r) {
-      m.shards.push_back(file_from(shards[r], "shards[" + std::to_string(r) + "]", false));
-      if (m.shards.back().name != shard_file_name(static_cast<int>(r), m.ranks()))
-        throw std::invalid_argument("shards[" + std::to_string(r) + "] is '" + truncate_for_message(m.shards.back().name) +
-                                    "', expected '" + shard_file_name(static_cast<int>(r), m.ranks()) + "'");
-    }
-  } catch (const std::exception& e) {
-    throw std::runtime_error("cannot resume from '" + dir + "': its manifest '" + sharded_manifest_path(dir) +
-                             "' is unreadable (" + truncate_for_message(e.what(), 300) + "); resume from a complete save");
-  }
-  return m;
+  return parse_kind<ShardedManifest>(text, dir);
 }
 
 }  // namespace minitorch::runtime

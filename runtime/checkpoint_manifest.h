@@ -23,7 +23,7 @@
 #include <utility>
 #include <vector>
 
-#include "dist/process_group.h"
+#include "runtime/run_id.h"  // new_run_id(): the run id every manifest names
 
 namespace minitorch::runtime {
 
@@ -42,41 +42,44 @@ struct ManifestFile {
   std::int64_t optimizer_steps = 0;  ///< `.optim` only: the optimizer's step count
 };
 
-/// What `PATH.manifest.json` says.
-struct CheckpointManifest {
+/// What every manifest, single-file or sharded, says of the run that saved: which run and step, and
+/// the ranks and batch split it trained with (a resume on others warns: runtime/save_and_resume.h).
+struct SavedRun {
   std::string run_id;
   std::int64_t step = 0;
   int data_parallel_size = 1;
   /// The batch split: with the same micro-batch size and micro-batches per step (accumulation ×
   /// ranks), a resumed run trains on the same data (data/batch_sampler.h) on any number of ranks.
   std::int64_t train_micro_batch_size_per_gpu = 0, gradient_accumulation_steps = 0;
+};
+
+/// What `PATH.manifest.json` says.
+struct CheckpointManifest : SavedRun {
+  explicit CheckpointManifest(SavedRun run = {}) : SavedRun(std::move(run)) {}
   ManifestFile model;
   std::optional<ManifestFile> optim;  ///< absent for a save before the first optimizer step
 };
 
 /// What `DIR/manifest.json` of a sharded checkpoint says (runtime/sharded_checkpoint.h): the run, the
-/// stage and ranks that wrote it, the model's parameters (names, shapes: Ψ = Σ numel) and one file
-/// per rank.
+/// ZeRO stage and ranks that wrote it, the model's parameters (names, shapes: Ψ = Σ numel) and one file
+/// per rank. Saves from before the ZeRO stage was called `zero_stage` say `stage`, and still read.
 ///
 /// \code
-///   {"format": "minitorch-sharded-1", "run_id": "...", "step": 600, "stage": 2, "data_parallel_size": 4,
+///   {"format": "minitorch-sharded-1", "run_id": "...", "step": 600, "zero_stage": 2, "data_parallel_size": 4,
 ///    "pipeline_stages": 1,
 ///    "train_micro_batch_size_per_gpu": 8, "gradient_accumulation_steps": 1, "optimizer_steps": 600,
 ///    "dtype": "f32", "numel": 809600,
 ///    "params": [{"name": "transformer.wte.weight", "shape": [65, 128]}, ...],
 ///    "shards": [{"name": "shard-00000-of-00004.safetensors", "bytes": 3243880, "fnv1a64": "..."}, ...]}
 /// \endcode
-struct ShardedManifest {
-  std::string run_id;
-  std::int64_t step = 0;
-  int stage = 1;
-  int data_parallel_size = 1;
+struct ShardedManifest : SavedRun {
+  explicit ShardedManifest(SavedRun run = {}) : SavedRun(std::move(run)) {}
+  int zero_stage = 1;
   /// Pipeline stages of the grid that wrote it (1: no pipeline). One shard per rank: data_parallel_size ×
   /// pipeline_stages files. A pipeline's stage-0 (DDP) save is sharded too: each pipeline stage's first
   /// replica writes that stage's parameters whole.
   int pipeline_stages = 1;
   int ranks() const { return data_parallel_size * pipeline_stages; }
-  std::int64_t train_micro_batch_size_per_gpu = 0, gradient_accumulation_steps = 0;
   std::int64_t optimizer_steps = 0;  ///< 0: saved before the first optimizer step (no optimizer state)
   std::string dtype;                 ///< the parameters' dtype P: "f32", "bf16" or "f16"
   std::int64_t numel = 0;            ///< Ψ
@@ -108,13 +111,6 @@ std::string facts_mismatch(const ShardedManifest& m, const std::string& facts);
 
 /// `path + ".manifest.json"`.
 std::string manifest_path(const std::string& checkpoint_path);
-
-/// A fresh id for one training run: seconds since the epoch, pid and 32 random bits, e.g.
-/// "1718000000-4242-9f3a61c2". Generate it once per run and pass it to every save.
-std::string new_run_id();
-/// The same, made by rank 0 and broadcast: every rank of a job names its saves alike (a sharded
-/// save's shards carry it). Every rank calls it.
-std::string new_run_id(dist::ProcessGroup& group);
 
 /// FNV-1a 64 of a file's bytes. Throws std::runtime_error naming the file if it cannot be read.
 std::uint64_t fnv1a64_file(const std::string& path);

@@ -1,20 +1,19 @@
 /// \file config.cpp
-/// One function per section; each reads DeepSpeed's keys with DeepSpeed's code defaults (the defaults
-/// live in config.h), then `finish()` rejects any key it did not read and that the key table
-/// (runtime/config_keys.cpp) does not list, and applies the table's verdict to every key present.
+/// The config as a whole: the top-level keys, each section handed to its reader (config_sections.h), the
+/// rules across sections, and DeepSpeed's batch triple. A reader of a section reads DeepSpeed's keys with
+/// DeepSpeed's code defaults (the defaults live in config.h), then `finish()` rejects any key it did not
+/// read and that the key table (runtime/config_keys.h) does not list, and applies the table's verdict to
+/// every key present.
 #include "runtime/config.h"
 
-#include <algorithm>
-#include <cctype>
-#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "minitorch/json_limits.h"
 #include "nn/gpt_config.h"
-#include "runtime/byte_size.h"
 #include "runtime/config_reader.h"
+#include "runtime/config_sections.h"
 #include "runtime/config_spellings.h"
 
 namespace minitorch::runtime {
@@ -22,237 +21,6 @@ namespace minitorch::runtime {
 using nlohmann::json;
 
 namespace {
-
-
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  return s;
-}
-
-void parse_offload(const json& j, const std::string& name, Config& c, OffloadConfig& out) {
-  SectionReader r(j, name, c.source);
-  r.get("device", out.device, {"none", "cpu", "nvme"});  // DeepSpeed's OffloadDeviceEnum
-  if (out.device == "nvme")
-    r.fail(name + ".device \"nvme\" (ZeRO-Infinity's NVMe offload) is not implemented yet; use \"none\"");
-  r.get("pin_memory", out.pin_memory);
-  if (name.ends_with("offload_optimizer")) r.get("ratio", out.ratio);
-  r.finish(c.warnings, c.zero.stage);  // a ratio below 1 (partial offload): not implemented yet, the table says
-}
-
-void parse_zero(const json& j, Config& c) {
-  SectionReader r(j, "zero_optimization", c.source);
-  ZeroConfig& z = c.zero;
-  r.get("stage", z.stage);
-  r.get("reduce_bucket_size", z.reduce_bucket_size);  // 0: every tensor its own bucket, as DeepSpeed
-  r.get("allgather_bucket_size", z.allgather_bucket_size);
-  r.get("stage3_prefetch_bucket_size", z.stage3_prefetch_bucket_size);
-  r.get("stage3_param_persistence_threshold", z.stage3_param_persistence_threshold);
-  r.get("sub_group_size", z.sub_group_size);  // elements per tile of the ZeRO-3 optimizer step (0: one per tensor)
-  std::optional<bool> overlap;
-  r.get("overlap_comm", overlap);
-  z.overlap_comm = overlap.value_or(z.stage == 3);  // DeepSpeed's validator: default true only for stage 3
-  r.get("contiguous_gradients", z.contiguous_gradients);
-  r.get("reduce_scatter", z.reduce_scatter);
-  r.get("allgather_partitions", z.allgather_partitions);
-  if (const json* o = r.object("offload_optimizer"))
-    parse_offload(*o, "zero_optimization.offload_optimizer", c, z.offload_optimizer);
-  if (const json* o = r.object("offload_param"))
-    parse_offload(*o, "zero_optimization.offload_param", c, z.offload_param);
-  r.finish(c.warnings, z.stage);
-  // DeepSpeed's placement rules.
-  if (z.offload_optimizer.enabled() && z.stage == 0)
-    r.fail("zero_optimization.offload_optimizer needs ZeRO stage 1, 2 or 3 (stage is 0)");
-  if (z.offload_param.enabled() && z.stage != 3)
-    r.fail("zero_optimization.offload_param is only valid with stage 3 (stage is " + std::to_string(z.stage) + ")");
-}
-
-void parse_optimizer(const json& j, Config& c) {
-  SectionReader r(j, "optimizer", c.source);
-  OptimizerConfig& o = c.optimizer;
-  o.specified = true;
-  r.get("type", o.type_name);
-  const std::string t = lower(o.type_name);
-  if (t == "adamw" || t == "adam") o.type = OptimizerType::adamw;
-  else if (t == "sgd") o.type = OptimizerType::sgd;
-  else
-    r.fail("optimizer.type '" + truncate_for_message(o.type_name) +
-           "' is not supported; valid: AdamW, Adam (= AdamW, adam_w_mode), SGD");
-  const json* p = r.object("params");
-  r.finish(c.warnings);
-  if (!p) return;
-  SectionReader pr(*p, "optimizer.params", c.source);
-  pr.get("lr", o.lr);
-  pr.get("weight_decay", o.weight_decay);
-  if (o.type == OptimizerType::sgd) {
-    pr.get("momentum", o.momentum);
-  } else {
-    if (const json* b = p->contains("betas") ? &(*p)["betas"] : nullptr) {
-      if (!b->is_array() || b->size() != 2 || !(*b)[0].is_number() || !(*b)[1].is_number())
-        pr.fail("optimizer.params.betas must be an array of two numbers, got " + json_excerpt(*b));
-      o.beta1 = (*b)[0].get<double>();
-      o.beta2 = (*b)[1].get<double>();
-      // torch.optim.AdamW's rule: a beta of 1 never forgets, and its bias correction divides by 0.
-      if (!(o.beta1 >= 0 && o.beta1 < 1) || !(o.beta2 >= 0 && o.beta2 < 1))
-        pr.fail("optimizer.params.betas must both be in [0, 1), got " + json_excerpt(*b));
-    }
-    pr.known("betas");
-    pr.get("eps", o.eps);
-    pr.get("adam_w_mode", o.adam_w_mode);
-    if (!o.adam_w_mode && o.weight_decay != 0.0)
-      pr.fail("optimizer.params.adam_w_mode false (Adam with L2 weight decay) is not supported; use AdamW");
-  }
-  pr.finish(c.warnings);
-}
-
-void parse_scheduler(const json& j, Config& c) {
-  SectionReader r(j, "scheduler", c.source);
-  std::string type;
-  r.get("type", type);
-  if (type.empty()) r.fail("scheduler.type is required (WarmupLR, WarmupDecayLR or WarmupCosineLR)");
-  optim::LRScheduleConfig& s = c.scheduler;
-  try {
-    s.type = optim::parse_lr_schedule_type(type);
-  } catch (const std::runtime_error& e) {
-    r.fail(std::string("scheduler: ") + e.what());
-  }
-  const json* p = r.object("params");
-  r.finish(c.warnings);
-  static const json empty = json::object();
-  SectionReader pr(p ? *p : empty, "scheduler.params", c.source);
-  pr.get("warmup_num_steps", s.warmup_num_steps);
-  std::string wt = optim::warmup_type_name(s.warmup_type);
-  pr.get("warmup_type", wt, {"log", "linear"});
-  s.warmup_type = optim::parse_warmup_type(wt);
-  if (s.type == optim::LRScheduleType::warmup_cosine_lr) {
-    pr.get("warmup_min_ratio", s.warmup_min_ratio);
-    pr.get("cos_min_ratio", s.cos_min_ratio);
-  } else {
-    pr.get("warmup_min_lr", s.warmup_min_lr);
-    pr.get("warmup_max_lr", s.warmup_max_lr);
-  }
-  if (s.type != optim::LRScheduleType::warmup_lr) {
-    pr.get("total_num_steps", s.total_num_steps);
-    if (!pr.has("total_num_steps")) pr.fail(std::string("scheduler.params.total_num_steps is required by ") + type);
-  }
-  pr.finish(c.warnings);
-}
-
-void parse_model(const json& j, Config& c) {
-  SectionReader r(j, "model", c.source);
-  std::string name = c.model.name;
-  r.get("name", name);
-  try {
-    c.model = model_preset(name);
-  } catch (const ConfigError& e) {
-    r.fail(e.what());
-  }
-  // Token ids and positions are i32; the memory check (model_budget.h) bounds the product.
-  r.get("n_layer", c.model.n_layer);
-  r.get("n_head", c.model.n_head);
-  r.get("n_embd", c.model.n_embd);
-  r.get("block_size", c.model.block_size);
-  r.get("vocab_size", c.model.vocab_size);
-  r.get("dropout", c.model.dropout);
-  r.get("bias", c.model.bias);
-  r.finish(c.warnings);  // dropout other than 0: not implemented yet
-  if (c.model.n_embd % c.model.n_head != 0)
-    r.fail("model.n_embd (" + std::to_string(c.model.n_embd) + ") must be divisible by model.n_head (" +
-           std::to_string(c.model.n_head) + ")");
-}
-
-void parse_training(const json& j, Config& c) {
-  SectionReader r(j, "training", c.source);
-  TrainingConfig& t = c.training;
-  r.get("steps", t.steps);
-  r.get("eval_interval", t.eval_interval);
-  r.get("eval_iters", t.eval_iters);     // 0 batches would average nothing: nan
-  r.get("log_interval", t.log_interval); // a period: 0 would divide by zero
-  r.get("checkpoint", t.checkpoint);
-  r.get("seed", t.seed);
-  r.get("tokenizer", t.tokenizer, {"char", "byte"});
-  r.get("data", t.data);
-  r.finish(c.warnings);
-}
-
-void parse_small_sections(SectionReader& r, Config& c) {
-  if (const json* b = r.object("bf16")) {
-    SectionReader br(*b, "bf16", c.source);
-    br.get("enabled", c.bf16);
-    br.finish(c.warnings);
-  }
-  if (const json* f = r.object("fp16")) {
-    SectionReader fr(*f, "fp16", c.source);
-    Fp16Config& f16 = c.fp16;
-    fr.get("enabled", f16.enabled);
-    fr.get("loss_scale", f16.loss_scale);
-    fr.get("initial_scale_power", f16.initial_scale_power);
-    fr.get("loss_scale_window", f16.loss_scale_window);
-    fr.get("hysteresis", f16.hysteresis);
-    fr.get("consecutive_hysteresis", f16.consecutive_hysteresis);
-    fr.get("min_loss_scale", f16.min_loss_scale);
-    // DeepSpeed's _validate_dynamic_loss_scale_params: the window and the floor matter only to a dynamic
-    // scale of an enabled fp16, and only then must they be > 0.
-    if (f16.enabled && f16.dynamic()) {
-      if (f16.loss_scale_window <= 0)
-        fr.fail("fp16.loss_scale_window must be > 0 when dynamic loss scaling is enabled (loss_scale=0), got " +
-                std::to_string(f16.loss_scale_window));
-      if (!(f16.min_loss_scale > 0))
-        fr.fail("fp16.min_loss_scale must be > 0 when dynamic loss scaling is enabled (loss_scale=0), got " +
-                json(f16.min_loss_scale).dump());
-      if (f16.min_loss_scale > std::ldexp(1.0, f16.initial_scale_power))  // minitorch's check
-        fr.fail("fp16.min_loss_scale " + json(f16.min_loss_scale).dump() + " is above the initial scale 2^" +
-                std::to_string(f16.initial_scale_power) + "; lower it or raise fp16.initial_scale_power");
-    }
-    fr.finish(c.warnings);
-  }
-  // DeepSpeed's message.
-  if (c.bf16 && c.fp16.enabled)
-    r.fail("bfloat16 and fp16 modes cannot be simultaneously enabled (bf16.enabled and fp16.enabled are both true)");
-  if (const json* p = r.object("pipeline")) {
-    SectionReader pr(*p, "pipeline", c.source);
-    pr.get("stages", c.pipeline.stages);
-    pr.get("schedule", c.pipeline.schedule, {"gpipe", "1f1b"});
-    pr.get("partition_method", c.pipeline.partition_method, {"parameters", "uniform"});
-    pr.finish(c.warnings);
-  }
-  if (const json* a = r.object("activation_checkpointing")) {
-    SectionReader ar(*a, "activation_checkpointing", c.source);
-    ar.get("enabled", c.activation_checkpointing.enabled);
-    ar.get("segment_size", c.activation_checkpointing.segment_size);
-    ar.get("cpu_checkpointing", c.activation_checkpointing.cpu_checkpointing);
-    if (c.activation_checkpointing.cpu_checkpointing && !c.activation_checkpointing.enabled)
-      ar.fail("activation_checkpointing.cpu_checkpointing keeps the checkpointed blocks' inputs in host memory: it needs "
-              "activation_checkpointing.enabled true (minitorch checkpoints only when enabled)");
-    ar.finish(c.warnings);
-  }
-}
-
-void parse_comm(const json& j, Config& c) {
-  SectionReader r(j, "comm", c.source);
-  r.get("timeout_s", c.comm.timeout_s);  // > 0 (the table): 0 would time out every wait at once
-  r.finish(c.warnings);
-}
-
-void parse_device(const json& j, Config& c) {
-  SectionReader r(j, "device", c.source);
-  r.get("type", c.device.type, {"cpu", "sim", "cuda"});
-  if (const json* m = j.contains("memory") ? &j.at("memory") : nullptr) {
-    r.known("memory");
-    if (c.device.type != "sim")
-      r.fail("device.memory is the simulated accelerator's capacity: it applies to \"type\": \"sim\" only, not \"" +
-             c.device.type + "\"; remove it, or set device.type to \"sim\"");
-    if (!m->is_string() && !m->is_number())
-      r.fail("device.memory must be a size: a string such as \"24MiB\" or a number of bytes");
-    try {
-      c.device.memory = parse_byte_size(m->is_string() ? m->get<std::string>() : m->dump());
-    } catch (const std::invalid_argument& e) {
-      r.fail(std::string("device.memory: ") + e.what());
-    }
-    if (c.device.memory == 0)
-      r.fail("device.memory is 0 bytes: give the simulated accelerator's capacity (e.g. \"24MiB\"), or remove the key for no limit");
-  }
-  r.finish(c.warnings);
-}
 
 /// DeepSpeed's _set_batch_related_parameters + _batch_assertion, messages verbatim.
 void resolve_batch(Config& c, bool has_train, bool has_micro, bool has_gas) {
@@ -353,7 +121,7 @@ Config Config::from_json(const std::string& text, int world_size, const std::str
   r.get("wall_clock_breakdown", c.wall_clock_breakdown);
   std::string reduce_op = "mean";
   r.get("gradient_allreduce_op", reduce_op);
-  reduce_op = lower(reduce_op);  // DeepSpeed lower-cases it
+  reduce_op = ascii_lower(reduce_op);  // DeepSpeed lower-cases it
   parse_small_sections(r, c);
   if (const json* z = r.object("zero_optimization")) parse_zero(*z, c);
   // DeepSpeed's get_gradient_allreduce_op and _do_error_check, messages verbatim.

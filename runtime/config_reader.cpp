@@ -50,14 +50,15 @@ std::string nearest_implemented_top_level_key(const std::string& key) {
   return nearest_key(key, ours);
 }
 
+std::string ascii_lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
 bool is_near_miss(const std::string& key, const std::string& valid) {
-  auto lower = [](std::string s) {
-    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return s;
-  };
   // Case and one or two letters: "Gradient_Clipping", "gradient_cliping", "optimiser", "fp61" is not (4 letters).
   const std::size_t allowed = std::min<std::size_t>(2, key.size() / 4);
-  return edit_distance(lower(key), lower(valid)) <= allowed;
+  return edit_distance(ascii_lower(key), ascii_lower(valid)) <= allowed;
 }
 
 json parse_config_json(const std::string& text, const std::string& source) {
@@ -87,10 +88,6 @@ json parse_config_json(const std::string& text, const std::string& source) {
 }
 
 std::optional<json> coerce_value(const json& v, ValueType type, bool lax) {
-  auto lower = [](std::string s) {
-    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return s;
-  };
   // A whole string: "3", " 3 " (pydantic strips), not "3x".
   auto parse_number = [](const std::string& s, bool integer) -> std::optional<json> {
     const std::size_t b = s.find_first_not_of(" \t\n"), e = s.find_last_not_of(" \t\n");
@@ -116,7 +113,7 @@ std::optional<json> coerce_value(const json& v, ValueType type, bool lax) {
       if (!lax) return std::nullopt;
       if (v.is_number() && (v.get<double>() == 0 || v.get<double>() == 1)) return json(v.get<double>() == 1);
       if (v.is_string()) {
-        const std::string s = lower(v.get<std::string>());
+        const std::string s = ascii_lower(v.get<std::string>());
         for (const char* t : {"1", "on", "t", "true", "y", "yes"})
           if (s == t) return json(true);
         for (const char* f : {"0", "off", "f", "false", "n", "no"})
@@ -197,7 +194,7 @@ void SectionReader::known(const char* key) { find(key); }
 
 const json* SectionReader::find(const char* key) {
   if (!find_config_key(path(key)))
-    throw std::logic_error("config key '" + path(key) + "' is read but missing from the table in runtime/config_keys.cpp");
+    throw std::logic_error("config key '" + path(key) + "' is read but missing from the table in runtime/config_keys_*.cpp");
   known_.emplace_back(key);
   if (!has(key)) return nullptr;
   return &*obj_.find(key);

@@ -3,7 +3,7 @@
 /// Strict reading of one JSON object (a config section): typed getters that name the key and the
 /// expected type on a mismatch, and a final check of every key present against the key table
 /// (runtime/config_keys.h): unknown keys fail with the nearest valid key as a suggestion, known ones get
-/// the table's verdict (nothing, a warning, or "not implemented yet"). Used by runtime/config.cpp;
+/// the table's verdict (nothing, a warning, or "not implemented yet"). Used by runtime/config.cpp and config_sections.cpp;
 /// separate so the config itself reads as a list of DeepSpeed's keys and defaults.
 #include <cstdint>
 #include <initializer_list>
@@ -21,6 +21,9 @@ namespace minitorch::runtime {
 /// 0.0/1.0 and "true"/"false"/"yes"/"no"/"on"/"off"/"t"/"f"/"y"/"n"/"1"/"0" (any case) are booleans.
 /// A boolean is never a number (DeepSpeed's fp16 validators refuse that too). nullopt: not a `type`.
 std::optional<nlohmann::json> coerce_value(const nlohmann::json& v, ValueType type, bool lax);
+
+/// `s` with its ASCII letters in lower case (DeepSpeed compares names and some values ignoring case).
+std::string ascii_lower(std::string s);
 
 /// Levenshtein distance (insert, delete, substitute: cost 1 each).
 std::size_t edit_distance(const std::string& a, const std::string& b);

@@ -61,16 +61,17 @@ ResumeInfo resume_from(const std::string& given, Engine& engine) {
     throw std::runtime_error("cannot resume from '" + path + "': it holds " + st.info.model.describe() +
                              " but the config builds " + engine.model().config().describe());
   load_full_state(engine, st);
-  ResumeInfo r{st.run_id, st.info.step, st.data_parallel_size, {}};
+  ResumeInfo r{st.run.run_id, st.info.step, st.run.data_parallel_size, {}};
   if (!where.note.empty()) r.warnings.push_back(where.note);
   const Config& c = engine.config();
-  const bool same_data = st.train_micro_batch_size_per_gpu == c.train_micro_batch_size_per_gpu &&
-                         st.gradient_accumulation_steps * st.data_parallel_size ==
+  const SavedRun& saved = st.run;
+  const bool same_data = saved.train_micro_batch_size_per_gpu == c.train_micro_batch_size_per_gpu &&
+                         saved.gradient_accumulation_steps * saved.data_parallel_size ==
                              c.gradient_accumulation_steps * engine.dp_size();
-  if (st.data_parallel_size != engine.dp_size() || !same_data) {
-    std::string w = "checkpoint '" + path + "' was saved on " + std::to_string(st.data_parallel_size) +
-                    " data-parallel rank(s) with micro-batch " + std::to_string(st.train_micro_batch_size_per_gpu) +
-                    " x accumulation " + std::to_string(st.gradient_accumulation_steps) + " and resumes on " +
+  if (saved.data_parallel_size != engine.dp_size() || !same_data) {
+    std::string w = "checkpoint '" + path + "' was saved on " + std::to_string(saved.data_parallel_size) +
+                    " data-parallel rank(s) with micro-batch " + std::to_string(saved.train_micro_batch_size_per_gpu) +
+                    " x accumulation " + std::to_string(saved.gradient_accumulation_steps) + " and resumes on " +
                     std::to_string(engine.dp_size()) + " with " + std::to_string(c.train_micro_batch_size_per_gpu) +
                     " x " + std::to_string(c.gradient_accumulation_steps) + ": ";
     // Micro-batches are numbered (step * G + micro) * W + rank, so only B and G*W decide the data.

@@ -9,6 +9,7 @@
 
 #include "minitorch/json_limits.h"
 #include "minitorch/safetensors.h"
+#include "runtime/save_file_checks.h"
 #include "runtime/save_target.h"
 
 namespace minitorch::runtime {
@@ -16,10 +17,6 @@ namespace minitorch::runtime {
 namespace fs = std::filesystem;
 
 namespace {
-[[noreturn]] void fail(const std::string& dir, const std::string& what) {
-  throw std::runtime_error("cannot resume from '" + dir + "': " + what);
-}
-
 /// "<param>[a:b]" -> (param, a, b); a name without a range is the whole parameter (b = -1).
 struct PieceName {
   std::string param;
@@ -54,19 +51,19 @@ class Assembler {
     std::optional<PieceName> p = dot == std::string::npos ? std::nullopt : parse_piece(key.substr(dot + 1));
     if (kind != "param" && kind != "exp_avg" && kind != "exp_avg_sq" && kind != "master") p.reset();
     if (!p || !shapes_.count(p->param))
-      fail(dir_, "shard '" + file + "' holds '" + truncate_for_message(key) +
-                     "', which is not a piece of a parameter the manifest names; use the files of one save together");
+      resume_fail(dir_, "shard '" + file + "' holds '" + truncate_for_message(key) +
+                            "', which is not a piece of a parameter the manifest names; use the files of one save together");
     const std::int64_t numel = numel_of(p->param);
     if (p->end < 0) p->end = numel;
     if (p->end > numel || t.numel() != p->end - p->begin || t.dtype() == DType::i32 ||
         (kind != "param" && t.dtype() != DType::f32))
-      fail(dir_, "shard '" + file + "' holds '" + truncate_for_message(key) + "' as " + dtype_name(t.dtype()) + " " +
-                     shape_str(t.shape()) + ", which does not fit the parameter's " + std::to_string(numel) +
-                     " elements; the shard is from another save");
+      resume_fail(dir_, "shard '" + file + "' holds '" + truncate_for_message(key) + "' as " + dtype_name(t.dtype()) + " " +
+                            shape_str(t.shape()) + ", which does not fit the parameter's " + std::to_string(numel) +
+                            " elements; the shard is from another save");
     Whole& w = wholes_[kind + "." + p->param];
     if (!w.flat.defined()) w.flat = Tensor::empty({numel}, t.dtype());
     if (w.flat.dtype() != t.dtype())
-      fail(dir_, "shards disagree on the dtype of '" + kind + "." + p->param + "'; use the files of one save together");
+      resume_fail(dir_, "shards disagree on the dtype of '" + kind + "." + p->param + "'; use the files of one save together");
     w.flat.narrow(0, p->begin, p->end - p->begin).copy_(t.reshape({t.numel()}));
     w.ranges.emplace_back(p->begin, p->end);
   }
@@ -76,20 +73,20 @@ class Assembler {
     for (const auto& [name, shape] : params) {
       auto it = wholes_.find(kind + "." + name);
       if (it == wholes_.end())
-        fail(dir_, "no shard holds any of " + kind + "." + name + "; a shard is missing or from another save");
+        resume_fail(dir_, "no shard holds any of " + kind + "." + name + "; a shard is missing or from another save");
       auto& ranges = it->second.ranges;
       std::sort(ranges.begin(), ranges.end());
       std::int64_t covered = 0;
       for (const auto& [a, b] : ranges) {
         if (a != covered)
-          fail(dir_, kind + "." + name + " elements [" + std::to_string(std::min(a, covered)) + ", " +
-                         std::to_string(std::max(a, covered)) + ") are " + (a > covered ? "in no shard" : "in two shards") +
-                         "; a shard is missing or from another save");
+          resume_fail(dir_, kind + "." + name + " elements [" + std::to_string(std::min(a, covered)) + ", " +
+                                std::to_string(std::max(a, covered)) + ") are " + (a > covered ? "in no shard" : "in two shards") +
+                                "; a shard is missing or from another save");
         covered = b;
       }
       if (covered != numel_of(name))
-        fail(dir_, kind + "." + name + " elements [" + std::to_string(covered) + ", " + std::to_string(numel_of(name)) +
-                       ") are in no shard; a shard is missing or from another save");
+        resume_fail(dir_, kind + "." + name + " elements [" + std::to_string(covered) + ", " + std::to_string(numel_of(name)) +
+                              ") are in no shard; a shard is missing or from another save");
       out.emplace_back(name, it->second.flat.reshape(Shape(shape.begin(), shape.end())));
     }
     return out;
@@ -113,15 +110,6 @@ class Assembler {
   std::map<std::string, Whole> wholes_;
 };
 
-void check_shard_size(const std::string& dir, const ManifestFile& want) {
-  const std::string file = dir + "/" + want.name;
-  std::error_code ec;
-  const auto bytes = fs::file_size(file, ec);
-  if (ec) fail(dir, "its shard '" + file + "' is missing; the save is incomplete (copy the whole directory)");
-  if (bytes != want.bytes)
-    fail(dir, "its shard '" + file + "' is " + std::to_string(bytes) + " bytes but the save wrote " +
-                  std::to_string(want.bytes) + ": it is truncated or was replaced; copy the whole save again");
-}
 }  // namespace
 
 bool is_sharded_checkpoint(const std::string& path) {
@@ -166,14 +154,9 @@ void save_shards(const std::string& dir, const Engine& engine, const data::Token
 
   // What the manifest will say, known on every rank: each shard carries it (manifest_facts).
   const zero::GradientStrategy& s = engine.strategy();
-  ShardedManifest m;
-  m.run_id = run_id;
-  m.step = engine.global_steps();
-  m.stage = s.zero_stage();
-  m.data_parallel_size = engine.dp_size();
+  ShardedManifest m(saved_run(engine, run_id));
+  m.zero_stage = s.zero_stage();
   m.pipeline_stages = pipeline_stages;
-  m.train_micro_batch_size_per_gpu = engine.config().train_micro_batch_size_per_gpu;
-  m.gradient_accumulation_steps = engine.config().gradient_accumulation_steps;
   m.optimizer_steps = s.optimizer_steps();
   for (const auto& [name, t] : engine.model().named_parameters()) {  // the whole model's, every stage's
     m.params.emplace_back(name, std::vector<std::int64_t>(t.shape().begin(), t.shape().end()));
@@ -202,7 +185,7 @@ void save_shards(const std::string& dir, const Engine& engine, const data::Token
 
 ShardedManifest check_complete_sharded(const std::string& dir) {
   ShardedManifest m = read_sharded_manifest(dir);
-  for (const ManifestFile& f : m.shards) check_shard_size(dir, f);
+  for (const ManifestFile& f : m.shards) check_file_size(dir, dir + "/" + f.name, f, "shard", " (copy the whole directory)");
   return m;
 }
 
@@ -219,22 +202,17 @@ FullState read_sharded_checkpoint(const std::string& dir) {
       return it == f.metadata.end() ? std::string("(none)") : it->second;
     };
     if (meta("run_id") != m.run_id)
-      fail(dir, "its shard '" + file + "' is from another run (" + truncate_for_message(meta("run_id")) +
-                    ", the manifest says " + truncate_for_message(m.run_id) + "); use the files of one save together");
+      resume_fail(dir, "its shard '" + file + "' is from another run (" + truncate_for_message(meta("run_id")) +
+                           ", the manifest says " + truncate_for_message(m.run_id) + "); use the files of one save together");
     if (meta("rank") != std::to_string(r) || meta("world") != std::to_string(m.ranks()))
-      fail(dir, "its shard '" + file + "' was written by rank " + truncate_for_message(meta("rank")) + " of " +
-                    truncate_for_message(meta("world")) + "; use the files of one save together");
-    if (fnv1a64_file(file) != want.fnv1a64)
-      fail(dir, "its shard '" + file + "' does not match the manifest's checksum: it was changed or corrupted after "
-                "the save");
+      resume_fail(dir, "its shard '" + file + "' was written by rank " + truncate_for_message(meta("rank")) + " of " +
+                           truncate_for_message(meta("world")) + "; use the files of one save together");
+    check_file_checksum(dir, file, want, "shard");
     CheckpointInfo info = checkpoint_info_of(f);
     if (info.step != m.step)
-      fail(dir, "its shard '" + file + "' is from step " + std::to_string(info.step) + " but the manifest is from step " +
-                    std::to_string(m.step) + "; use the files of one save together");
-    if (auto it = f.metadata.find("manifest_facts"); it != f.metadata.end())  // saves before them have none
-      if (std::string why = facts_mismatch(m, it->second); !why.empty())
-        fail(dir, why + " (shard '" + file + "'): the manifest was edited or is from another save; use the files of "
-                  "one save together");
+      resume_fail(dir, "its shard '" + file + "' is from step " + std::to_string(info.step) + " but the manifest is from step " +
+                           std::to_string(m.step) + "; use the files of one save together");
+    check_file_facts(dir, f, m, "shard");
     if (r == 0) {
       st.info = info;
       st.engine_state = meta("engine_state") == "(none)" ? "" : meta("engine_state");
@@ -250,10 +228,7 @@ FullState read_sharded_checkpoint(const std::string& dir) {
       for (auto& [name, t] : pieces.take("master", m.params)) st.optim.emplace_back("master." + name, t);
   }
   st.optimizer_steps = m.optimizer_steps;
-  st.run_id = m.run_id;
-  st.data_parallel_size = m.data_parallel_size;
-  st.train_micro_batch_size_per_gpu = m.train_micro_batch_size_per_gpu;
-  st.gradient_accumulation_steps = m.gradient_accumulation_steps;
+  st.run = m;
   return st;
 }
 

@@ -9,7 +9,7 @@
 ///   PATH/shard-0000r-of-0000N.safetensors   rank r's pieces `"<param>[a:b]"` (zero/partition.h):
 ///                                           `param.<piece>` (dtype P), `exp_avg.<piece>`, `exp_avg_sq.<piece>`
 ///                                           and, for bf16, `master.<piece>` (f32); the model's metadata
-///   PATH/manifest.json                      stage, N, Ψ, every parameter's name and shape, the step,
+///   PATH/manifest.json                      zero_stage, N, Ψ, every parameter's name and shape, the step,
 ///                                           each shard's size and FNV-1a 64 (written last)
 ///
 /// A save is one complete save or nothing: the ranks write into `PATH.partial/` (removed first if a

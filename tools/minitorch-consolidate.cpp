@@ -35,7 +35,7 @@ int main(int argc, char** argv) {
     const std::string grid = m.pipeline_stages > 1 ? " (" + std::to_string(m.data_parallel_size) + " data-parallel x " +
                                                          std::to_string(m.pipeline_stages) + " pipeline stages)"
                                                    : "";
-    std::printf("consolidated %s (stage %d, %d shards%s, step %lld) -> %s: %lld parameters, f32\n", where.path.c_str(), m.stage,
+    std::printf("consolidated %s (stage %d, %d shards%s, step %lld) -> %s: %lld parameters, f32\n", where.path.c_str(), m.zero_stage,
                 m.ranks(), grid.c_str(), static_cast<long long>(m.step), out.c_str(), static_cast<long long>(n));
   });
 }

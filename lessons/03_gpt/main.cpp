@@ -21,6 +21,7 @@
 #include "minitorch/ops.h"
 #include "minitorch/parallel.h"
 #include "nn/gpt.h"
+#include "nn/parameter_names.h"
 #include "runtime/config.h"
 #include "runtime/engine.h"
 
@@ -126,8 +127,8 @@ void the_parameter_table(lesson::Beats& beats, State& s) {
   const auto& model = s.model;
   std::printf("%s\n%-38s %-12s %9s %9s\n", mcfg.describe().c_str(), "name", "shape", "numel", "std");
   for (const auto& [name, p] : model->state_dict()) {
-    const bool later_block = name.rfind("transformer.h.", 0) == 0 && name.rfind("transformer.h.0.", 0) != 0;
-    if (later_block) continue;  // h.1 .. h.3 repeat h.0
+    const nn::ParameterPlace place = nn::parameter_place(name);
+    if (place.part == nn::ModelPart::block && place.block > 0) continue;  // h.1 .. h.3 repeat h.0
     const double sd = std::sqrt(ops::sum_squares(p) / static_cast<double>(p.numel()));  // rms = std for mean 0
     std::printf("%-38s %-12s %9lld %9.5f%s\n", name.c_str(), shape_str(p.shape()).c_str(),
                 static_cast<long long>(p.numel()), sd, name == "lm_head.weight" ? "  (= transformer.wte.weight)" : "");

@@ -13,7 +13,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstdio>
-#include <filesystem>
 #include <memory>
 #include <string>
 #include <thread>
@@ -286,29 +285,22 @@ void the_same_run_on_one_rank(lesson::Beats& beats, dist::ProcessGroup& world, c
 
 // The lesson's nine beats on every rank (rank 0 prints); main() below parses the options and runs it.
 int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
-  if (world.size() == 1) {
-    std::printf("This lesson runs on several ranks: each rank is one process with the whole model, and\n"
-                "DDP averages the gradients between them. Start it with `make lesson-05` (4 ranks), or\n\n"
-                "  mpirun -np 4 build/bin/lesson-05          (as root: add --allow-run-as-root;\n"
-                "                                             fewer cores than ranks: add --oversubscribe)\n\n"
-                "With one rank there is nobody to talk to: DDP would be the single-rank engine of lesson 03.\n");
-    return 0;
-  }
-  if (!std::filesystem::exists(opt.data))  // every rank sees it: rank 0 says it, all stop
-    throw lesson::UsageError("data file '" + opt.data +
-                             "' not found. Make it with `make data`, or pass --data FILE (any UTF-8 text)");
-  State s(opt, world.size(), beats.quick());
-  n_ranks_one_model_each(beats, world, s);
-  // Beats 2-4: how an all-reduce moves the bytes, step by step on a small tensor (watched_ring.cpp).
-  lesson05::ring_beats(beats, world);
-  buckets_gradients_in_reverse_order_of_use(beats, opt, s);
-  one_step_buckets_fire_during_backward(beats, world, s);
-  bytes_per_step(beats, world, s);
-  train_the_baby_gpt_on_n_ranks(beats, world, opt, s);
-  the_same_run_on_one_rank(beats, world, opt, s);
-  lesson::quiet_barrier();
-  std::printf("\nLesson 05 done.\n");
-  return 0;
+  const lesson::RanksLesson lesson05{
+      .number = "05",
+      .ranks_do = "each rank is one process with the whole model, and DDP\naverages the gradients between them",
+      .data = opt.data,
+      .note = "With one rank there is nobody to talk to: DDP would be the single-rank engine of lesson 03."};
+  return lesson::run_on_ranks(world, lesson05, [&] {
+    State s(opt, world.size(), beats.quick());
+    n_ranks_one_model_each(beats, world, s);
+    // Beats 2-4: how an all-reduce moves the bytes, step by step on a small tensor (watched_ring.cpp).
+    lesson05::ring_beats(beats, world);
+    buckets_gradients_in_reverse_order_of_use(beats, opt, s);
+    one_step_buckets_fire_during_backward(beats, world, s);
+    bytes_per_step(beats, world, s);
+    train_the_baby_gpt_on_n_ranks(beats, world, opt, s);
+    the_same_run_on_one_rank(beats, world, opt, s);
+  });
 }
 
 int main(int argc, char** argv) {

@@ -10,7 +10,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -270,27 +269,20 @@ void train_the_baby_gpt_at_stages_0_1_and_2(lesson::Beats& beats, dist::ProcessG
 
 // The lesson's six beats on every rank (rank 0 prints); main() below parses the options and runs it.
 int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
-  if (world.size() == 1) {
-    std::printf("This lesson runs on several ranks: ZeRO shards the model states over them. Start it with\n"
-                "`make lesson-06` (4 ranks), or\n\n"
-                "  mpirun -np 4 build/bin/lesson-06          (as root: add --allow-run-as-root;\n"
-                "                                             fewer cores than ranks: add --oversubscribe)\n\n"
-                "On one rank there is nothing to shard: every stage is the single-rank engine of lesson 03.\n");
-    return 0;
-  }
-  if (!std::filesystem::exists(opt.data))  // every rank sees it: rank 0 says it, all stop
-    throw lesson::UsageError("data file '" + opt.data +
-                             "' not found. Make it with `make data`, or pass --data FILE (any UTF-8 text)");
-  State s(opt, world.size(), beats.quick());
-  ddps_model_states(beats, world, s);
-  the_partition(beats, world, opt, s);
-  zero1_one_step_live(beats, world, s);
-  zero2_gradients_sharded_too(beats, world, s);
-  the_papers_table_1(beats);
-  train_the_baby_gpt_at_stages_0_1_and_2(beats, world, opt, s);
-  lesson::quiet_barrier();
-  std::printf("\nLesson 06 done.\n");
-  return 0;
+  const lesson::RanksLesson lesson06{
+      .number = "06",
+      .ranks_do = "ZeRO shards the model states over them",
+      .data = opt.data,
+      .note = "On one rank there is nothing to shard: every stage is the single-rank engine of lesson 03."};
+  return lesson::run_on_ranks(world, lesson06, [&] {
+    State s(opt, world.size(), beats.quick());
+    ddps_model_states(beats, world, s);
+    the_partition(beats, world, opt, s);
+    zero1_one_step_live(beats, world, s);
+    zero2_gradients_sharded_too(beats, world, s);
+    the_papers_table_1(beats);
+    train_the_baby_gpt_at_stages_0_1_and_2(beats, world, opt, s);
+  });
 }
 
 int main(int argc, char** argv) {

@@ -78,8 +78,8 @@ void table_beats(lesson::Beats& beats, double flat, int N) {
               "    the outer unit and gather it again first thing in backward.\n");
 }
 
-int train_beat(dist::ProcessGroup& world, std::int64_t steps, std::int64_t eval_iters, const data::TextDataset& ds,
-               const std::function<std::unique_ptr<runtime::Engine>(int stage)>& make_engine) {
+void train_beat(dist::ProcessGroup& world, std::int64_t steps, std::int64_t eval_iters, const data::TextDataset& ds,
+                const std::function<std::unique_ptr<runtime::Engine>(int stage)>& make_engine) {
   const int N = world.size();
   // Both engines at once, one step each in turn: the curves come out side by side as they train.
   std::unique_ptr<runtime::Engine> engines[2] = {make_engine(3), make_engine(0)};  // ZeRO-3, lesson 05's DDP
@@ -111,8 +111,6 @@ int train_beat(dist::ProcessGroup& world, std::int64_t steps, std::int64_t eval_
   std::printf("largest relative loss difference over %lld steps: %.1e\n", static_cast<long long>(steps), worst);
   std::printf("%.0f ms/step at stage 3, %.0f ms/step with DDP (%d ranks sharing this machine's cores: noisy)\n",
               ms[0] / double(steps), ms[1] / double(steps), N);
-  std::printf("\nLesson 07 done.\n");
-  return 0;
 }
 
 }  // namespace lesson07

@@ -20,8 +20,8 @@ void table_beats(lesson::Beats& beats, double flat, int N);
 
 /// Beat 7's body: trains make_engine(3) and make_engine(0) for `steps` steps each on the same
 /// micro-batches, prints both curves and the final train / val losses (`eval_iters` batches of 32).
-int train_beat(minitorch::dist::ProcessGroup& world, std::int64_t steps, std::int64_t eval_iters,
-               const minitorch::data::TextDataset& ds,
-               const std::function<std::unique_ptr<minitorch::runtime::Engine>(int stage)>& make_engine);
+void train_beat(minitorch::dist::ProcessGroup& world, std::int64_t steps, std::int64_t eval_iters,
+                const minitorch::data::TextDataset& ds,
+                const std::function<std::unique_ptr<minitorch::runtime::Engine>(int stage)>& make_engine);
 
 }  // namespace lesson07

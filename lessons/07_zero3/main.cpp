@@ -10,7 +10,6 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <map>
 #include <memory>
 #include <optional>
@@ -254,35 +253,28 @@ void bytes_per_step(lesson::Beats& beats, dist::ProcessGroup& world, State& s) {
   std::printf("(the all_reduce is the global gradient norm for clipping: one float, in every stage)\n");
 }
 
-int train_the_baby_gpt_at_stage_3_beside_ddp(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt,
-                                             State& s) {
+void train_the_baby_gpt_at_stage_3_beside_ddp(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt,
+                                              State& s) {
   beats.beat("train the baby GPT at stage 3, beside lesson 05's DDP",
              "The same run as lesson 05 (seed 1337, batch 8 per rank, AdamW, warmup-decay, clip 1.0), at\n"
              "stage 3 and at stage 0 (DDP). The same micro-batches and the same averaged gradients: the\n"
              "losses must agree to float summation order.");
-  return lesson07::train_beat(world, opt.steps, s.eval_iters, s.ds,
-                              [&](int stage) { return make_engine(stage, opt, world, s.V); });
+  lesson07::train_beat(world, opt.steps, s.eval_iters, s.ds, [&](int stage) { return make_engine(stage, opt, world, s.V); });
 }
 
 int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
-  const int N = world.size();
-  if (N == 1) {
-    std::printf("This lesson runs on several ranks: ZeRO-3 shards the model over them. Start it with\n"
-                "`make lesson-07` (4 ranks), or\n\n"
-                "  mpirun -np 4 build/bin/lesson-07          (as root: add --allow-run-as-root;\n"
-                "                                             fewer cores than ranks: add --oversubscribe)\n");
-    return 0;
-  }
-  if (!std::filesystem::exists(opt.data))
-    throw lesson::UsageError("data file '" + opt.data + "' not found. Make it with `make data`, or pass --data FILE");
-  State s(opt, N, beats.quick());
-  zero3_the_parameters_are_sharded_too(beats, world, opt, s);
-  units_gathered_to_compute_released_after(beats, world, s);
-  backward_gather_again_reduce_scatter_release(beats, world, s);
-  bytes_per_step(beats, world, s);
-  // Beats 5-6: the paper's 7.5B table from the estimator, and PyTorch FSDP's sharding strategies.
-  lesson07::table_beats(beats, double(s.flat), N);
-  return train_the_baby_gpt_at_stage_3_beside_ddp(beats, world, opt, s);  // it prints "Lesson 07 done."
+  const lesson::RanksLesson lesson07{.number = "07", .ranks_do = "ZeRO-3 shards the model over them", .data = opt.data};
+  return lesson::run_on_ranks(world, lesson07, [&] {
+    const int N = world.size();
+    State s(opt, N, beats.quick());
+    zero3_the_parameters_are_sharded_too(beats, world, opt, s);
+    units_gathered_to_compute_released_after(beats, world, s);
+    backward_gather_again_reduce_scatter_release(beats, world, s);
+    bytes_per_step(beats, world, s);
+    // Beats 5-6: the paper's 7.5B table from the estimator, and PyTorch FSDP's sharding strategies.
+    lesson07::table_beats(beats, double(s.flat), N);
+    train_the_baby_gpt_at_stage_3_beside_ddp(beats, world, opt, s);
+  });
 }
 
 int main(int argc, char** argv) {

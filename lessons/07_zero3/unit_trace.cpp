@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "minitorch/allocator.h"
+#include "nn/parameter_names.h"
 #include "runtime/estimate.h"
 
 using namespace minitorch;
@@ -116,7 +117,6 @@ void UnitTrace::on_event(const events::Event& e) {
   std::lock_guard<std::mutex> lock(mutex_);
   char text[160];
   if (compute_begin) {
-    const std::string prefix = "transformer.h.";
     if (e.micro_step >= 0 && (e.name == "forward" || e.name == "backward")) {  // the engine's own span
       line(e.name == "forward" ? "engine forward: model.loss(idx, targets)" : "engine backward: autograd from the loss",
            states());
@@ -125,7 +125,7 @@ void UnitTrace::on_event(const events::Event& e) {
       // one's prefetch started), so this is when the block really computes.
       line("forward " + pending_forward_, states());
       pending_forward_.clear();
-    } else if (e.scope.starts_with(prefix) && e.scope.find('.', prefix.size()) == std::string::npos) {
+    } else if (nn::block_of_module(e.scope) >= 0) {
       // A block's forward span opens before its pre-forward hook gathers it: wait for its body. Its
       // backward (nn::ModulePhaseEvents' hook, registered after Stage3's) comes once it is gathered.
       if (e.name == "forward") pending_forward_ = e.scope;

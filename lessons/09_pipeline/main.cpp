@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <memory>
 #include <string>
 #include <thread>
@@ -288,26 +287,21 @@ void training_the_baby_gpt_on_the_kjv_on_4_ranks(lesson::Beats& beats, dist::Pro
 }
 
 int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
-  if (world.size() != 4) {
-    std::printf("This lesson runs on 4 ranks: a pipeline of 4 stages, then a 2 x 2 grid. Start it with\n"
-                "`make lesson-09`, or\n\n"
-                "  mpirun -np 4 build/bin/lesson-09          (as root: add --allow-run-as-root;\n"
-                "                                             fewer cores than ranks: add --oversubscribe)\n\n"
-                "`build/bin/minitorch-pipeline --stages 4 --micro 8` prints the schedules on one rank.\n");
-    return 0;
-  }
-  if (!std::filesystem::exists(opt.data))
-    throw lesson::UsageError("data file '" + opt.data +
-                             "' not found. Make it with `make data`, or pass --data FILE (any UTF-8 text)");
-  const State s(opt);
-  schedules_as_data(beats);
-  the_bubble_as_m_grows(beats, world, s);
-  what_a_stage_keeps_alive(beats, world, s);
-  point_to_point_bytes_and_the_tied_embedding(beats, world, s);
-  a_2x2_grid_data_parallel_x_pipeline(beats, world, s);
-  training_the_baby_gpt_on_the_kjv_on_4_ranks(beats, world, opt, s);
-  std::printf("\nLesson 09 done.\n");
-  return 0;
+  const lesson::RanksLesson lesson09{
+      .number = "09",
+      .ranks_do = "a pipeline of 4 stages, then a 2 x 2 grid",
+      .data = opt.data,
+      .exact_ranks = 4,
+      .note = "`build/bin/minitorch-pipeline --stages 4 --micro 8` prints the schedules on one rank."};
+  return lesson::run_on_ranks(world, lesson09, [&] {
+    const State s(opt);
+    schedules_as_data(beats);
+    the_bubble_as_m_grows(beats, world, s);
+    what_a_stage_keeps_alive(beats, world, s);
+    point_to_point_bytes_and_the_tied_embedding(beats, world, s);
+    a_2x2_grid_data_parallel_x_pipeline(beats, world, s);
+    training_the_baby_gpt_on_the_kjv_on_4_ranks(beats, world, opt, s);
+  });
 }
 
 int main(int argc, char** argv) {

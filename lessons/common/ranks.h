@@ -1,11 +1,13 @@
 #pragma once
 // What the lessons on several ranks share: rank 0 reads the terminal and the others wait for its answer
 // asleep (a student may read a beat for minutes; a spinning wait would eat the cores), and a barrier
-// that sleeps too. MPI_COMM_WORLD: the lessons run on the whole job. And the main() they share.
+// that sleeps too. MPI_COMM_WORLD: the lessons run on the whole job. And the main() they share, and the
+// opening and closing around their beats.
 #include <mpi.h>
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <functional>
 #include <string>
 #include <thread>
@@ -49,6 +51,40 @@ inline int main_on_ranks(int argc, char** argv, const std::string& title, int to
   if (world.size() > 1) beats.on_ranks(world.rank(), from_rank0);
   return beats.run(argc, argv, [&] { return body(beats, world); },
                    [](const std::string& what) { minitorch::dist::abort_job(what, 1); });
+}
+
+/// What a lesson on several ranks says and checks around its beats (run_on_ranks).
+struct RanksLesson {
+  std::string number;     ///< "06": `make lesson-06`, build/bin/lesson-06, "Lesson 06 done."
+  std::string ranks_do;   ///< what the ranks are for: "ZeRO shards the model states over them"
+  std::string data;       ///< the text the lesson trains on (--data): it must exist
+  int exact_ranks = 0;    ///< the lesson runs on exactly this many ranks; 0: on any number above one
+  std::string note = {};  ///< a last paragraph for the message a rank count the lesson cannot use prints
+};
+
+/// A lesson's beats between the opening and the closing every lesson on several ranks shares: on a rank count
+/// it cannot use it says how to start it and returns 0; a missing data file is a UsageError on every rank (rank 0
+/// says it, all stop); after the beats every rank waits for the others, asleep, and "Lesson NN done." ends it.
+inline int run_on_ranks(minitorch::dist::ProcessGroup& world, const RanksLesson& lesson, const std::function<void()>& beats) {
+  const bool usable = lesson.exact_ranks > 0 ? world.size() == lesson.exact_ranks : world.size() > 1;
+  if (!usable) {
+    const int ranks = lesson.exact_ranks > 0 ? lesson.exact_ranks : 4;  // what `make lesson-NN` starts
+    const std::string on = lesson.exact_ranks > 0 ? std::to_string(ranks) + " ranks" : "several ranks";
+    std::printf("This lesson runs on %s: %s. Start it with\n`make lesson-%s`%s, or\n\n", on.c_str(),
+                lesson.ranks_do.c_str(), lesson.number.c_str(), lesson.exact_ranks > 0 ? "" : " (4 ranks)");
+    std::printf("  mpirun -np %d build/bin/lesson-%s          (as root: add --allow-run-as-root;\n"
+                "                                             fewer cores than ranks: add --oversubscribe)\n",
+                ranks, lesson.number.c_str());
+    if (!lesson.note.empty()) std::printf("\n%s\n", lesson.note.c_str());
+    return 0;
+  }
+  if (!std::filesystem::exists(lesson.data))  // every rank sees it: rank 0 says it, all stop
+    throw UsageError("data file '" + lesson.data +
+                     "' not found. Make it with `make data`, or pass --data FILE (any UTF-8 text)");
+  beats();
+  quiet_barrier();
+  std::printf("\nLesson %s done.\n", lesson.number.c_str());
+  return 0;
 }
 
 }  // namespace lesson

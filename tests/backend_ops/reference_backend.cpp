@@ -11,10 +11,6 @@
 
 namespace backend_ops {
 
-using minitorch::BinaryOp;
-using minitorch::UnaryOp;
-namespace ops = minitorch::ops;
-
 namespace {
 
 // The element offsets of every element of t (row-major over its shape), walked through the strides.

@@ -312,7 +312,7 @@ std::vector<std::string> sharded_manifest_seeds() {
     runtime::ShardedManifest m;
     m.run_id = "1718000000-4242-9f3a61c2";
     m.step = 600;
-    m.stage = pipeline ? 0 : 3;
+    m.zero_stage = pipeline ? 0 : 3;
     m.data_parallel_size = 2;
     m.pipeline_stages = pipeline ? 2 : 1;
     m.train_micro_batch_size_per_gpu = 8;

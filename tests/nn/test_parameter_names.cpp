@@ -52,3 +52,12 @@ TEST(L03_ParameterNames, ANameThatIsNotTheGptsIsOneClearError) {
     }
   }
 }
+
+TEST(L03_ParameterNames, AModuleNamesABlockOnlyAsTheBlockItself) {
+  EXPECT_EQ(nn::block_of_module("transformer.h.0"), 0);
+  EXPECT_EQ(nn::block_of_module("transformer.h.11"), 11);
+  for (const char* other : {"transformer.h.3.attn", "transformer.h.3.mlp.c_fc", "transformer.h.", "transformer.h.x",
+                            "transformer.h.-1", "transformer.wte", "transformer.ln_f", "lm_head", "transformer", ""}) {
+    EXPECT_EQ(nn::block_of_module(other), -1) << other;
+  }
+}

@@ -213,7 +213,7 @@ TEST(L09_PipelineCheckpoint, ResumeOnTheSameGridIsBitIdentical) {
     EXPECT_EQ(m.pipeline_stages, 2);
     EXPECT_EQ(m.data_parallel_size, dp);
     EXPECT_EQ(m.shards.size(), static_cast<std::size_t>(world.size()));
-    EXPECT_EQ(m.stage, zero_stage == 1 && dp > 1 ? 1 : 0);
+    EXPECT_EQ(m.zero_stage, zero_stage == 1 && dp > 1 ? 1 : 0);
     EXPECT_EQ(m.params.size(), a.pipe->engine().model().named_parameters().size()) << "the whole model, every stage";
 
     PipeRun b(json, world, /*init_seed=*/99);  // another init: every weight must come from the save

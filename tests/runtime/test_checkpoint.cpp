@@ -371,22 +371,31 @@ TEST(L03_Checkpoint, StepCountsInMetadataAreDecimalDigitsOnly) {
             "optimizer state '" + p + ".optim' has no valid optimizer_steps metadata (the key is missing)");
 }
 
-// A pipeline's sharded manifest: pipeline_stages beside data_parallel_size, one shard per rank of the grid;
-// a save from before pipelines (no pipeline_stages) reads as one stage; stage 0 is sharded only for pipelines.
-TEST(L09_PipelineManifest, RoundTripsAndChecksTheGrid) {
-  mt_test::TempDir dir;
+namespace {
+/// The manifest of a step-3 sharded save of a one-tensor model on a `dp` x `pipeline_stages` grid (the
+/// shards' sizes and checksums made up).
+runtime::ShardedManifest step_3_manifest(int zero_stage, int dp, int pipeline_stages) {
   runtime::ShardedManifest m;
   m.run_id = "run-a";
   m.step = 3;
-  m.stage = 0;
-  m.data_parallel_size = 2;
-  m.pipeline_stages = 2;
+  m.zero_stage = zero_stage;
+  m.data_parallel_size = dp;
+  m.pipeline_stages = pipeline_stages;
   m.train_micro_batch_size_per_gpu = 2;
   m.gradient_accumulation_steps = 4;
   m.dtype = "f32";
   m.params = {{"transformer.wte.weight", {65, 24}}};
   m.numel = 65 * 24;
-  for (int r = 0; r < 4; ++r) m.shards.push_back({runtime::shard_file_name(r, 4), 100, 1, 0});
+  for (int r = 0; r < m.ranks(); ++r) m.shards.push_back({runtime::shard_file_name(r, m.ranks()), 100, 1, 0});
+  return m;
+}
+}  // namespace
+
+// A pipeline's sharded manifest: pipeline_stages beside data_parallel_size, one shard per rank of the grid;
+// a save from before pipelines (no pipeline_stages) reads as one stage; stage 0 is sharded only for pipelines.
+TEST(L09_PipelineManifest, RoundTripsAndChecksTheGrid) {
+  mt_test::TempDir dir;
+  const runtime::ShardedManifest m = step_3_manifest(0, 2, 2);
   runtime::write_sharded_manifest(dir.dir.string(), m);
   const std::string text = mt_test::read_text(runtime::sharded_manifest_path(dir.dir.string()));
   const runtime::ShardedManifest back = runtime::parse_sharded_manifest(text, "ck");
@@ -398,7 +407,7 @@ TEST(L09_PipelineManifest, RoundTripsAndChecksTheGrid) {
   j["pipeline_stages"] = 1;
   EXPECT_TRUE(contains(error_of([&] { runtime::parse_sharded_manifest(j.dump(), "ck"); }),
                        "stage 0 with one pipeline stage is saved as a single file, not sharded"));
-  j["stage"] = 1;
+  j["zero_stage"] = 1;
   EXPECT_TRUE(contains(error_of([&] { runtime::parse_sharded_manifest(j.dump(), "ck"); }),
                        "shards must list one file per rank (2)"));
   j.erase("pipeline_stages");  // a save from before pipelines were saved: one stage
@@ -406,4 +415,31 @@ TEST(L09_PipelineManifest, RoundTripsAndChecksTheGrid) {
   j["shards"][0]["name"] = runtime::shard_file_name(0, 2);
   j["shards"][1]["name"] = runtime::shard_file_name(1, 2);
   EXPECT_EQ(runtime::parse_sharded_manifest(j.dump(), "ck").pipeline_stages, 1);
+}
+
+// The sharded manifest names the ZeRO stage `zero_stage`, as the run report and the strategies do. Saves
+// from before the rename say `stage`, in the manifest and in the facts each shard carries: both still read.
+TEST(L06_ShardedManifest, WritesZeroStageAndStillReadsTheOldStageKey) {
+  mt_test::TempDir dir;
+  const runtime::ShardedManifest m = step_3_manifest(2, 2, 1);
+  runtime::write_sharded_manifest(dir.dir.string(), m);
+  const nlohmann::json written = nlohmann::json::parse(mt_test::read_text(runtime::sharded_manifest_path(dir.dir.string())));
+  EXPECT_EQ(written.at("zero_stage"), 2);
+  EXPECT_FALSE(written.contains("stage"));
+  EXPECT_EQ(nlohmann::json::parse(runtime::manifest_facts(m)).at("zero_stage"), 2);
+
+  nlohmann::json old = written;
+  old["stage"] = old["zero_stage"];
+  old.erase("zero_stage");
+  EXPECT_EQ(runtime::parse_sharded_manifest(old.dump(), "ck").zero_stage, 2);
+  nlohmann::json old_facts = nlohmann::json::parse(runtime::manifest_facts(m));
+  old_facts["stage"] = old_facts["zero_stage"];
+  old_facts.erase("zero_stage");
+  EXPECT_EQ(runtime::facts_mismatch(m, old_facts.dump()), "");
+  old_facts["stage"] = 1;
+  EXPECT_EQ(runtime::facts_mismatch(m, old_facts.dump()), "the manifest's zero_stage is 2 but the save wrote 1");
+
+  old["zero_stage"] = 2;  // both names: not what any save wrote
+  EXPECT_TRUE(contains(error_of([&] { runtime::parse_sharded_manifest(old.dump(), "ck"); }),
+                       "zero_stage and its old name stage are both given"));
 }

@@ -69,7 +69,7 @@ TEST(L06_ShardedCheckpoint, DirectoryHoldsOneShardPerRankAndAManifest) {
   run.train(2);
   runtime::save_checkpoint(path, *run.engine, run.ds.tokenizer(), "run-a");
   const runtime::ShardedManifest m = runtime::check_complete_sharded(path);
-  EXPECT_EQ(m.stage, 2);
+  EXPECT_EQ(m.zero_stage, 2);
   EXPECT_EQ(m.data_parallel_size, world.size());
   EXPECT_EQ(m.step, 2);
   EXPECT_EQ(m.numel, run.psi());

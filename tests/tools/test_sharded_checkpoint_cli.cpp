@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "test_util.h"
@@ -32,13 +33,16 @@ mt_test::CommandResult train(int np, const std::string& config, const std::strin
                                                  std::to_string(steps) + " " + extra));
 }
 /// 4 steps of `config` on `np` ranks uninterrupted, and 2 steps saved at `ckpt` then resumed to step 4 on the
-/// same ranks: steps 3 and 4 of both must be equal to the bit. Returns the saving run's output.
+/// same ranks: steps 3 and 4 of both must be equal to the bit. `before_resume` may change the save first.
+/// Returns the saving run's output.
 std::string expect_resume_bit_identical(int np, const std::string& config, const std::string& data,
-                                        const mt_test::TempDir& dir, const std::string& ckpt) {
+                                        const mt_test::TempDir& dir, const std::string& ckpt,
+                                        const std::function<void()>& before_resume = {}) {
   auto r = train(np, config, data, 4, "--out '' --report " + dir.path("whole.json"));
   EXPECT_EQ(r.exit_code, 0) << r.output;
   const auto saved = train(np, config, data, 2, "--out " + ckpt);
   EXPECT_EQ(saved.exit_code, 0) << saved.output;
+  if (before_resume) before_resume();
   r = train(np, config, data, 4, "--resume " + ckpt + " --out '' --report " + dir.path("resumed.json"));
   EXPECT_EQ(r.exit_code, 0) << r.output;
   const std::vector<double> a = losses_of(dir.path("whole.json")), b = losses_of(dir.path("resumed.json"));
@@ -126,6 +130,23 @@ TEST(L09_PipelineCheckpointCli, SavesResumesBitIdenticallyAndConsolidates) {
   EXPECT_THAT(r.output, HasSubstr("(stage 0, 4 shards (2 data-parallel x 2 pipeline stages), step 2) -> " + model));
   r = run_command(mt_test::bin("minitorch-eval") + " --checkpoint " + model + " --data " + data);
   EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
+// The manifest names the ZeRO stage `zero_stage`; a save from before that rename says `stage`, and resumes
+// as it always did.
+TEST(L06_ShardedCheckpointCli, AManifestThatSaysStageResumesLikeOneThatSaysZeroStage) {
+  mt_test::TempDir dir;
+  const std::string data = mt_test::write_corpus(dir), ckpt = dir.path("ckpt");
+  const std::string config = mt_test::tiny_model_copy(dir, "configs/zero2.json");
+  expect_resume_bit_identical(2, config, data, dir, ckpt, [&] {
+    const std::string manifest = ckpt + "/manifest.json";
+    nlohmann::json j = nlohmann::json::parse(std::ifstream(manifest));
+    EXPECT_EQ(j.value("zero_stage", -1), 2);
+    EXPECT_FALSE(j.contains("stage"));
+    j["stage"] = j["zero_stage"];  // as a save from before the rename wrote it
+    j.erase("zero_stage");
+    std::ofstream(manifest) << j.dump(2) << "\n";
+  });
 }
 
 TEST(L06_ShardedCheckpointCli, OutThatIsAFileIsRefusedBeforeTraining) {

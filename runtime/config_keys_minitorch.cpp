@@ -1,0 +1,85 @@
+// The key table's pipeline and activation_checkpointing keys (DeepSpeed's sections, mostly minitorch's keys)
+// and minitorch's own sections: model, training, comm, device (runtime/config_key_rows.h says how rows are
+// written).
+#include "runtime/config_key_rows.h"
+
+namespace minitorch::runtime::key_rows {
+
+namespace {
+constexpr std::string_view kActTuning = "it tunes DeepSpeed's checkpointing (device synchronisation, timing), which minitorch's has no counterpart for";
+}  // namespace
+
+std::span<const ConfigKey> minitorch_rows() {
+  static constexpr ConfigKey rows[] = {
+      // ---- pipeline (pipeline/engine.h), activation checkpointing ----
+      ok("pipeline", "{}").ds("{}"),
+      ok("pipeline.stages", "2").ge(1),                 // stages of the data × pipeline grid (minitorch's key;
+                                                        // DeepSpeed's "auto" takes them from PipelineModule)
+      ok("pipeline.schedule", R"("gpipe")"),           // "gpipe" | "1f1b" (minitorch's key)
+      ok("pipeline.partition_method", R"("uniform")"), // DeepSpeed's PipelineModule(partition_method=...)
+      noop("pipeline.partition", R"("parameters")",
+           "DeepSpeed takes the method from PipelineModule(partition_method=...); minitorch's key is pipeline.partition_method")
+          .ds(R"("best")")
+          .what("DeepSpeed reads the method from `PipelineModule(partition_method=...)`; ours is `pipeline.partition_method`"),
+      noop("pipeline.seed_layers", "false", "every rank builds the whole GPT from the one seed, so the stages' layers agree anyway").ds("false")
+          .what("a different seed per layer; every minitorch rank builds the whole GPT from one seed"),
+      noop("pipeline.activation_checkpoint_interval", "0",
+           "minitorch's stages checkpoint with activation_checkpointing.segment_size").ds("0")
+          .what("checkpoint every N layers; ours: `activation_checkpointing.segment_size`"),
+      noop("pipeline.pipe_partitioned", "true", "it splits the sent activations across tensor-parallel ranks; minitorch has no tensor parallelism")
+          .ds("true")
+          .what("split sent activations across tensor-parallel ranks (none here)"),
+      noop("pipeline.grad_partitioned", "true", "it splits the sent gradients across tensor-parallel ranks; minitorch has no tensor parallelism")
+          .ds("true")
+          .what("split sent gradients across tensor-parallel ranks (none here)"),
+      ok("activation_checkpointing", "{}").ds("{}"),
+      ok("activation_checkpointing.enabled", "true"),      // GPT::set_checkpoint_segments (minitorch's key)
+      ok("activation_checkpointing.segment_size", "1").ge(1),  // blocks per checkpointed segment (minitorch's key)
+      todo("activation_checkpointing.partition_activations", "true", "false",
+           "activation_checkpointing.partition_activations",
+           "it splits each checkpoint across tensor-parallel ranks, and minitorch has no tensor parallelism: set it to false").ds("false"),
+      // Checkpointed inputs kept in host memory (autograd::SaveOnHost); needs `enabled` (runtime/config.cpp).
+      ok("activation_checkpointing.cpu_checkpointing", "true", R"({"activation_checkpointing": {"enabled": true}})").ds("false"),
+      todo("activation_checkpointing.contiguous_memory_optimization", "true", "false",
+           "activation_checkpointing.contiguous_memory_optimization",
+           "it copies partitioned checkpoints into one buffer, and minitorch does not partition them (no tensor "
+           "parallelism): set it to false").ds("false"),
+      noop("activation_checkpointing.number_checkpoints", "4",
+           "it sizes DeepSpeed's buffer for contiguous_memory_optimization; minitorch checkpoints every segment_size blocks").ds("null")
+          .what("checkpoints per model, sizing the buffer above (minitorch: `segment_size`)"),
+      noop("activation_checkpointing.synchronize_checkpoint_boundary", "false", kActTuning).ds("false")
+          .what("synchronise the device at checkpoints"),
+      noop("activation_checkpointing.profile", "false", kActTuning).ds("false")
+          .what("time the checkpoint functions"),
+      // ---- model (minitorch) ----
+      ok("model", R"({"name": "baby"})"),
+      ok("model.name", R"("baby")"),
+      ok("model.n_layer", "2").ge(1, 2147483647),  // token ids and positions are i32; model_budget.h bounds the product
+      ok("model.n_head", "4").ge(1, 2147483647),
+      ok("model.n_embd", "64").ge(1, 2147483647),
+      ok("model.block_size", "32").ge(1, 2147483647),
+      ok("model.vocab_size", "65").ge(0, 2147483647),
+      todo("model.dropout", "0.1", "0", "dropout", "only 0 is supported: remove model.dropout or set it to 0").ge(0, 1),
+      ok("model.bias", "false"),
+      // ---- training (minitorch) ----
+      ok("training", "{}"),
+      ok("training.steps", "100").ge(0),
+      ok("training.eval_interval", "10").ge(0),
+      ok("training.eval_iters", "5").ge(1),     // 0 batches would average nothing: nan
+      ok("training.log_interval", "10").ge(1),  // a period: 0 would divide by zero
+      ok("training.checkpoint", R"("out/model.safetensors")"),
+      ok("training.seed", "7").ge(0),
+      ok("training.tokenizer", R"("byte")"),
+      ok("training.data", R"("datasets/kjv.txt")"),
+      // ---- comm (minitorch) ----
+      ok("comm", "{}"),
+      ok("comm.timeout_s", "300").type(T::number).gt(0),  // 0 would time out every wait at once; there is no "never"
+      // ---- device (minitorch) ----
+      ok("device", R"({"type": "sim", "memory": "24MiB"})"),
+      ok("device.type", R"("sim")"),  // "cpu", "sim", "cuda": runtime/config.cpp
+      ok("device.memory", R"("24MiB")", R"({"device": {"type": "sim"}})").type(T::any),  // a size string or bytes, sim only: runtime/byte_size.h
+  };
+  return rows;
+}
+
+}  // namespace minitorch::runtime::key_rows
