@@ -13,7 +13,7 @@ namespace minitorch::zero {
 /// data-parallel rank without offload run as stage 0); this function applies no rule of its own.
 /// `params`: the parameters this rank trains, a pipeline stage's share of the model (pipeline/); nullptr
 /// = all of model->named_parameters(). Stages 0 and 1 take a share; 2 and 3 do not (the config refuses
-/// them with pipelines: runtime/config_keys.cpp). Throws std::invalid_argument for a stage that does not exist.
+/// them with pipelines: runtime/config.cpp). Throws std::invalid_argument for a stage that does not exist.
 std::unique_ptr<GradientStrategy> make_strategy(std::shared_ptr<nn::GPT> model, const StrategyConfig& config,
                                                 dist::ProcessGroup* group, const nn::NamedTensors* params = nullptr);
 

@@ -88,65 +88,89 @@ dist::ring::Shift counted_shift(dist::ProcessGroup& g, std::vector<RingStep>* se
   };
 }
 
-void ring_beats(lesson::Beats& beats, dist::ProcessGroup& world) {
-  namespace ring = dist::ring;
-  const int N = world.size(), rank = world.rank();
-  const std::int64_t numel = kPerChunk * N;  // (2N) floats per rank: chunk c = elements 2c, 2c+1
-  char full_sum[32];
-  std::snprintf(full_sum, sizeof full_sum, "%.0f", static_cast<double>((std::pow(10.0, N) - 1) / 9));  // "1111"
-  const int width = static_cast<int>(std::to_string(numel).size() + std::string(full_sum).size() - 1);
+/// What the three beats of the ring share: this rank's buffer and the bytes each phase sent.
+struct Ring {
+  int N = 0, rank = 0;
+  std::int64_t numel = 0;      ///< (2N) floats per rank: chunk c = elements 2c, 2c+1
+  std::string full_sum;        ///< "1111": every rank's digit in a complete sum
+  int width = 0;               ///< the printed width of a value
+  std::vector<float> data;     ///< (2N) this rank's buffer
+  std::int64_t rs_bytes = 0, ag_bytes = 0, recorded = 0;  ///< sent by each phase; recorded by world.all_reduce
+};
 
-  // ------------------------------------------------------------------------------------------
+Ring ring_on(dist::ProcessGroup& world) {
+  Ring r;
+  r.N = world.size();
+  r.rank = world.rank();
+  r.numel = kPerChunk * r.N;
+  char full_sum[32];
+  std::snprintf(full_sum, sizeof full_sum, "%.0f", static_cast<double>((std::pow(10.0, r.N) - 1) / 9));  // "1111"
+  r.full_sum = full_sum;
+  r.width = static_cast<int>(std::to_string(r.numel).size() + r.full_sum.size() - 1);
+  r.data.resize(static_cast<std::size_t>(r.numel));
+  for (std::int64_t i = 0; i < r.numel; ++i) r.data[static_cast<std::size_t>(i)] = value(r.rank, i);
+  return r;
+}
+
+void reduce_scatter_beat(lesson::Beats& beats, dist::ProcessGroup& world, Ring& r) {
+  namespace ring = dist::ring;
+  const int N = r.N, rank = r.rank, width = r.width;
+  const std::int64_t numel = r.numel;
+  std::vector<float>& data = r.data;
+  std::vector<RingStep> seen;
   beats.beat("the ring, phase 1: reduce-scatter, step by step",
              "An all-reduce moves no more than it must when the ranks sit on a ring: rank r sends only to\n"
              "r+1 and receives only from r-1 (mod N). The buffer is cut into N chunks. At each of N-1 steps\n"
              "every rank sends one chunk's partial sum to the right and adds its own share to the chunk that\n"
              "arrives from the left; afterwards rank r holds chunk r summed over all ranks. This runs\n"
              "ring::reduce_scatter (dist/ring.h) on each rank, its sends going through world.isend.");
-  std::vector<float> data(static_cast<std::size_t>(numel));  // (2N) this rank's buffer
-  for (std::int64_t i = 0; i < numel; ++i) data[static_cast<std::size_t>(i)] = value(rank, i);
   std::printf("%d ranks, %lld floats each, chunk c = elements 2c and 2c+1. Rank r holds (i+1)*10^r, so each\n"
               "digit of a sum says which ranks are in it (%s = all %d):\n",
-              N, static_cast<long long>(numel), full_sum, N);
-  for (int r = 0; r < N; ++r) {
-    std::printf("  rank %d:", r);
+              N, static_cast<long long>(numel), r.full_sum.c_str(), N);
+  for (int q = 0; q < N; ++q) {
+    std::printf("  rank %d:", q);
     for (int c = 0; c < N; ++c) {
-      const float own[kPerChunk] = {value(r, c * kPerChunk), value(r, c * kPerChunk + 1)};
+      const float own[kPerChunk] = {value(q, c * kPerChunk), value(q, c * kPerChunk + 1)};
       std::printf("  chunk %d %s", c, values(own, kPerChunk, width).c_str());
     }
     std::printf("\n");
   }
-  std::vector<RingStep> seen;
   const std::int64_t before_rs = world.stats().bytes;
   ring::reduce_scatter(data.data(), numel, rank, N, counted_shift(world, &seen));  // chunk `rank` is now the sum
-  const std::int64_t rs_bytes = world.stats().bytes - before_rs;
+  r.rs_bytes = world.stats().bytes - before_rs;
   print_steps(world, seen, ring::reduce_scatter_send_chunk, ring::reduce_scatter_recv_chunk, /*adds=*/true, width);
-  std::vector<float> all = gather(world, data);  // (N, 2N)
+  const std::vector<float> all = gather(world, data);  // (N, 2N)
   std::printf("after %d steps rank r holds chunk r complete:", N - 1);
-  for (int r = 0; r < N; ++r) {
-    const float* own_chunk = &all[static_cast<std::size_t>(r * numel + r * kPerChunk)];  // rank r's chunk r
-    std::printf("  rank %d chunk %d %s", r, r, values(own_chunk, kPerChunk, width).c_str());
+  for (int q = 0; q < N; ++q) {
+    const float* own_chunk = &all[static_cast<std::size_t>(q * numel + q * kPerChunk)];  // rank q's chunk q
+    std::printf("  rank %d chunk %d %s", q, q, values(own_chunk, kPerChunk, width).c_str());
   }
   std::printf("\n(the other chunks of each rank's buffer hold partial sums it no longer needs)\n");
 
-  // ------------------------------------------------------------------------------------------
+}
+
+void all_gather_beat(lesson::Beats& beats, dist::ProcessGroup& world, Ring& r) {
+  namespace ring = dist::ring;
+  const int N = r.N, rank = r.rank, width = r.width;
+  const std::int64_t numel = r.numel;
+  std::vector<float>& data = r.data;
   beats.beat("the ring, phase 2: all-gather, step by step",
              "Now every rank has one finished chunk and needs the others. In N-1 more steps each rank\n"
              "forwards the finished chunk it got last (its own first) to the right: nothing is added, the\n"
              "chunks just travel round the ring. Reduce-scatter + all-gather = all-reduce.");
-  seen.clear();
+  std::vector<RingStep> seen;
   const std::int64_t before_ag = world.stats().bytes;
   ring::all_gather(data.data(), numel, rank, N, counted_shift(world, &seen));  // every chunk is now the sum
-  const std::int64_t ag_bytes = world.stats().bytes - before_ag;
+  r.ag_bytes = world.stats().bytes - before_ag;
   print_steps(world, seen, ring::all_gather_send_chunk, ring::all_gather_recv_chunk, /*adds=*/false, width);
-  all = gather(world, data);
+  const std::vector<float> all = gather(world, data);  // (N, 2N)
   int right = 0;  // ranks whose whole buffer is the element-wise sum
-  for (int r = 0; r < N; ++r) {
+  for (int q0 = 0; q0 < N; ++q0) {
     bool ok = true;
     for (std::int64_t i = 0; i < numel; ++i) {
       float sum = 0;
       for (int q = 0; q < N; ++q) sum += value(q, i);
-      ok = ok && all[static_cast<std::size_t>(r * numel + i)] == sum;
+      ok = ok && all[static_cast<std::size_t>(q0 * numel + i)] == sum;
     }
     right += ok;
   }
@@ -158,27 +182,32 @@ void ring_beats(lesson::Beats& beats, dist::ProcessGroup& world) {
   world.set_algorithm(dist::Algorithm::ring);
   const std::int64_t before_ar = world.stats().bytes;
   world.all_reduce(t);
-  const std::int64_t recorded = world.stats().bytes - before_ar;
+  r.recorded = world.stats().bytes - before_ar;
   world.set_algorithm(was);
   const bool same = t.to_vector() == data;
   std::printf("world.all_reduce(t) with Algorithm::ring (dist/mpi_group.cpp calls ring::all_reduce): %s on rank 0\n",
               same ? "the same" : "DIFFERENT");
 
-  // ------------------------------------------------------------------------------------------
+}
+
+void bytes_beat(lesson::Beats& beats, dist::ProcessGroup& world, const Ring& r) {
+  const int N = r.N;
+  const std::int64_t numel = r.numel;
   beats.beat("bytes each rank sent: the counter against (N-1)/N * numel * 4 per phase",
              "Each step a rank sends one chunk, numel/N floats, and there are N-1 steps per phase: (N-1)/N of\n"
              "the buffer per phase, 2(N-1)/N in all, whatever N is. That is why the ring is bandwidth-optimal,\n"
              "and it is the volume world.stats() records for every all-reduce (process_group.h).");
+  const std::int64_t rs_bytes = r.rs_bytes, ag_bytes = r.ag_bytes;
   const std::vector<float> counts =
-      gather(world, {static_cast<float>(rs_bytes), static_cast<float>(ag_bytes), static_cast<float>(recorded)});
+      gather(world, {static_cast<float>(rs_bytes), static_cast<float>(ag_bytes), static_cast<float>(r.recorded)});
   std::printf("bytes sent, counted by world.stats() as each isend of the ring went out:\n");
   std::printf("rank   reduce-scatter   all-gather   all-reduce   recorded by world.all_reduce\n");
   bool all_equal = true;
-  for (int r = 0; r < N; ++r) {
-    const auto rs = static_cast<long long>(counts[static_cast<std::size_t>(3 * r)]);
-    const auto ag = static_cast<long long>(counts[static_cast<std::size_t>(3 * r + 1)]);
-    const auto rec = static_cast<long long>(counts[static_cast<std::size_t>(3 * r + 2)]);
-    std::printf("%4d   %14lld   %10lld   %10lld   %28lld\n", r, rs, ag, rs + ag, rec);
+  for (int q = 0; q < N; ++q) {
+    const auto rs = static_cast<long long>(counts[static_cast<std::size_t>(3 * q)]);
+    const auto ag = static_cast<long long>(counts[static_cast<std::size_t>(3 * q + 1)]);
+    const auto rec = static_cast<long long>(counts[static_cast<std::size_t>(3 * q + 2)]);
+    std::printf("%4d   %14lld   %10lld   %10lld   %28lld\n", q, rs, ag, rs + ag, rec);
     all_equal = all_equal && rs + ag == static_cast<long long>(rs_bytes + ag_bytes) && rec == rs + ag;
   }
   const std::int64_t phase = (N - 1) * numel * 4 / N, formula = 2 * (N - 1) * numel * 4 / N;
@@ -188,6 +217,13 @@ void ring_beats(lesson::Beats& beats, dist::ProcessGroup& world) {
               all_equal ? " (every rank the same, and what world.all_reduce records)" : " on rank 0 (ranks DIFFER)");
   std::printf("formula 2*(%d-1)/%d * %lld * 4 = %lld bytes  %s\n", N, N, static_cast<long long>(numel),
               static_cast<long long>(formula), rs_bytes + ag_bytes == formula ? "(equal)" : "(DIFFERENT)");
+}
+
+void ring_beats(lesson::Beats& beats, dist::ProcessGroup& world) {
+  Ring r = ring_on(world);
+  reduce_scatter_beat(beats, world, r);
+  all_gather_beat(beats, world, r);
+  bytes_beat(beats, world, r);
 }
 
 }  // namespace lesson05

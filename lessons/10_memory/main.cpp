@@ -210,28 +210,18 @@ void train_the_seeds_offload_config(lesson::Beats& beats, dist::ProcessGroup& wo
 
 // The lesson's eight beats on every rank (rank 0 prints); main() below parses the options and runs it.
 int run(lesson::Beats& beats, dist::ProcessGroup& world, const Options& opt) {
-  if (world.size() == 1) {
-    std::printf("This lesson runs on several ranks: ZeRO shards the model states over them. Start it with\n"
-                "`make lesson-10` (4 ranks), or\n\n"
-                "  mpirun -np 4 build/bin/lesson-10          (as root: add --allow-run-as-root;\n"
-                "                                             fewer cores than ranks: add --oversubscribe)\n");
-    return 0;
-  }
-  if (!std::filesystem::exists(opt.data))  // every rank sees it: rank 0 says it, all stop
-    throw lesson::UsageError("data file '" + opt.data +
-                             "' not found. Make it with `make data`, or pass --data FILE (any UTF-8 text)");
-  State s(opt, world);
-  a_card_per_rank(beats, s);
-  ddp_runs_out_of_memory(beats, world, s);
-  zero2_fits(beats, world, s);
-  a_deeper_gpt_needs_zero3(beats, world, s);
-  a_longer_sequence_needs_checkpointing(beats, world, s);
-  offload_trades_device_bytes(beats, world, s);
-  the_closing_table(beats, world, s);
-  train_the_seeds_offload_config(beats, world, opt, s);
-  lesson::quiet_barrier();
-  std::printf("\nLesson 10 done.\n");
-  return 0;
+  const lesson::RanksLesson lesson10{.number = "10", .ranks_do = "ZeRO shards the model states over them", .data = opt.data};
+  return lesson::run_on_ranks(world, lesson10, [&] {
+    State s(opt, world);
+    a_card_per_rank(beats, s);
+    ddp_runs_out_of_memory(beats, world, s);
+    zero2_fits(beats, world, s);
+    a_deeper_gpt_needs_zero3(beats, world, s);
+    a_longer_sequence_needs_checkpointing(beats, world, s);
+    offload_trades_device_bytes(beats, world, s);
+    the_closing_table(beats, world, s);
+    train_the_seeds_offload_config(beats, world, opt, s);
+  });
 }
 
 int main(int argc, char** argv) {
