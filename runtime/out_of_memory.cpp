@@ -83,7 +83,7 @@ MemoryRun memory_run_for(const Plan& plan, const Config& config, const nn::GPTCo
   run.rank = rank;
   run.dp_size = plan.grid.data;
   run.zero_stage = plan.zero_stage;
-  run.offload = plan.offload_optimizer && plan.zero_stage > 0;
+  run.offload = plan.offload_optimizer;
   run.psi = static_cast<double>(model.num_parameters());
   run.model = model;
   run.config = &config;

@@ -46,7 +46,9 @@ const char* precision_name(Precision p);
 struct Plan {
   int config_zero_stage = 0;  ///< zero_optimization.stage as written
   int zero_stage = 0;         ///< the stage that runs (effective_zero_stage)
-  bool offload_optimizer = false;  ///< ZeRO-Offload runs: the optimizer states on the host (stages 1–3)
+  /// ZeRO-Offload runs: the optimizer states on the host. Only at stages 1–3 (the config refuses it at stage 0,
+  /// and the one-rank rule keeps the stage when it is on), so zero_stage > 0 whenever it is true.
+  bool offload_optimizer = false;
   /// `device.type` or --device as given ("cpu", "sim", "cuda", "cuda:1"); `device` is that device, with a
   /// "cuda" rank's GPU filled in by setup_device (local rank).
   std::string device_name = "cpu";

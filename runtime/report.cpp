@@ -153,7 +153,7 @@ ordered_json RunReport::formulas_json() const {
                                static_cast<std::int64_t>(b.P);  // the residual stream is in the parameters' dtype
     f["cpu_checkpointing_per_step"] = {{"d2h", bytes}, {"h2d", bytes}, {"text", "G·⌈L/k⌉·B·T·C·P"}};
   }
-  if (plan.offload_optimizer && stage >= 1) {  // ZeRO-Offload (formulas.h): device, host, transfers
+  if (plan.offload_optimizer) {  // ZeRO-Offload (formulas.h): device, host, transfers
     const OffloadEstimate o = offload_state_bytes(stage, static_cast<double>(psi), n, b);
     f["model_states"] = {{"param", o.device.param}, {"grad", o.device.grad}, {"optim", o.device.optim},
                                      {"total", o.device.total()}};

@@ -25,7 +25,7 @@ json frames_run(const Engine& engine, int world_size) {
           {"capacity_bytes", memory_capacity(engine.device()) > 0 ? json(memory_capacity(engine.device())) : json(nullptr)},
           // where each state lives: ZeRO-Offload keeps the optimizer's on the host (docs/design.md §10)
           {"pools", {{"params", "device"}, {"grads", "device"},
-                     {"optim", plan.offload_optimizer && plan.zero_stage > 0 ? "host" : "device"}}}};
+                     {"optim", plan.offload_optimizer ? "host" : "device"}}}};
 }
 
 json gather_frames(const std::vector<events::Event>& evs, dist::ProcessGroup* group, const Engine& engine) {
