@@ -104,6 +104,7 @@ std::string Plan::describe() const {
 
 namespace {
 
+#if MINITORCH_WITH_CUDA
 /// This rank's place on its node: Open MPI's OMPI_COMM_WORLD_LOCAL_RANK and _LOCAL_SIZE (0 of 1 without mpirun).
 std::pair<int, int> local_rank_from_environment() {
   auto number = [](const char* name, int fallback) {
@@ -115,6 +116,7 @@ std::pair<int, int> local_rank_from_environment() {
   };
   return {number("OMPI_COMM_WORLD_LOCAL_RANK", 0), number("OMPI_COMM_WORLD_LOCAL_SIZE", 1)};
 }
+#endif
 
 /// The GPU of this rank, ready: DeepSpeed's launcher gives each rank of a node its own, by local rank.
 Device choose_gpu(const std::string& name, Device d) {
