@@ -55,9 +55,7 @@ struct PipelineEngine::Micro {
 };
 
 PipelineEngine::PipelineEngine(std::shared_ptr<nn::GPT> model, const runtime::Config& config, dist::ProcessGroup& world)
-    : PipelineEngine(model, config,
-                     runtime::make_plan(config, {.device = model->parameters().front().device().str(), .device_memory = {}}),
-                     world) {}
+    : PipelineEngine(model, config, runtime::plan_on_model_device(config, *model), world) {}
 
 PipelineEngine::PipelineEngine(std::shared_ptr<nn::GPT> model, const runtime::Config& config, const runtime::Plan& run,
                                dist::ProcessGroup& world)

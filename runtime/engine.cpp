@@ -18,8 +18,6 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 }
 }  // namespace
 
-namespace {
-/// A library user's plan: the config's, on the device the model was put on.
 Plan plan_on_model_device(const Config& config, const nn::GPT& model) {
   PlanOverrides on_model;
   for (const auto& [name, p] : model.named_parameters()) {
@@ -28,7 +26,6 @@ Plan plan_on_model_device(const Config& config, const nn::GPT& model) {
   }
   return make_plan(config, on_model);
 }
-}  // namespace
 
 Engine::Engine(std::shared_ptr<nn::GPT> model, Config config, dist::ProcessGroup* group, PipelineStagePart part)
     : Engine(model, config, plan_on_model_device(config, *model), group, std::move(part)) {}

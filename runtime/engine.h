@@ -213,6 +213,10 @@ std::unique_ptr<Engine> initialize(std::shared_ptr<nn::GPT> model, const Config&
 std::unique_ptr<Engine> initialize(std::shared_ptr<nn::GPT> model, const Config& config, const Plan& plan,
                                    dist::ProcessGroup* group = nullptr);
 
+/// A library user's plan: make_plan(config) on the device the model was put on (the engines' constructors
+/// without a plan).
+Plan plan_on_model_device(const Config& config, const nn::GPT& model);
+
 /// The model shape a config asks for, with the vocabulary from the tokenizer when the config leaves
 /// it 0 (and a clear error when they disagree); refused at once when it cannot fit in this
 /// machine's memory (runtime/model_budget.h).
