@@ -83,7 +83,14 @@ void Engine::check_device_support() const {
                       " is not available: the f16 kernels exist on the CPU only; use bf16 (bf16.enabled) on the GPU");
 }
 
-MemoryRun Engine::memory_run() const { return memory_run_for(plan_, config_, model_->config(), dp_rank()); }
+MemoryRun Engine::memory_run() const {
+  MemoryRun run = memory_run_for(plan_, config_, model_->config(), dp_rank());
+  if (!part_.params.empty()) {  // a pipeline stage: Ψ is what it trains
+    run.psi = 0;
+    for (const auto& [name, p] : part_.params) run.psi += static_cast<double>(p.numel());
+  }
+  return run;
+}
 
 void Engine::throw_explained(const OutOfMemory& e) const { throw OutOfMemoryError(explain_out_of_memory(e, memory_run())); }
 

@@ -7,8 +7,8 @@
 /// gradients and the optimizer states (fp32: 4 / 4 / 8; bf16 mixed precision: 2 / 2 / 12).
 ///
 ///   model states per rank   stage 0 (P+G+K)Ψ   1: (P+G)Ψ + KΨ/N   2: PΨ + (G+K)Ψ/N   3: (P+G+K)Ψ/N
-///   elements sent per rank per optimizer step, G micro-steps (ring volume, in the travelling dtype):
-///                           stage 0, 1: 2(N−1)/N·Ψ   2: (G+1)(N−1)/N·Ψ   3: 3G(N−1)/N·Ψ
+///   elements sent per rank per optimizer step, A micro-steps (gradient_accumulation_steps; ring volume,
+///   in the travelling dtype): stage 0, 1: 2(N−1)/N·Ψ   2: (A+1)(N−1)/N·Ψ   3: 3A(N−1)/N·Ψ
 ///
 /// \code
 ///   auto b = runtime::bytes_per_parameter(/*bf16=*/true);              // {2, 2, 12}

@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "minitorch/not_implemented.h"
+#include "runtime/activation_formulas.h"
 #include "runtime/byte_size.h"
 #include "runtime/formulas.h"
 
@@ -16,8 +17,39 @@ double states(int stage, bool offload, double psi, int n, BytesPerParameter b) {
   return offload ? offload_state_bytes(stage, psi, n, b).device.total() : model_state_bytes(stage, psi, n, b).total();
 }
 
+/// The activation levers, each from the model's shapes (runtime/activation_formulas.h), never from the bytes a
+/// partial forward happened to hold when it failed: this run's micro-batch, half of it, checkpointing.
+std::string activation_levers(const MemoryRun& run, double in_use) {
+  const Config& c = *run.config;
+  const bool half = c.mixed_precision();
+  const std::int64_t B = c.train_micro_batch_size_per_gpu;
+  const std::int64_t segment = c.activation_checkpointing.enabled ? c.activation_checkpointing.segment_size : 0;
+  const bool on_host = c.activation_checkpointing.cpu_checkpointing;
+  std::ostringstream os;
+  if (run.pipeline_stages > 1) {  // a stage holds its blocks' activations for every micro-batch in flight
+    os << "    - activations in use when it failed: " << mib(in_use) << " (a pipeline stage's: per-stage activation "
+       << "levers are not computed; lesson 09 counts the micro-batches in flight)\n";
+    return os.str();
+  }
+  const ActivationShape now = activation_shape(run.model, B, half, segment, on_host);
+  os << "    - activations of this run, micro-batch " << B << ": " << activation_text(now) << " (in use when it failed: "
+     << mib(in_use) << ")\n";
+  if (B > 1)
+    os << "    - micro-batch " << B / 2 << " with gradient_accumulation_steps " << 2 * c.gradient_accumulation_steps
+       << " (the same batch): activations about "
+       << mib(activation_bytes(activation_shape(run.model, B / 2, half, segment, on_host)).peak()) << "\n";
+  if (segment == 0) {
+    const ActivationShape one = activation_shape(run.model, B, half, 1);
+    const int e = one.element;
+    os << "    - activation checkpointing (segment_size 1): keeps each block's input, B·T·C·L·" << e << " = " << B << "·"
+       << one.T << "·" << one.C << "·" << one.L << "·" << e << " = " << mib(static_cast<double>(B * one.T * one.C * one.L * e))
+       << ", and recomputes one block at a time: activations about " << mib(activation_bytes(one).peak()) << "\n";
+  }
+  return os.str();
+}
+
 /// The run, its formula and its levers: the lines after the first.
-std::string run_and_levers(const MemoryRun& run, double activation_bytes, std::int64_t capacity) {
+std::string run_and_levers(const MemoryRun& run, double activations_in_use, std::int64_t capacity) {
   const Config& c = *run.config;
   const BytesPerParameter b = bytes_per_parameter(c.mixed_precision());
   const bool off = run.offload;
@@ -54,21 +86,7 @@ std::string run_and_levers(const MemoryRun& run, double activation_bytes, std::i
     os << "    - more ranks: ZeRO shards the model states over N data-parallel ranks (mpirun -np N with stage 1-3)\n";
   }
   // END SOLUTION
-  const std::int64_t B = c.train_micro_batch_size_per_gpu, T = run.model.block_size, C = run.model.n_embd,
-                     L = run.model.n_layer;
-  if (activation_bytes > 0) {
-    os << "    - activations in use when it failed: " << mib(activation_bytes) << " (micro-batch " << B << ")\n";
-    if (B > 1)
-      os << "    - micro-batch " << B / 2 << " with gradient_accumulation_steps " << 2 * c.gradient_accumulation_steps
-         << " (the same batch): activations about " << mib(activation_bytes * static_cast<double>(B / 2) / static_cast<double>(B))
-         << "\n";
-    if (!c.activation_checkpointing.enabled) {
-      const double inputs = static_cast<double>(B * T * C * L) * (c.mixed_precision() ? 2 : 4);
-      os << "    - activation checkpointing: keeps each block's input (B·T·C·L = " << mib(inputs)
-         << ") and recomputes one block at a time: activations about " << mib(inputs + activation_bytes / static_cast<double>(L))
-         << "\n";
-    }
-  }
+  if (activations_in_use > 0) os << activation_levers(run, activations_in_use);
   return os.str();
 }
 
@@ -83,6 +101,7 @@ MemoryRun memory_run_for(const Plan& plan, const Config& config, const nn::GPTCo
   run.rank = rank;
   run.dp_size = plan.grid.data;
   run.zero_stage = plan.zero_stage;
+  run.pipeline_stages = plan.grid.pipeline;
   run.offload = plan.offload_optimizer;
   run.psi = static_cast<double>(model.num_parameters());
   run.model = model;

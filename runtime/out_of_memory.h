@@ -40,12 +40,14 @@ struct MemoryRun {
   int dp_size = 1;            ///< N
   int zero_stage = 0;         ///< the stage that runs (the plan's)
   bool offload = false;       ///< ZeRO-Offload runs (the plan's)
-  double psi = 0;             ///< Ψ
+  double psi = 0;             ///< Ψ: the parameters this rank's engine trains (a pipeline stage's own)
+  int pipeline_stages = 1;    ///< > 1: a stage of a pipeline (its activations are not the whole model's)
   nn::GPTConfig model;        ///< B·T·C sizes for the activation levers
   const Config* config = nullptr;
 };
 
-/// The run a plan describes (runtime/plan.h: N, the stage that runs, offload), Ψ of `model`.
+/// The run a plan describes (runtime/plan.h: N, the stage that runs, offload, the pipeline's stages), Ψ of
+/// `model` (a pipeline stage sets its own: pipeline::memory_run_for_rank).
 MemoryRun memory_run_for(const Plan& plan, const Config& config, const nn::GPTConfig& model, int rank);
 /// The same with make_plan(config).
 MemoryRun memory_run_for(const Config& config, const nn::GPTConfig& model, int rank);

@@ -144,7 +144,7 @@ ordered_json RunReport::formulas_json() const {
       {"comm_elements_per_step", elements},
       {"comm_bytes_per_step", elements * comm_bytes},
       {"comm_dtype", comm_bytes == 4 ? "f32" : c.fp16.enabled ? "f16" : "bf16"},
-      {"comm_text", stage <= 1 ? "2(N−1)/N·Ψ" : stage == 2 ? "(G+1)(N−1)/N·Ψ" : "3G(N−1)/N·Ψ"}};
+      {"comm_text", stage <= 1 ? "2(N−1)/N·Ψ" : stage == 2 ? "(A+1)(N−1)/N·Ψ" : "3A(N−1)/N·Ψ"}};
   if (c.activation_checkpointing.enabled && c.activation_checkpointing.cpu_checkpointing && !engine_.device().is_cpu()) {
     // cpu_checkpointing: every checkpointed segment's input (B, T, C) down in forward, up in the recompute.
     const nn::GPTConfig& m = engine_.model().config();

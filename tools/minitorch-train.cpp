@@ -255,7 +255,8 @@ void train(Flags flags) {
   const data::TextDataset ds = load_data(cfg, data_path, flags.resume);
   const nn::GPTConfig mcfg = runtime::model_config(cfg, ds.tokenizer().vocab_size());
   // The device budget before anything is allocated on it: model states that cannot fit are said at once.
-  runtime::check_model_states_fit(runtime::memory_run_for(plan, cfg, mcfg, world.rank()), plan.device, plan.device_capacity);
+  runtime::check_model_states_fit(pipeline::memory_run_for_rank(plan, cfg, mcfg, world.rank()), plan.device,
+                                  plan.device_capacity);
   std::shared_ptr<nn::GPT> model;
   {
     Generator init(cfg.training.seed);

@@ -162,7 +162,10 @@ std::string render_frame_text(const FramesDoc& doc, std::size_t i, const Termina
     const Collective& col = *f.collective;
     o << "  " << (c ? "\x1b[38;5;166m" : "") << shown(col.op);
     if (col.bucket) o << " bucket " << *col.bucket << " (" << shown(doc.buckets[static_cast<std::size_t>(*col.bucket)].name) << ")";
-    o << " [" << col.begin << ", " << col.end << "): " << col.elements << " elements, " << col.bytes << " bytes per rank";
+    // A collective over no range of the flat buffers: the optimizer step's gradient norm (one f32 per rank).
+    if (col.begin == col.end) o << " of the gradient norm (one number, not a range of the buffers): ";
+    else o << " [" << col.begin << ", " << col.end << "): ";
+    o << col.elements << " elements, " << col.bytes << " bytes per rank";
     if (!col.ranks.empty()) o << ", ranks " << ranks_text(col.ranks);
     o << (c ? kReset : "") << "\n";
   }

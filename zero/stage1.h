@@ -4,7 +4,7 @@
 /// gradients, but only its shard's fp32 master, m and v — (P + G)·Ψ + K·Ψ/N bytes per rank
 /// (docs/design.md §8), plus the padding that makes every bucket divide by N.
 ///
-/// One optimizer step with G micro-steps (zero/partition.h has the layout):
+/// One optimizer step with A micro-steps (zero/partition.h has the layout):
 ///
 ///   micro-steps 1..G-1  backward accumulates into the flat gradient buffers; no communication
 ///   micro-step G        each bucket reduce-scattered (average) in place, from its gradient hook as

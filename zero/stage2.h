@@ -6,7 +6,7 @@
 /// through: backward makes a parameter's gradient, its bucket's hook copies the bucket into a
 /// communication buffer and frees the gradients, and the reduce-scatter leaves 1/N of it.
 ///
-/// One optimizer step with G micro-steps (zero/partition.h has the layout):
+/// One optimizer step with A micro-steps (zero/partition.h has the layout):
 ///
 ///   every micro-step   each bucket, once its gradients are final: copy into a `comm` buffer, free
 ///                      the gradients, reduce-scatter (average) — from the hook while backward runs

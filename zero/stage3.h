@@ -14,7 +14,7 @@
 ///                release the parameters                                      (BucketReducer)
 ///
 /// Per micro-step every parameter is gathered twice and reduce-scattered once: 3·(N−1)/N·Ψ elements,
-/// 3G·(N−1)/N·Ψ per step with G micro-steps. The step updates the shards only; nothing is gathered
+/// 3A·(N−1)/N·Ψ per step with A micro-steps. The step updates the shards only; nothing is gathered
 /// after it (the next forward does). The next unit is prefetched (stage3_prefetch_bucket_size
 /// elements ahead) so its gather runs while the current one computes.
 ///

@@ -5,7 +5,7 @@
 /// learning rate; it never asks which stage runs. Stage 0 (DDP, and one rank) is zero/stage0.h;
 /// each ZeRO stage is one more file implementing this interface, and zero/make_strategy.h picks one.
 ///
-/// The calls of one optimizer step with G micro-steps, in order:
+/// The calls of one optimizer step with A micro-steps, in order:
 ///
 ///   for m in 0..G-1:   begin_backward(m == G-1)  →  autograd backward  →  end_backward()
 ///   at the boundary:   reduce_gradients()        (wait for what backward did not hide)

@@ -47,9 +47,6 @@ struct State {
   Measured checkpointed, offloaded;  // beats 5 and 6: ZeRO-3 + checkpointing at T = 128, without and with offload
 };
 
-/// Lesson 08's count of the bytes one block keeps for backward, micro-batch 1, C = 128, H = 4 (fp32).
-double block_activations(double T) { return 4 * (16 * T * 128 + 4 * T * T + 4 * T); }
-
 Setup with(Setup s, int stage, bool offload = false, bool checkpointing = false, bool on_host = false) {
   s.stage = stage, s.offload = offload, s.checkpointing = checkpointing, s.cpu_checkpointing = on_host;
   return s;
@@ -74,7 +71,7 @@ void a_card_per_rank(lesson::Beats& beats, State& s) {
              "4 + 4 + 8 bytes (fp32), ZeRO shards them over N ranks (runtime/formulas.h); what is left of the card\n"
              "must hold the activations.");
   const double psi = static_cast<double>(lesson10::psi_of(s.baby, s.V));
-  std::printf("the baby GPT (L = 4, C = 128, T = 64, micro-batch 1), psi = %.0f, on N = %d ranks; the card %s (%lld B)\n",
+  std::printf("the baby GPT (L = 4, C = 128, H = 4 heads, T = 64, micro-batch B = 1), psi = %.0f, on N = %d ranks; the card %s (%lld B)\n",
               psi, s.N, mib(static_cast<double>(s.capacity)).c_str(), static_cast<long long>(s.capacity));
   for (int stage = 0; stage <= 3; ++stage) {
     const Setup z = with(s.baby, stage);
@@ -85,9 +82,9 @@ void a_card_per_rank(lesson::Beats& beats, State& s) {
   const double ddp = 16 * psi + 4 * psi;
   std::printf("DDP: 16 psi of model states + 4 psi of buckets = %s, leaving %s of the card for activations\n",
               mib(ddp).c_str(), mib(static_cast<double>(s.capacity) - ddp).c_str());
-  const double a = block_activations(static_cast<double>(s.baby.block_size));
-  std::printf("activations of one micro-batch: L x 4·(16·BTC + B·H·T² + 4·BT) = %lld x %.0f B = %s, plus the head's\n",
-              s.baby.layers, a, mib(static_cast<double>(s.baby.layers) * a).c_str());
+  // Lesson 08's block, and what a whole step adds to it, from the shapes (runtime/activation_formulas.h).
+  std::printf("activations of one micro-batch, from the shapes (runtime/activation_formulas.h):\n  %s\n",
+              runtime::activation_text(lesson10::activation_shape_of(s.baby, s.V)).c_str());
 }
 
 void ddp_runs_out_of_memory(lesson::Beats& beats, dist::ProcessGroup& world, State& s) {
@@ -136,15 +133,14 @@ void a_longer_sequence_needs_checkpointing(lesson::Beats& beats, dist::ProcessGr
   std::printf("%s, L = 8, T = 128:\n", z3.name().c_str());
   const Measured a = lesson10::measure(world, s.ds, z3, s.capacity);
   print_outcome(a, s);
-  if (a.out_of_memory) lesson10::print_error_lines(a.error, {"in use:", "activation checkpointing:"});
+  if (a.out_of_memory)
+    lesson10::print_error_lines(a.error, {"in use:", "activations of this run", "activation checkpointing"});
   std::printf("\n%s:\n", ac.name().c_str());
   const Measured& b = s.checkpointed = lesson10::measure(world, s.ds, ac, s.capacity);
   print_outcome(b, s);
-  const double T = static_cast<double>(s.longer.block_size), L = static_cast<double>(s.longer.layers);
-  const double block = block_activations(T), x = 4 * T * 128;  // a block's activations a; its input (B, T, C)
-  std::printf("activations: L·x + a = %.0f x %.0f + %.0f = %s (each block's input kept, one block recomputed),\n"
-              "against L·a = %s without checkpointing; the measured peak adds the head's logits and their gradient\n",
-              L, x, block, mib(L * x + block).c_str(), mib(L * block).c_str());
+  const runtime::ActivationShape shape = lesson10::activation_shape_of(ac, s.V);
+  std::printf("activations by the formula, L·x + a + the last block's backward (bytes):\n  %s\n  measured: %s\n",
+              runtime::activation_text(shape).c_str(), mib(static_cast<double>(b.activation_peak)).c_str());
   if (!b.out_of_memory) lesson10::print_model_states(b, ac, s.N);
 }
 

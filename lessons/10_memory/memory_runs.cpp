@@ -68,6 +68,12 @@ std::int64_t psi_of(const Setup& setup, std::int64_t V) {
   return runtime::model_shape(cfg, V).num_parameters();
 }
 
+runtime::ActivationShape activation_shape_of(const Setup& setup, std::int64_t V) {
+  const runtime::Config cfg = runtime::Config::from_json(config_json(setup), 4);
+  return runtime::activation_shape(runtime::model_shape(cfg, V), cfg.train_micro_batch_size_per_gpu, /*half=*/false,
+                                   setup.checkpointing ? 1 : 0, setup.cpu_checkpointing);
+}
+
 runtime::ModelStateEstimate formula(const Setup& s, double psi, int N) {
   return s.offload ? runtime::offload_state_bytes(s.stage, psi, N, kFp32).device
                    : runtime::model_state_bytes(s.stage, psi, N, kFp32);

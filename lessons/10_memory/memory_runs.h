@@ -11,6 +11,7 @@
 #include "data/batch_sampler.h"
 #include "data/text_dataset.h"
 #include "dist/process_group.h"
+#include "runtime/activation_formulas.h"
 #include "runtime/config.h"
 #include "runtime/engine.h"
 #include "runtime/formulas.h"
@@ -63,6 +64,8 @@ Measured measure(minitorch::dist::ProcessGroup& world, const minitorch::data::Te
 
 /// Ψ of `setup`'s GPT for vocabulary `V`, without building it.
 std::int64_t psi_of(const Setup& setup, std::int64_t V);
+/// The activations of one of `setup`'s micro-batches by the model's shapes (runtime/activation_formulas.h).
+minitorch::runtime::ActivationShape activation_shape_of(const Setup& setup, std::int64_t V);
 
 /// The device model states the formulas predict for `setup` (fp32: P, G, K = 4, 4, 8) on N ranks.
 minitorch::runtime::ModelStateEstimate formula(const Setup& setup, double psi, int N);

@@ -101,8 +101,17 @@ inline std::vector<std::string> guide_figures(const std::string& nn, const std::
   return figures;
 }
 
+/// True if `line` holds the parts of `figure` between its "..." in that order.
+inline bool matches(const std::string& figure, const std::string& line);
+
 /// True if one line of `output` holds the parts of `figure` between its "..." in that order.
 inline bool printed(const std::string& figure, const std::vector<std::string>& output) {
+  for (const std::string& line : output)
+    if (matches(figure, line)) return true;
+  return false;
+}
+
+inline bool matches(const std::string& figure, const std::string& line) {
   std::vector<std::string> parts;
   for (std::size_t from = 0;;) {
     const std::size_t dots = figure.find("...", from);
@@ -110,17 +119,49 @@ inline bool printed(const std::string& figure, const std::vector<std::string>& o
     if (dots == std::string::npos) break;
     from = dots + 3;
   }
-  for (const std::string& line : output) {
-    const std::string l = squeeze(line);
-    std::size_t at = 0;
-    bool all = true;
-    for (const std::string& p : parts) {
-      const std::size_t found = l.find(p, at);
-      if (found == std::string::npos) {
+  const std::string l = squeeze(line);
+  std::size_t at = 0;
+  for (const std::string& p : parts) {
+    const std::size_t found = l.find(p, at);
+    if (found == std::string::npos) return false;
+    at = found + p.size();
+  }
+  return true;
+}
+
+/// The blocks the guide of lesson `nn` quotes for `args`, each its lines in order.
+inline std::vector<std::vector<std::string>> guide_blocks(const std::string& nn, const std::string& args) {
+  const std::vector<std::string> lines = lines_of(read_text(kSource + "/lessons/" + lesson_dir(nn) + "/README.md"));
+  std::vector<std::vector<std::string>> blocks;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    if (squeeze(lines[i]) != "<!-- printed by: " + args + " -->") continue;
+    blocks.emplace_back();
+    for (std::size_t j = i + 1; j < lines.size() && (lines[j].empty() || lines[j].rfind("    ", 0) == 0); ++j)
+      if (!lines[j].empty()) blocks.back().push_back(squeeze(lines[j]));
+  }
+  return blocks;
+}
+
+/// True if `block` is printed as it is quoted: its lines one after the other in `output` (blank lines
+/// apart), except where a line "..." marks lines left out.
+inline bool printed_in_order(const std::vector<std::string>& block, const std::vector<std::string>& output) {
+  std::vector<std::string> out;
+  for (const std::string& line : output)
+    if (!squeeze(line).empty()) out.push_back(line);
+  for (std::size_t start = 0; start < out.size(); ++start) {
+    std::size_t at = start;
+    bool gap = true, all = true;  // the first line may be anywhere
+    for (const std::string& figure : block) {
+      if (figure == "...") {
+        gap = true;
+        continue;
+      }
+      while (gap && at < out.size() && !matches(figure, out[at])) ++at;
+      if (at >= out.size() || !matches(figure, out[at])) {
         all = false;
         break;
       }
-      at = found + p.size();
+      ++at, gap = false;
     }
     if (all) return true;
   }
@@ -137,6 +178,19 @@ inline void expect_guide_figures(const std::string& nn, const std::string& args,
   for (const std::string& f : figures)
     EXPECT_TRUE(printed(f, out)) << "the guide of lesson " << nn << " quotes\n    " << f << "\nbut `lesson-" << nn << " "
                                  << args << "` did not print it:\n" << output;
+}
+
+/// The same, and every quoted block as printed: its lines consecutive, a line "..." where some are left out.
+inline void expect_guide_blocks(const std::string& nn, const std::string& args, const std::string& output) {
+  expect_guide_figures(nn, args, output);
+  const std::vector<std::string> out = lines_of(output);
+  for (const std::vector<std::string>& block : guide_blocks(nn, args)) {
+    std::string text;
+    for (const std::string& line : block) text += "    " + line + "\n";
+    EXPECT_TRUE(printed_in_order(block, out)) << "the guide of lesson " << nn << " quotes, as one block,\n" << text
+                                              << "but `lesson-" << nn << " " << args << "` printed those lines apart "
+                                              << "(mark what is left out with a line \"...\"):\n" << output;
+  }
 }
 
 // ---- frames a lesson prints (lessons/common/frames.h, drawn by trace/terminal_player.h) ----

@@ -67,7 +67,7 @@ TEST(L10_Lesson, RunsQuickOn4RanksAndPrintsWhatItsGuideQuotes) {
   EXPECT_EQ(rows, 6) << "DDP, ZeRO-2, ZeRO-3, + offload, + checkpointing, + cpu_checkpointing\n" << r.output;
   EXPECT_TRUE(has(r, "every rank measured the same bytes: yes")) << r.output;
   EXPECT_TRUE(has(r, "losses of every step: bit-identical with and without offload")) << r.output;
-  expect_guide_figures("10", args, r.output);
+  expect_guide_blocks("10", args, r.output);
 }
 
 TEST(L10_Lesson, GuideNamesOnlyCodeThatExists) { expect_guide_names_exist("10"); }
@@ -112,7 +112,7 @@ TEST(L10_Lesson, DISABLED_FullRunPrintsWhatItsGuideQuotes) {
   const CommandResult r = run10(args);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(has(r, "losses of every step: bit-identical with and without offload")) << r.output;
-  expect_guide_figures("10", args, r.output);
+  expect_guide_blocks("10", args, r.output);
 }
 
 }  // namespace

@@ -34,8 +34,8 @@ TEST(L06_Formulas, CommunicationPerStepWithAccumulation) {
   // N = 4, Ψ = 1000, G = 3 micro-steps: (N−1)/N·Ψ = 750 per reduce-scatter or all-gather.
   EXPECT_DOUBLE_EQ(comm_elements_per_step(0, 1000, 4, 3), 1500);      // all-reduce at the boundary
   EXPECT_DOUBLE_EQ(comm_elements_per_step(1, 1000, 4, 3), 1500);      // reduce-scatter + all-gather
-  EXPECT_DOUBLE_EQ(comm_elements_per_step(2, 1000, 4, 3), 4 * 750);   // (G+1)(N−1)/N·Ψ
-  EXPECT_DOUBLE_EQ(comm_elements_per_step(3, 1000, 4, 3), 9 * 750);   // 3G(N−1)/N·Ψ
+  EXPECT_DOUBLE_EQ(comm_elements_per_step(2, 1000, 4, 3), 4 * 750);   // (A+1)(N−1)/N·Ψ
+  EXPECT_DOUBLE_EQ(comm_elements_per_step(3, 1000, 4, 3), 9 * 750);   // 3A(N−1)/N·Ψ
   EXPECT_DOUBLE_EQ(comm_elements_per_step(3, 1000, 4, 1), 1.5 * comm_elements_per_step(0, 1000, 4, 1));  // ZeRO-3 = 1.5× DDP
   EXPECT_DOUBLE_EQ(comm_elements_per_step(0, 1000, 1, 1), 0);
   EXPECT_TRUE(mt_test::contains(mt_test::error_of([] { comm_elements_per_step(4, 1, 2, 1); }), "stage"));

@@ -2,6 +2,7 @@
 // out-of-memory explanation (runtime/out_of_memory.h): its figures are this run's, from the formulas.
 #include <gtest/gtest.h>
 
+#include "runtime/activation_formulas.h"
 #include "runtime/byte_size.h"
 #include "runtime/engine.h"
 #include "runtime/formulas.h"
@@ -85,8 +86,10 @@ TEST(L10_T3_OutOfMemoryMessage, NamesTheRequestThePoolTheFormulaAndTheLeversOfTh
         "ZeRO-2: PΨ + (G+K)Ψ/N = " + mz::format_mib(4 * psi + 12 * psi / 4),
         "ZeRO-3 + offload_optimizer (device \"cpu\"): (P+G)Ψ/N = " + mz::format_mib(8 * psi / 4),
         "the host then holds 16Ψ/N = " + mz::format_mib(16 * psi / 4),
-        std::string("micro-batch 2 with gradient_accumulation_steps 2 (the same batch): activations about 0.50 MiB"),
-        "activation checkpointing: keeps each block's input (B·T·C·L = " + mz::format_mib(4.0 * 32 * 32 * 2 * 4) + ")"})
+        "micro-batch 2 with gradient_accumulation_steps 2 (the same batch): activations about " +
+            mz::format_mib(mz::activation_bytes(mz::activation_shape(model, 2, false, 0)).peak()),
+        "activation checkpointing (segment_size 1): keeps each block's input, B·T·C·L·4 = 4·32·32·2·4 = " +
+            mz::format_mib(4.0 * 32 * 32 * 2 * 4)})
     EXPECT_TRUE(contains(msg, part)) << "missing '" << part << "' in:\n" << msg;
   // Before any allocation: model states beyond the capacity, said at once.
   try {

@@ -122,6 +122,52 @@ TEST(L10_DeviceCli, ModelStatesBeyondTheCapacityAreSaidBeforeTheFirstStep) {
   EXPECT_FALSE(contains(r.output, "step ")) << "no step ran\n" << r.output;
 }
 
+// The pre-step check reads the plan: on one rank, offload_optimizer runs its stage (2 here) with the
+// optimizer on the host, so the device holds PΨ + GΨ/N = 8Ψ, not DDP's 16Ψ. 300 KiB holds 8Ψ (Ψ ≈ 28.5 k)
+// but not 16Ψ: the run starts and runs out in its first forward, with the offloaded stage's explanation.
+TEST(L10_DeviceCli, OneRankWithOffloadIsCheckedAsTheStageThatRuns) {
+  mt_test::TempDir dir;
+  mt_test::write_corpus(dir);
+  nlohmann::json cfg = nlohmann::json::parse(kDdpConfig);
+  cfg["zero_optimization"] = {{"stage", 2}, {"offload_optimizer", {{"device", "cpu"}}}};
+  const std::string config = dir.write("offload.json", cfg.dump());
+  auto r = mt_test::run_command(train(dir, config, "--device sim --device-memory 300KiB --out ''"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(mt_test::error_lines(r.output), 1) << r.output;
+  EXPECT_FALSE(contains(r.output, "before the first step")) << r.output;
+  EXPECT_FALSE(contains(r.output, "must be")) << "no internal error\n" << r.output;
+  EXPECT_TRUE(contains(r.output, "of activation asked for")) << r.output;
+  EXPECT_TRUE(contains(r.output, "this run: ZeRO stage 2 + offload_optimizer")) << r.output;
+  EXPECT_TRUE(contains(r.output, "model states PΨ + GΨ/N")) << r.output;
+  // 100 KiB holds not even 8Ψ: said before the first step, in the offloaded stage's words.
+  r = mt_test::run_command(train(dir, config, "--device sim --device-memory 100KiB --out ''"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "before the first step")) << r.output;
+  EXPECT_TRUE(contains(r.output, "this run: ZeRO stage 2 + offload_optimizer")) << r.output;
+}
+
+#ifdef MT_MPIEXEC
+// A pipeline stage holds its own share of the model: the baby's 16Ψ = 12.35 MiB is refused by a 10 MiB
+// card, but each of 2 stages holds about half (pipeline::memory_run_for_rank) and trains on it.
+TEST(L10_DeviceCli, APipelineStageIsCheckedForItsOwnShare) {
+  mt_test::TempDir dir;
+  mt_test::write_corpus(dir);
+  auto r = mt_test::run_command(mt_test::mpirun_command(
+      "minitorch-train", 2,
+      "--config " + mt_test::source("configs/pipeline.json") + " --data " + dir.path("corpus.txt") +
+          " --steps 1 --eval-iters 1 --device sim --device-memory 10MiB --out ''"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "step 1")) << r.output;
+  r = mt_test::run_command(mt_test::mpirun_command(
+      "minitorch-train", 2,
+      "--config " + mt_test::source("configs/pipeline.json") + " --data " + dir.path("corpus.txt") +
+          " --steps 1 --device sim --device-memory 4MiB --out ''"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "before the first step")) << r.output;
+  EXPECT_FALSE(contains(r.output, "Ψ = 809600")) << "the stage's Ψ, not the whole model's\n" << r.output;
+}
+#endif
+
 TEST(L10_DeviceCli, BadDeviceValuesAreOneClearErrorEach) {
   mt_test::TempDir dir;
   mt_test::write_corpus(dir);

@@ -381,6 +381,11 @@ def main():
             if got != running[i]:
                 failures.append(f"frame index {i}: #step-bytes data-bytes {got}, the step's collectives so far "
                                 f"add up to {running[i]}")
+            norm = doc["frames"][i].get("collective")
+            if norm and norm["begin"] == norm["end"]:  # the gradient norm's all-reduce: named, no "[0, 0)"
+                words = b.js("document.getElementById('collective').textContent")
+                if "gradient norm" not in words or "[" in words:
+                    failures.append(f"frame index {i}: #collective says {words!r} for the norm's all-reduce")
             if i == chosen:
                 problems = check_owners(b, doc, i)
                 failures += [f"frame index {i}: {p}" for p in problems]

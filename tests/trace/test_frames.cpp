@@ -8,10 +8,12 @@
 
 #include "trace/frames.h"
 #include "trace/frames_reader.h"
+#include "trace/terminal_player.h"
 
 using namespace minitorch;
 using nlohmann::json;
 using testing::HasSubstr;
+using testing::Not;
 
 TEST(L07_Frames, PaintingSplitsWhatItCoversAndMergesNeighboursOfOneState) {
   trace::HeldRanges h;
@@ -101,4 +103,23 @@ TEST(L07_Frames, TheRanksFramesPairUpIntoAFileThePlayersRead) {
     EXPECT_THAT(e.what(), HasSubstr("'y' on rank 1"));
   }
   EXPECT_THROW(trace::frames_document(run, space, {{rank_frame("x", 0, 4)}, {}}), std::runtime_error);
+}
+
+// The optimizer step's gradient-norm all-reduce moves one number per rank, no range of the flat buffers: the
+// terminal player names it instead of printing an empty range "[0, 0)" (the page does the same: browser_check.py).
+TEST(L07_Frames, TheNormsAllReduceIsNamedNotAnEmptyRange) {
+  trace::FlatSpace space;
+  space.add_bucket("bucket 0", 8).params.push_back({"w", 0, 8});
+  const json run = {{"strategy", "ZeRO-2"}, {"zero_stage", 2}, {"world_size", 2}, {"dtype", "f32"}, {"num_parameters", 8}};
+  json norm = rank_frame("optimizer step of the shards", 0, 4), reduce = rank_frame("reduce", 0, 4);
+  norm["phase"] = "optimizer_step";
+  norm["collective"] = trace::collective_json("all_reduce", -1, 0, 0, 1, 4, 2);
+  reduce["collective"] = trace::collective_json("reduce_scatter", 0, 0, 8, 4, 16, 2);
+  json other_norm = norm, other_reduce = reduce;
+  const trace::FramesDoc doc =
+      trace::parse_frames(trace::frames_document(run, space, {{reduce, norm}, {other_reduce, other_norm}}), "test");
+  const std::string shown = trace::render_frame_text(doc, 1, {});
+  EXPECT_THAT(shown, HasSubstr("all_reduce of the gradient norm (one number, not a range of the buffers): 1 elements"));
+  EXPECT_THAT(shown, Not(HasSubstr("[0, 0)")));
+  EXPECT_THAT(trace::render_frame_text(doc, 0, {}), HasSubstr("reduce_scatter bucket 0 (bucket 0) [0, 8): 4 elements"));
 }

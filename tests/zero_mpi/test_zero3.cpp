@@ -102,7 +102,7 @@ TEST(L07_T1_Zero3, EachMicroStepGathersTwiceAndReduceScattersOnce) {
     for (int s = 0; s < 2; ++s) {
       auto per_op = traffic_of_one_step(run);  // op -> (calls, elements)
       SCOPED_TRACE("accumulation " + std::to_string(accum) + ", step " + std::to_string(s));
-      // docs/design.md §8: 3G·(N−1)/N·Ψ elements per step (plus padding).
+      // docs/design.md §8: 3A·(N−1)/N·Ψ elements per step (plus padding).
       EXPECT_EQ(per_op["all_gather"], std::make_pair(2 * accum * units, 2 * accum * (N - 1) * flat / N));
       EXPECT_EQ(per_op["reduce_scatter"], std::make_pair(accum * units, accum * (N - 1) * flat / N));
       EXPECT_EQ(per_op["all_reduce"].first, 1) << "the global norm";
