@@ -233,7 +233,9 @@ TEST(L06_Estimate, RankClassesGroupRanksWhosePiecesAreTheSame) {
       EXPECT_EQ(spans.back().last, n - 1);
       EXPECT_LE(spans.size(), 2 * first.buckets().size() + 1);
       for (std::size_t i = 0; i < spans.size(); ++i) {
-        if (i > 0) EXPECT_EQ(spans[i].first, spans[i - 1].last + 1) << "the classes leave no rank out";
+        if (i > 0) {
+          EXPECT_EQ(spans[i].first, spans[i - 1].last + 1) << "the classes leave no rank out";
+        }
         const std::vector<std::int64_t> sizes = piece_sizes(Partition(meta, bucket, spans[i].first, n));
         for (int r = spans[i].first + 1; r <= spans[i].last; ++r)
           ASSERT_EQ(piece_sizes(Partition(meta, bucket, r, n)), sizes) << "rank " << r << " in " << spans[i].first

@@ -107,7 +107,7 @@ TEST(L05_Launcher, BadHostfilesAndImpossibleSelectionsAreOneClearError) {
 }
 
 TEST(L05_Launcher, LocalhostSlotNamedTwiceIsRefusedAsWithinOneEntry) {
-  for (const std::string& include : {"localhost:0,0", "localhost:0@localhost:0"}) {
+  for (const std::string include : {"localhost:0,0", "localhost:0@localhost:0"}) {
     auto r = launcher("--dry-run --include " + include + " train");
     EXPECT_EQ(r.exit_code, 2) << include << "\n" << r.output;
     EXPECT_TRUE(mt_test::contains(r.output, "error: --include " + include + ": slot 0 of localhost is named twice"))
