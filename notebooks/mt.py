@@ -135,6 +135,12 @@ def estimate(config_path: Path, ranks: int, data: Path | None = None) -> dict:
     return json.loads(out)
 
 
+def per_rank(runs: list) -> list:
+    """An estimate's `exact` runs ({"first_rank", "last_rank", bytes...}: ranks that hold the same bytes) as one
+    entry per rank."""
+    return [run for run in runs for _ in range(run["first_rank"], run["last_rank"] + 1)]
+
+
 def chunk_size(numel: int, world: int, r: int) -> int:
     """dist/process_group.cpp's split of `numel` elements over `world` ranks: chunk r."""
     return numel // world + (1 if r < numel % world else 0)

@@ -112,7 +112,8 @@ std::string describe_stages(StageMask stages) {
   return out;
 }
 
-KeyVerdict judge_config_key(const ConfigKey& key, const nlohmann::json& value, int zero_stage) {
+KeyVerdict judge_config_key(const ConfigKey& key, const nlohmann::json& value, int zero_stage,
+                            const nlohmann::json* written) {
   const std::string path(key.path);
   if (key.path == kStagePath) {
     (void)value;
@@ -133,7 +134,8 @@ KeyVerdict judge_config_key(const ConfigKey& key, const nlohmann::json& value, i
                               (key.deepspeed_does.empty() ? std::string() : " (DeepSpeed: " + std::string(key.deepspeed_does) + ")")};
     case S::error:
       if (!key.off.empty() && is_off(value, nlohmann::json::parse(key.off))) return {};
-      return {S::error, std::string(key.feature) + " is not implemented yet (" + path + " is " + json_excerpt(value) + "); " +
+      return {S::error, std::string(key.feature) + " is not implemented yet (" + path + " is " +
+                            json_excerpt(written ? *written : value) + "); " +
                             std::string(key.note)};
     case S::deprecated:  // runtime/config_spellings.cpp maps these before any section is read
       return {S::warning, "Config parameter " + path + " is deprecated use " + std::string(key.note) + " instead"};

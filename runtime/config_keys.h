@@ -99,10 +99,13 @@ std::string describe_stages(StageMask stages);
 
 /// What the table says about `key` set to `value` in a config for ZeRO stage `zero_stage`:
 /// `message` is empty (implemented, or a not-implemented feature left off), a warning, or an error.
+/// `value` is the value as read (in a pydantic section "1.0" is 1.0, so it is an off value 1.0);
+/// `written`, when given, is how the config wrote it, which the message quotes.
 struct KeyVerdict {
   KeyStatus status = KeyStatus::implemented;
   std::string message;
 };
-KeyVerdict judge_config_key(const ConfigKey& key, const nlohmann::json& value, int zero_stage);
+KeyVerdict judge_config_key(const ConfigKey& key, const nlohmann::json& value, int zero_stage,
+                            const nlohmann::json* written = nullptr);
 
 }  // namespace minitorch::runtime

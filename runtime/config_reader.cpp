@@ -275,7 +275,12 @@ void SectionReader::finish(std::vector<std::string>& warnings, int zero_stage) c
     }
     return nearest_key(key, valid);
   };
-  std::vector<std::pair<const ConfigKey*, const json*>> present;
+  struct Present {
+    const ConfigKey* key;
+    json value;            // as read: in a pydantic section "1.0" is 1.0
+    const json* written;  // as written, for the messages
+  };
+  std::vector<Present> present;
   for (auto it = obj_.begin(); it != obj_.end(); ++it) {
     const std::string& key = it.key();
     if (!accepted(key)) {
@@ -300,12 +305,11 @@ void SectionReader::finish(std::vector<std::string>& warnings, int zero_stage) c
     }
     const ConfigKey* entry = find_config_key(path(key));
     if (it.value().is_null() && entry->deepspeed_default == "null") continue;  // None: as if absent
-    if (std::find(known_.begin(), known_.end(), key) == known_.end())
-      checked(key, *entry, it.value());  // a key without effect still has DeepSpeed's type and range
-    present.emplace_back(entry, &it.value());
+    // A key without effect still has DeepSpeed's type and range; and its off value is judged as read.
+    present.push_back({entry, checked(key, *entry, it.value()), &it.value()});
   }
-  for (const auto& [k, value] : present) {
-    KeyVerdict v = judge_config_key(*k, *value, zero_stage);
+  for (const auto& [k, value, written] : present) {
+    KeyVerdict v = judge_config_key(*k, value, zero_stage, written);
     if (v.status == KeyStatus::error) fail(v.message);
     if (!v.message.empty()) warnings.push_back(std::move(v.message));
   }

@@ -15,157 +15,35 @@
 //   minitorch-run --num_gpus 2 build/bin/minitorch-train --config configs/ddp.json
 //   minitorch-run --hostfile hosts --include worker-1:0,2@worker-2 build/bin/minitorch-train --device cuda ...
 //   minitorch-run --dry-run ...        prints the mpirun line instead of running it
-// Exit status: mpirun's; 2 for a usage error (a bad hostfile, an impossible selection).
+// Exit status: mpirun's; 2 for a usage error (a bad hostfile, an impossible selection, an option it does not
+// have, a program that is not there to run). tools/launcher/ holds the pool and the program's check.
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <map>
-#include <sstream>
 #include <thread>
 #include <vector>
 
 #include "cli_common.h"
+#include "tools/launcher/pool.h"
+#include "tools/launcher/program.h"
 #if MINITORCH_WITH_CUDA
 #include "cuda/cuda.h"
 #endif
 
 namespace {
 using minitorch::runtime::ConfigError;  // a usage error: exit 2
+namespace launcher = minitorch::launcher;
 
-struct Host {
-  std::string name;
-  std::vector<int> slots;  // slot indices (GPU ids when the slots are GPUs)
-};
-using Pool = std::vector<Host>;
+using launcher::Host;
+using launcher::Pool;
 
-std::string trim(const std::string& s) {
-  const auto b = s.find_first_not_of(" \t\r"), e = s.find_last_not_of(" \t\r");
-  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
-}
-
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  for (std::string part; std::getline(in, part, sep);) out.push_back(part);
-  if (!s.empty() && s.back() == sep) out.emplace_back();
-  return out;
-}
-
-int positive(const std::string& text, const std::string& what) {
-  int v = 0;
-  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || p != text.data() + text.size() || v < 0)
-    throw ConfigError(what + ": '" + text + "' is not a non-negative decimal integer");
-  return v;
-}
-
-std::vector<int> range(int n) {
-  std::vector<int> v(static_cast<std::size_t>(n));
-  for (int i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = i;
-  return v;
-}
-
-// DeepSpeed's hostfile: one `HOST slots=N` a line; blank lines and # comments skipped; a host once.
-Pool read_hostfile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ConfigError("--hostfile " + path + ": cannot read it (no such file?)");
-  Pool pool;
-  std::string line;
-  for (int n = 1; std::getline(in, line); ++n) {
-    line = trim(line.substr(0, line.find('#')));
-    if (line.empty()) continue;
-    std::istringstream words(line);
-    std::string host, slots, extra;
-    words >> host >> slots >> extra;
-    const std::string where = "--hostfile " + path + " line " + std::to_string(n) + ": '" + line + "'";
-    if (slots.rfind("slots=", 0) != 0 || !extra.empty())
-      throw ConfigError(where + " is not 'HOST slots=N' (DeepSpeed's format, e.g. 'worker-1 slots=4')");
-    const int count = positive(slots.substr(6), where);
-    if (count == 0) throw ConfigError(where + ": a host needs at least one slot");
-    for (const Host& h : pool)
-      if (h.name == host) throw ConfigError(where + ": host " + host + " is listed twice");
-    pool.push_back({host, range(count)});
-  }
-  if (pool.empty()) throw ConfigError("--hostfile " + path + " lists no hosts (write 'HOST slots=N' lines)");
-  return pool;
-}
-
-// `worker-1:0,2@worker-2` -> {worker-1: [0, 2], worker-2: [] (= every slot)}, each host and slot checked.
-std::vector<std::pair<std::string, std::vector<int>>> parse_filter(const std::string& text, const Pool& pool,
-                                                                  const char* option) {
-  std::vector<std::pair<std::string, std::vector<int>>> out;
-  for (const std::string& entry : split(text, '@')) {
-    const std::string host = entry.substr(0, entry.find(':'));
-    const std::string where = std::string(option) + " " + text;
-    auto h = std::find_if(pool.begin(), pool.end(), [&host = host](const Host& x) { return x.name == host; });
-    if (host.empty()) throw ConfigError(where + ": an empty host name (the form is HOST[:SLOT,SLOT]@HOST...)");
-    if (h == pool.end()) {
-      std::string names;
-      for (const Host& x : pool) names += (names.empty() ? "" : ", ") + x.name;
-      throw ConfigError(where + ": host " + host + " is not in the resource pool (" + names + ")");
-    }
-    std::vector<int> slots;
-    if (entry.find(':') != std::string::npos)
-      for (const std::string& s : split(entry.substr(entry.find(':') + 1), ',')) {
-        const int slot = positive(s, where);
-        if (std::find(h->slots.begin(), h->slots.end(), slot) == h->slots.end())
-          throw ConfigError(where + ": " + host + " has no slot " + s + " (its slots are 0.." +
-                            std::to_string(h->slots.size() - 1) + ")");
-        if (std::find(slots.begin(), slots.end(), slot) != slots.end())
-          throw ConfigError(where + ": slot " + s + " of " + host + " is named twice");
-        slots.push_back(slot);
-      }
-    out.emplace_back(host, slots);
-  }
-  return out;
-}
-
-struct Options {
-  std::string hostfile, include, exclude, master_addr, master_port = "29500";
-  int num_nodes = -1, num_gpus = -1;
+struct Options : launcher::Selection {
+  std::string hostfile, master_addr, master_port = "29500";
   bool dry_run = false;
 };
-
-// The pool after DeepSpeed's selection rules, in the pool's order.
-Pool select(Pool pool, const Options& o) {
-  if (!o.include.empty() && !o.exclude.empty()) throw ConfigError("--include and --exclude cannot be used together");
-  if ((o.num_nodes >= 0 || o.num_gpus >= 0) && (!o.include.empty() || !o.exclude.empty()))
-    throw ConfigError("--num_nodes / --num_gpus cannot be used with --include / --exclude (DeepSpeed's rule)");
-  if (!o.include.empty()) {
-    Pool chosen;
-    for (auto& [host, slots] : parse_filter(o.include, pool, "--include")) {
-      const Host& h = *std::find_if(pool.begin(), pool.end(), [&host = host](const Host& x) { return x.name == host; });
-      chosen.push_back({host, slots.empty() ? h.slots : slots});
-    }
-    pool = chosen;
-  }
-  if (!o.exclude.empty()) {
-    for (auto& [host, slots] : parse_filter(o.exclude, pool, "--exclude"))
-      for (Host& h : pool)
-        if (h.name == host)
-          std::erase_if(h.slots, [&slots = slots](int s) { return slots.empty() || std::count(slots.begin(), slots.end(), s); });
-    std::erase_if(pool, [](const Host& h) { return h.slots.empty(); });
-    if (pool.empty()) throw ConfigError("--exclude " + o.exclude + " leaves no slot to run on");
-  }
-  if (o.num_nodes >= 0) {
-    if (o.num_nodes == 0 || o.num_nodes > static_cast<int>(pool.size()))
-      throw ConfigError("--num_nodes " + std::to_string(o.num_nodes) + ": the resource pool has " +
-                        std::to_string(pool.size()) + " host(s)");
-    pool.resize(static_cast<std::size_t>(o.num_nodes));
-  }
-  if (o.num_gpus >= 0)
-    for (Host& h : pool) {
-      if (o.num_gpus == 0 || o.num_gpus > static_cast<int>(h.slots.size()))
-        throw ConfigError("--num_gpus " + std::to_string(o.num_gpus) + ": host " + h.name + " has " +
-                          std::to_string(h.slots.size()) + " slot(s)");
-      h.slots.resize(static_cast<std::size_t>(o.num_gpus));
-    }
-  return pool;
-}
 
 // `--device cuda[:N]` (or --device=cuda...) among the program's arguments.
 bool program_uses_cuda(const std::vector<std::string>& program) {
@@ -212,24 +90,24 @@ bool is_local(const std::string& host) { return host == "localhost" || host == "
 Pool available_slots(Options& o, bool cuda) {
   Pool pool;
   if (!o.hostfile.empty()) {
-    pool = read_hostfile(o.hostfile);
+    pool = launcher::read_hostfile(o.hostfile);
   } else if (cuda) {
     const int n = local_gpu_count();
     if (n == 0) throw ConfigError("--device cuda: this machine has no CUDA device (run on the CPU: leave out --device cuda)");
-    pool = {{"localhost", range(n)}};
+    pool = {{"localhost", launcher::range(n)}};
     if (o.num_gpus > n)
       throw ConfigError("--num_gpus " + std::to_string(o.num_gpus) + ": this machine has " + std::to_string(n) +
                         " CUDA device(s)");
   } else {  // CPU ranks: a slot is a rank, as many as asked (default: one per core)
     const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    pool = {{"localhost", range(std::max(cores, o.num_gpus))}};
+    pool = {{"localhost", launcher::range(std::max(cores, o.num_gpus))}};
   }
   const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES");
   const bool selecting = !o.include.empty() || !o.exclude.empty() || o.num_nodes >= 0 || o.num_gpus >= 0;
   if (cuda && cvd && *cvd) {
     if (!selecting && o.hostfile.empty()) {
       o.include = "localhost:" + std::string(cvd);  // DeepSpeed: CUDA_VISIBLE_DEVICES picks this machine's GPUs
-      pool = {{"localhost", range(64)}};
+      pool = {{"localhost", launcher::range(64)}};
     } else {
       minitorch::tools::warn("CUDA_VISIBLE_DEVICES=" + std::string(cvd) +
                              " is ignored: --hostfile/--include/--exclude/--num_nodes/--num_gpus choose the GPUs, and "
@@ -281,10 +159,12 @@ int main(int argc, char** argv) {
   parser.flag("--dry-run", o.dry_run, "print the mpirun line, run nothing");
   parser.prefix_command();  // everything from the program on is the program's
   return minitorch::tools::run_tool(parser, argc, argv, [&] {
-    const std::vector<std::string> program = parser.remaining();
+    std::vector<std::string> program = parser.remaining();
+    if (!program.empty() && program.front() == "--") program.erase(program.begin());  // the usual end of options
     if (program.empty()) throw ConfigError("no program to run: minitorch-run [OPTIONS] PROGRAM [ARGS...]");
+    launcher::check_no_unknown_option(program);  // mpirun would take it for one of its own
     const bool cuda = program_uses_cuda(program);
-    std::vector<std::string> cmd = mpirun_line(select(available_slots(o, cuda), o), o, program, cuda);
+    std::vector<std::string> cmd = mpirun_line(launcher::select(available_slots(o, cuda), o), o, program, cuda);
     std::string line;
     for (const std::string& a : cmd) {
       if (!line.empty()) line += ' ';
@@ -294,6 +174,7 @@ int main(int argc, char** argv) {
       std::printf("%s\n", line.c_str());
       return;
     }
+    launcher::check_program(program.front());  // the same paths on every host (docs/multinode.md)
     std::fprintf(stderr, "minitorch-run: %s\n", line.c_str());
     std::fflush(stderr);
     std::vector<char*> args;

@@ -32,6 +32,7 @@ const std::map<std::string, std::function<json(const Config&)>>& fields() {
       {"zero.stage3_prefetch_bucket_size", [](const Config& c) { return json(c.zero.stage3_prefetch_bucket_size); }},
       {"zero.stage3_param_persistence_threshold", [](const Config& c) { return json(c.zero.stage3_param_persistence_threshold); }},
       {"zero.offload_optimizer.device", [](const Config& c) { return json(c.zero.offload_optimizer.device); }},
+      {"zero.offload_optimizer.ratio", [](const Config& c) { return json(c.zero.offload_optimizer.ratio); }},
   };
   return f;
 }

@@ -1,7 +1,7 @@
 // The estimator's pure parts (runtime/estimate.h): parameter counts with suffixes, the paper's Table 1 cell
 // by cell, offload placement, DeepSpeed's estimators against its documentation's worked example (to the
-// byte, in GiB as it prints them), zero_init and the buffer factor, nodes x GPUs, the largest layer, and
-// exact bytes from a partition planned on shapes alone.
+// byte, in GiB as it prints them), zero_init and the buffer factor, nodes x GPUs, the largest layer,
+// exact bytes from a partition planned on shapes alone, and the classes of ranks that hold the same bytes.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,6 +12,7 @@
 #include "test_util.h"
 #include "runtime/config.h"
 #include "runtime/estimate.h"
+#include "runtime/rank_classes.h"
 
 using namespace minitorch;
 using namespace minitorch::runtime;
@@ -204,4 +205,41 @@ TEST(L06_Estimate, ExactBytesFromAPartitionPlannedOnShapesAlone) {
   const Partition one(meta, 300, 0, 1);  // one rank: no partition, whatever the stage
   EXPECT_EQ(exact_model_states(2, one, b).total(), 16 * psi);
   EXPECT_TRUE(mt_test::contains(mt_test::error_of([&] { exact_model_states(4, one, b); }), "stage 4"));
+}
+
+namespace {
+/// Rank r's piece elements per bucket: what its bytes depend on.
+std::vector<std::int64_t> piece_sizes(const Partition& plan) {
+  std::vector<std::int64_t> per_bucket(plan.buckets().size(), 0);
+  for (const ShardPiece& piece : plan.pieces()) per_bucket[piece.bucket] += piece.range.size();
+  return per_bucket;
+}
+}  // namespace
+
+TEST(L06_Estimate, RankClassesGroupRanksWhosePiecesAreTheSame) {
+  // minitorch-estimate --config plans one Partition per class instead of one per rank (2^24 ranks at most):
+  // checked here against every rank, for bucket sizes that do and do not cut parameters and worlds that do
+  // and do not divide the buckets.
+  nn::GPTConfig g;
+  g.n_layer = 2, g.n_head = 2, g.n_embd = 10, g.block_size = 6, g.vocab_size = 13;
+  const nn::NamedTensors meta = meta_parameters(nn::GPT::parameter_shapes(g));
+  for (std::int64_t bucket : {std::int64_t{0}, std::int64_t{300}, std::int64_t{1} << 30})
+    for (int n : {1, 2, 3, 4, 7, 64, 1000, 5000}) {
+      SCOPED_TRACE("bucket " + std::to_string(bucket) + ", N = " + std::to_string(n));
+      const Partition first(meta, bucket, 0, n);
+      const std::vector<RankSpan> spans = rank_classes({&first});
+      ASSERT_FALSE(spans.empty());
+      EXPECT_EQ(spans.front().first, 0);
+      EXPECT_EQ(spans.back().last, n - 1);
+      EXPECT_LE(spans.size(), 2 * first.buckets().size() + 1);
+      for (std::size_t i = 0; i < spans.size(); ++i) {
+        if (i > 0) {
+          EXPECT_EQ(spans[i].first, spans[i - 1].last + 1) << "the classes leave no rank out";
+        }
+        const std::vector<std::int64_t> sizes = piece_sizes(Partition(meta, bucket, spans[i].first, n));
+        for (int r = spans[i].first + 1; r <= spans[i].last; ++r)
+          ASSERT_EQ(piece_sizes(Partition(meta, bucket, r, n)), sizes) << "rank " << r << " in " << spans[i].first
+                                                                       << ".." << spans[i].last;
+      }
+    }
 }

@@ -81,6 +81,11 @@ TEST(L05_Launcher, BadHostfilesAndImpossibleSelectionsAreOneClearError) {
       {"--hostfile " + hosts + " --include worker-3", "host worker-3 is not in the resource pool (worker-1, worker-2)"},
       {"--hostfile " + hosts + " --include worker-1:4", "worker-1 has no slot 4 (its slots are 0..3)"},
       {"--hostfile " + hosts + " --include worker-1:1,1", "slot 1 of worker-1 is named twice"},
+      // across two entries of one host: mpirun would start two ranks on the slot (DeepSpeed keeps the last entry)
+      {"--hostfile " + hosts + " --include worker-1:0@worker-1:0", "slot 0 of worker-1 is named twice"},
+      {"--hostfile " + hosts + " --include worker-1@worker-2:1@worker-1:3", "slot 3 of worker-1 is named twice"},
+      {"--hostfile " + hosts + " --include worker-1:0@worker-1:1", "host worker-1 is named twice; name it once"},
+      {"--hostfile " + hosts + " --exclude worker-2:2@worker-2:2", "slot 2 of worker-2 is named twice"},
       {"--hostfile " + hosts + " --include worker-1 --exclude worker-2", "--include and --exclude cannot be used together"},
       {"--hostfile " + hosts + " --include worker-1 --num_gpus 1", "cannot be used with --include / --exclude"},
       {"--hostfile " + hosts + " --exclude worker-1@worker-2", "leaves no slot to run on"},
@@ -99,6 +104,55 @@ TEST(L05_Launcher, BadHostfilesAndImpossibleSelectionsAreOneClearError) {
   r = launcher("--dry-run");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_TRUE(mt_test::contains(r.output, "no program to run")) << r.output;
+}
+
+TEST(L05_Launcher, LocalhostSlotNamedTwiceIsRefusedAsWithinOneEntry) {
+  for (const std::string include : {"localhost:0,0", "localhost:0@localhost:0"}) {
+    auto r = launcher("--dry-run --include " + include + " train");
+    EXPECT_EQ(r.exit_code, 2) << include << "\n" << r.output;
+    EXPECT_TRUE(mt_test::contains(r.output, "error: --include " + include + ": slot 0 of localhost is named twice"))
+        << r.output;
+  }
+}
+
+TEST(L05_Launcher, AnOptionItDoesNotHaveIsAUsageErrorNotMpirunsOne) {
+  auto r = launcher("--dry-run --num_gpu 2 train");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_EQ(mt_test::error_lines(r.output), 1) << r.output;
+  EXPECT_TRUE(mt_test::contains(r.output, "error: unknown option --num_gpu: minitorch-run's options come before the program"))
+      << r.output;
+  r = launcher("--bogus true");  // not a dry run: mpirun never sees it
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_FALSE(mt_test::contains(r.output, "mpirun")) << r.output;
+  // After the program, options are the program's.
+  r = launcher("--dry-run --num_gpus 1 train --bogus");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output, std::string(kPrefix) + "127.0.0.1 -x MASTER_PORT=29500 -np 1 --host localhost:1 train --bogus\n");
+  r = launcher("--dry-run --num_gpus 1 -- train --bogus");  // "--" ends the launcher's options, as usual
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output, std::string(kPrefix) + "127.0.0.1 -x MASTER_PORT=29500 -np 1 --host localhost:1 train --bogus\n");
+}
+
+TEST(L05_Launcher, AProgramThatCannotRunIsOneErrorBeforeMpirunStarts) {
+  TempDir dir;
+  const std::string script = dir.write("script.sh", "#!/bin/sh\nexit 0\n");  // written without execute permission
+  const std::vector<std::pair<std::string, std::string>> cases{
+      {dir.path("missing"), "the program " + dir.path("missing") + " does not exist"},
+      {script, "the program " + script + " is not an executable file"},
+      {dir.path(""), "is a directory, not a program"},
+      {"minitorch-no-such-program", "the program minitorch-no-such-program is not on PATH ("},
+  };
+  for (const auto& [program, message] : cases) {
+    auto r = launcher("--num_gpus 1 " + program + " --steps 1");
+    EXPECT_EQ(r.exit_code, 2) << program << "\n" << r.output;
+    EXPECT_EQ(mt_test::error_lines(r.output), 1) << r.output;
+    EXPECT_TRUE(mt_test::contains(r.output, message)) << program << "\n" << r.output;
+    EXPECT_FALSE(mt_test::contains(r.output, "minitorch-run: mpirun")) << "mpirun was started:\n" << r.output;
+  }
+  // Found on PATH, as execvp finds it: mpirun runs it.
+  auto r = launcher("--num_gpus 1 true", "OMPI_MCA_rmaps_base_oversubscribe=1");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(mt_test::contains(r.output, "minitorch-run: mpirun")) << r.output;
 }
 
 TEST(L05_Launcher, CudaOnAMachineWithoutAGpuIsOneClearError) {

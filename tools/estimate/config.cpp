@@ -7,6 +7,7 @@
 #include "data/tokenizer.h"
 #include "nn/gpt.h"
 #include "runtime/engine.h"
+#include "runtime/rank_classes.h"
 #include "tools/cli_common.h"
 #include "zero/stage3.h"
 
@@ -14,26 +15,45 @@ namespace minitorch::estimate {
 
 namespace {
 
+bool same(const zero::ModelStateBytes& a, const zero::ModelStateBytes& b) {
+  return a.param == b.param && a.grad == b.grad && a.optim == b.optim;
+}
+bool same(const runtime::ExactOffload& a, const runtime::ExactOffload& b) {
+  return same(a.device, b.device) && same(a.host, b.host) && a.d2h == b.d2h && a.h2d == b.h2d;
+}
+
+/// Appends ranks `span` holding `bytes`, into the last run when it holds the same.
+template <class Bytes>
+void add_run(std::vector<RankRun<Bytes>>& runs, runtime::RankSpan span, const Bytes& bytes) {
+  if (!runs.empty() && runs.back().last + 1 == span.first && same(runs.back().bytes, bytes)) runs.back().last = span.last;
+  else runs.push_back({span.first, span.last, bytes});
+}
+
 /// Every rank's bytes, planned as each rank of the run plans them (zero/stage1.cpp, stage2.cpp,
-/// stage3.cpp): the same Partition and plan_units calls on the same parameter shapes.
+/// stage3.cpp): the same Partition and plan_units calls on the same parameter shapes, once per run of
+/// ranks that hold the same pieces (runtime/rank_classes.h).
 void plan_ranks(const nn::NamedTensors& meta, ConfigRow* row) {
   const runtime::Config& cfg = row->config;
   const runtime::BytesPerParameter b = row->plan.bytes;
   const zero::UnitPlan units = zero::plan_units(meta, static_cast<std::size_t>(row->model.n_layer), cfg.strategy());
   const std::vector<bool> none;  // stages 0-2 keep no tensor whole
-  for (int r = 0; r < row->world; ++r) {
-    const zero::Partition partition(meta, cfg.zero.reduce_bucket_size, r, row->world);  // stages 0-2
-    const zero::Partition unit_partition(meta, units.buckets, r, row->world);         // stage 3
-    row->psi = partition.numel(), row->padding = partition.padding(), row->buckets = partition.buckets().size();
+  const auto plans = [&](int rank) {  // stages 0-2's buckets, stage 3's units
+    return std::pair<zero::Partition, zero::Partition>{{meta, cfg.zero.reduce_bucket_size, rank, row->world},
+                                                       {meta, units.buckets, rank, row->world}};
+  };
+  const auto [first, first_units] = plans(0);
+  row->psi = first.numel(), row->padding = first.padding(), row->buckets = first.buckets().size();
+  for (const runtime::RankSpan span : runtime::rank_classes({&first, &first_units})) {
+    const auto [partition, unit_partition] = plans(span.first);
     for (StageBytes& st : row->stages) {
       const bool three = st.stage == 3;
-      st.exact.push_back(runtime::exact_model_states(st.stage, three ? unit_partition : partition, b,
-                                                     three ? units.persistent : none));
+      add_run(st.exact, span, runtime::exact_model_states(st.stage, three ? unit_partition : partition, b,
+                                                          three ? units.persistent : none));
     }
     for (OffloadBytes& off : row->offload) {
       const bool three = off.stage == 3;
-      off.exact.push_back(runtime::exact_offload_states(off.stage, three ? unit_partition : partition, b,
-                                                        three ? units.persistent : none));
+      add_run(off.exact, span, runtime::exact_offload_states(off.stage, three ? unit_partition : partition, b,
+                                                             three ? units.persistent : none));
     }
   }
   for (StageBytes& st : row->stages)
@@ -52,13 +72,17 @@ ConfigRow config_row(const ConfigRequest& q, runtime::Config cfg, std::int64_t v
   }
   const auto shapes = nn::GPT::parameter_shapes(row.model);
   plan_ranks(runtime::meta_parameters(shapes), &row);
+  const Inputs inputs{"--config " + q.path + " (Ψ = " + commas(row.psi) + ") on --ranks " + std::to_string(world),
+                      "--ranks or the config's model"};
+  for (const StageBytes& st : row.stages)
+    check_bytes(st.formula.total(), inputs, std::string(kStageName[st.stage]) + "'s " + runtime::model_states_text(st.stage));
   const DeepSpeedColumns columns{asks_stage(q.stages, 2), asks_stage(q.stages, 3)};
   if (columns.zero2 || columns.zero3) {
     const auto [layer, module] = runtime::largest_layer(shapes);
     const DeepSpeedSetup setup{q.gpus_per_node, layer,
                                row.plan.offload_optimizer ? runtime::Offload::optimizer : runtime::Offload::none,
                                columns, q.ds_options};
-    row.deepspeed = deepspeed_row(static_cast<double>(row.psi), world, setup);
+    row.deepspeed = deepspeed_row(static_cast<double>(row.psi), world, setup, inputs);
     row.largest_layer_module = module;
   }
   return row;
@@ -87,29 +111,32 @@ ConfigEstimate estimate_config(const ConfigRequest& q) {
 
 namespace {
 
+/// {"first_rank", "last_rank"} and then `fields`.
+json run_json(int first, int last, const json& fields) {
+  json out = {{"first_rank", first}, {"last_rank", last}};
+  out.update(fields);
+  return out;
+}
+
 json stage_json(const StageBytes& st) {
-  json per_rank = json::array();
-  for (std::size_t r = 0; r < st.exact.size(); ++r) {
-    json bytes = bytes_json(st.exact[r]);
-    bytes["rank"] = r;
-    per_rank.push_back(bytes);
-  }
+  json runs = json::array();
+  for (const auto& run : st.exact) runs.push_back(run_json(run.first, run.last, bytes_json(run.bytes)));
   return {{"stage", st.stage},
           {"name", kStageName[st.stage]},
           {"implemented", true},
           {"formula", runtime::model_states_text(st.stage)},
           {"formula_bytes", bytes_json(st.formula)},
-          {"exact", per_rank}};
+          {"exact", runs}};
 }
 
 json offload_json(const OffloadBytes& off) {
-  json per_rank = json::array();
-  for (std::size_t r = 0; r < off.exact.size(); ++r) {
-    const runtime::ExactOffload& e = off.exact[r];
-    per_rank.push_back({{"rank", r}, {"device", bytes_json(e.device)}, {"host", bytes_json(e.host)},
-                        {"d2h", e.d2h}, {"h2d", e.h2d}});
+  json runs = json::array();
+  for (const auto& run : off.exact) {
+    const runtime::ExactOffload& e = run.bytes;
+    runs.push_back(run_json(run.first, run.last,
+                            {{"device", bytes_json(e.device)}, {"host", bytes_json(e.host)}, {"d2h", e.d2h}, {"h2d", e.h2d}}));
   }
-  return {{"stage", off.stage}, {"exact", per_rank}};
+  return {{"stage", off.stage}, {"exact", runs}};
 }
 
 json row_json(const ConfigRow& row) {

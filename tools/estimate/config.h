@@ -2,8 +2,10 @@
 /// \file config.h
 /// minitorch-estimate --config: the exact model-state bytes every rank of a run of a config measures at
 /// its optimizer steps (the run report's ranks[i].model_states, and with offload_optimizer its host bytes
-/// and copies), planned by the stages' own zero::Partition. The estimate is computed first
-/// (estimate_config); config_json and print_config only present it.
+/// and copies), planned by the stages' own zero::Partition. Ranks come in runs that hold the same bytes
+/// (runtime/rank_classes.h): one Partition per run, so 2^24 ranks cost no more than 4. The estimate is
+/// computed first (estimate_config); config_json and print_config only present it. The JSON's `exact`
+/// lists the runs: {"first_rank", "last_rank", bytes...}.
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -30,17 +32,24 @@ struct ConfigRequest {
   bool as_json = false;
 };
 
+/// Ranks first..last, which hold the same `bytes`.
+template <class Bytes>
+struct RankRun {
+  int first = 0, last = 0;
+  Bytes bytes;
+};
+
 /// One stage's bytes on every rank, beside the paper's formula for them.
 struct StageBytes {
   int stage = 0;
   runtime::ModelStateEstimate formula;
-  std::vector<zero::ModelStateBytes> exact;  ///< rank by rank
+  std::vector<RankRun<zero::ModelStateBytes>> exact;  ///< runs of ranks, in rank order, covering all
 };
 
 /// One stage's ZeRO-Offload bytes on every rank (stages 1-3).
 struct OffloadBytes {
   int stage = 0;
-  std::vector<runtime::ExactOffload> exact;  ///< rank by rank
+  std::vector<RankRun<runtime::ExactOffload>> exact;  ///< runs of ranks, in rank order, covering all
 };
 
 /// The config on one number of ranks.

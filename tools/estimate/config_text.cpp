@@ -1,4 +1,5 @@
 // print_config: the --config estimate as text, one block per number of ranks, then the notes.
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <utility>
@@ -10,17 +11,19 @@ namespace minitorch::estimate {
 
 namespace {
 
-/// Consecutive ranks whose bytes are the same (`same`), as {first, last}: a table line each.
+/// The runs merged where the table shows the same (`same`): a table line each.
 template <class Bytes, class Same>
-std::vector<std::pair<int, int>> rank_runs(const std::vector<Bytes>& per_rank, Same same) {
-  std::vector<std::pair<int, int>> runs;
-  for (int r = 0; r < static_cast<int>(per_rank.size()); ++r) {
-    const Bytes& bytes = per_rank[static_cast<std::size_t>(r)];
-    if (!runs.empty() && same(per_rank[static_cast<std::size_t>(runs.back().first)], bytes)) runs.back().second = r;
-    else runs.emplace_back(r, r);
+std::vector<RankRun<Bytes>> table_runs(const std::vector<RankRun<Bytes>>& runs, Same same) {
+  std::vector<RankRun<Bytes>> out;
+  for (const RankRun<Bytes>& run : runs) {
+    if (!out.empty() && same(out.back().bytes, run.bytes)) out.back().last = run.last;
+    else out.push_back(run);
   }
-  return runs;
+  return out;
 }
+
+/// The ranks column: wide enough for "first-last" of this world (2^24 ranks: "809600-16777215").
+std::size_t ranks_width(const ConfigRow& row) { return std::max<std::size_t>(9, 2 * std::to_string(row.world - 1).size() + 2); }
 
 /// What the plan runs, in the words of the block's first line.
 std::string what_runs(const runtime::Plan& plan) {
@@ -61,7 +64,7 @@ void print_stages(const ConfigRow& row) {
   std::printf("\n  bytes per rank at an optimizer step (after the reduction, before the update): what the run report's\n"
               "  ranks[i].model_states measures from step 2 on (AdamW allocates its states at its first update, so\n"
               "  step 1 measures optim = 0)\n");
-  std::printf("    %s%s%s%s%s%s%s\n", pad("stage", 15).c_str(), pad("ranks", 9).c_str(), pad("param", 13, true).c_str(),
+  std::printf("    %s%s%s%s%s%s%s\n", pad("stage", 15).c_str(), pad("ranks", ranks_width(row)).c_str(), pad("param", 13, true).c_str(),
               pad("grad", 13, true).c_str(), pad("optim", 13, true).c_str(), pad("total", 14, true).c_str(),
               " the paper's formula (real numbers)");
   const auto same = [](const zero::ModelStateBytes& a, const zero::ModelStateBytes& b) {
@@ -71,10 +74,9 @@ void print_stages(const ConfigRow& row) {
     const std::string formula =
         runtime::model_states_text(st.stage) + " = " + commas(static_cast<std::int64_t>(st.formula.total()));
     bool first = true;
-    for (const auto& [from, to] : rank_runs(st.exact, same)) {
-      const zero::ModelStateBytes& b = st.exact[static_cast<std::size_t>(from)];
+    for (const auto& [from, to, b] : table_runs(st.exact, same)) {
       print_line((first ? marker(row, st.stage) : "    ") + pad(first ? stage_label(st.stage) : "", 15) +
-                 pad(rank_span(from, to), 9) + pad(commas(b.param), 13, true) + pad(commas(b.grad), 13, true) +
+                 pad(rank_span(from, to), ranks_width(row)) + pad(commas(b.param), 13, true) + pad(commas(b.grad), 13, true) +
                  pad(commas(b.optim), 13, true) + pad(commas(b.total()), 14, true) + (first ? " " + formula : ""));
       first = false;
     }
@@ -86,7 +88,7 @@ void print_offload(const ConfigRow& row) {
   std::printf("\n  with the config's offload_optimizer (device \"cpu\"): the device keeps no optimizer state; the host\n"
               "  holds 16 bytes per owned element; each step copies the gradient shard down and the updated shard up\n"
               "    %s%s%s%s%s%s the formulas\n",
-              pad("stage", 15).c_str(), pad("ranks", 9).c_str(), pad("device", 13, true).c_str(),
+              pad("stage", 15).c_str(), pad("ranks", ranks_width(row)).c_str(), pad("device", 13, true).c_str(),
               pad("host", 13, true).c_str(), pad("d2h/step", 13, true).c_str(), pad("h2d/step", 13, true).c_str());
   const auto same = [](const runtime::ExactOffload& a, const runtime::ExactOffload& b) {
     return a.device.total() == b.device.total() && a.host.total() == b.host.total() && a.d2h == b.d2h;
@@ -95,9 +97,9 @@ void print_offload(const ConfigRow& row) {
     // std::string(" "): GCC 12's -Wrestrict misfires on a literal + std::string here.
     const std::string formulas =
         std::string(" ") + runtime::model_states_text(off.stage, /*offload=*/true) + ", 16Ψ/N, GΨ/N, PΨ/N";
-    for (const auto& [from, to] : rank_runs(off.exact, same)) {
-      const runtime::ExactOffload& b = off.exact[static_cast<std::size_t>(from)];
-      print_line(marker(row, off.stage) + pad(from == 0 ? kStageName[off.stage] : "", 15) + pad(rank_span(from, to), 9) +
+    for (const auto& [from, to, b] : table_runs(off.exact, same)) {
+      print_line((from == 0 ? marker(row, off.stage) : "    ") + pad(from == 0 ? kStageName[off.stage] : "", 15) +
+                 pad(rank_span(from, to), ranks_width(row)) +
                  pad(commas(b.device.total()), 13, true) + pad(commas(b.host.total()), 13, true) +
                  pad(commas(b.d2h), 13, true) + pad(commas(b.h2d), 13, true) + (from == 0 ? formulas : std::string()));
     }

@@ -1,5 +1,7 @@
 #include "tools/estimate/deepspeed.h"
 
+#include <sstream>
+
 namespace minitorch::estimate {
 
 namespace {
@@ -15,6 +17,21 @@ runtime::DeepSpeedEstimate zero3_estimate(double psi, double largest, runtime::D
                                   s.offload == runtime::Offload::param, s.options.zero_init, s.options.buffer_factor);
 }
 
+/// `e`, refused when it does not fit 64-bit bytes: the CPU bytes scale with --buffer-factor, so they name it
+/// when they would fit at factor 1 (`unscaled`).
+runtime::DeepSpeedEstimate checked(const char* name, const runtime::DeepSpeedEstimate& e,
+                                   const runtime::DeepSpeedEstimate& unscaled, double factor, const Inputs& inputs) {
+  const std::string estimate = std::string("DeepSpeed's ") + name;
+  check_bytes(e.gpu, inputs, estimate + " GPU estimate " + e.gpu_text);
+  if (!fits_int64(e.cpu) && fits_int64(unscaled.cpu)) {
+    std::ostringstream what;
+    what << "--buffer-factor " << factor;
+    check_bytes(e.cpu, {what.str(), "--buffer-factor"}, estimate + " CPU estimate " + e.cpu_text);
+  }
+  check_bytes(e.cpu, inputs, estimate + " CPU estimate " + e.cpu_text);
+  return e;
+}
+
 json estimate_json(const runtime::DeepSpeedEstimate& e) {
   return {{"gpu", exact_bytes(e.gpu)}, {"cpu", exact_bytes(e.cpu)}, {"gpu_gib", e.gpu / runtime::kGiB},
           {"cpu_gib", e.cpu / runtime::kGiB}, {"gpu_text", e.gpu_text}, {"cpu_text", e.cpu_text}};
@@ -22,16 +39,25 @@ json estimate_json(const runtime::DeepSpeedEstimate& e) {
 
 }  // namespace
 
-DeepSpeedRow deepspeed_row(double psi, int world, const DeepSpeedSetup& setup) {
+DeepSpeedRow deepspeed_row(double psi, int world, const DeepSpeedSetup& setup, const Inputs& inputs) {
   DeepSpeedRow row{setup, runtime::deepspeed_topology(world, setup.gpus_per_node), {}, {}, {}};
+  DeepSpeedSetup unscaled = setup;  // the same at factor 1: tells whether --buffer-factor overflows them
+  unscaled.options.buffer_factor = 1;
+  const double factor = setup.options.buffer_factor;
   // offload_param needs stage 3: DeepSpeed's ZeRO-2 estimator has no such case.
   if (setup.columns.zero2 && setup.offload != runtime::Offload::param) {
-    row.zero2 = zero2_estimate(psi, row.topology, setup);
-    if (setup.offload == runtime::Offload::none)
+    row.zero2 = checked("ZeRO-2", zero2_estimate(psi, row.topology, setup), zero2_estimate(psi, row.topology, unscaled),
+                        factor, inputs);
+    if (setup.offload == runtime::Offload::none) {
       row.zero2_before_v0_14_3 = runtime::deepspeed_zero2_gpu_before_v0_14_3(psi, world);
+      check_bytes(*row.zero2_before_v0_14_3, inputs, "DeepSpeed's ZeRO-2 GPU estimate before v0.14.3, 4Ψ + 16Ψ/N,");
+    }
   }
-  if (setup.columns.zero3)
-    row.zero3 = zero3_estimate(psi, static_cast<double>(*setup.largest_layer), row.topology, setup);
+  if (setup.columns.zero3) {
+    const auto layer = static_cast<double>(*setup.largest_layer);
+    row.zero3 = checked("ZeRO-3", zero3_estimate(psi, layer, row.topology, setup),
+                        zero3_estimate(psi, layer, row.topology, unscaled), factor, inputs);
+  }
   return row;
 }
 

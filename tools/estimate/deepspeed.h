@@ -36,7 +36,9 @@ struct DeepSpeedRow {
   std::optional<runtime::DeepSpeedEstimate> zero3;
 };
 
-DeepSpeedRow deepspeed_row(double psi, int world, const DeepSpeedSetup& setup);
+/// Throws ConfigError when an estimate does not fit 64-bit bytes (format.h, check_bytes): naming
+/// --buffer-factor when the estimate would fit without it, else `inputs`.
+DeepSpeedRow deepspeed_row(double psi, int world, const DeepSpeedSetup& setup, const Inputs& inputs);
 /// Exact bytes, and GiB beside them.
 json deepspeed_json(const DeepSpeedRow& row);
 /// The topology, then the estimates in GiB, as deepspeed_headers names them.

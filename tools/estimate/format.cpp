@@ -1,7 +1,11 @@
 #include "tools/estimate/format.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <sstream>
+
+#include "runtime/config_error.h"
 
 namespace minitorch::estimate {
 
@@ -52,6 +56,18 @@ void print_line(std::string line) {
 
 std::string offload_name(runtime::Offload o) {
   return o == runtime::Offload::none ? "none" : o == runtime::Offload::optimizer ? "optimizer" : "param";
+}
+
+bool fits_int64(double bytes) { return std::isfinite(bytes) && bytes < 9223372036854775808.0; }  // 2^63
+
+void check_bytes(double bytes, const Inputs& inputs, const std::string& estimate) {
+  if (fits_int64(bytes)) return;
+  std::ostringstream s;  // not const char* + std::string&&: GCC 12's -Wrestrict misfires on it
+  s << inputs.what << ": " << estimate << " would be ";
+  if (std::isfinite(bytes)) s << bytes << " bytes, more than a 64-bit count of bytes holds (2^63 - 1)";
+  else s << "beyond any number a double holds (" << bytes << ")";
+  s << "; lower " << inputs.lever;
+  throw runtime::ConfigError(s.str());
 }
 
 json bytes_json(const runtime::ModelStateEstimate& e) {

@@ -39,6 +39,18 @@ void print_line(std::string line);
 
 std::string offload_name(runtime::Offload o);
 
+/// What an estimate was asked for, to name in an error: `what` the inputs ("--params 1T with --ranks 4"),
+/// `lever` what to lower ("--params or --ranks").
+struct Inputs {
+  std::string what, lever;
+};
+/// Refuses a number of bytes that is not finite or not below 2^63 (a 64-bit count cannot hold it, and its
+/// GiB would be rounded nonsense): ConfigError "<inputs.what>: <estimate> would be <bytes> bytes, ...;
+/// lower <inputs.lever>".
+void check_bytes(double bytes, const Inputs& inputs, const std::string& estimate);
+/// True when `bytes` is finite and below 2^63.
+bool fits_int64(double bytes);
+
 json bytes_json(const runtime::ModelStateEstimate& e);
 json bytes_json(const zero::ModelStateBytes& b);
 /// Whole bytes as a JSON integer while they fit (always, for Ψ up to 10^17).

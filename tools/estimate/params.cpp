@@ -16,15 +16,19 @@ ParamsRow params_row(const ParamsRequest& q, const ParamsEstimate& e, std::int64
   const double psi = static_cast<double>(psi_whole);
   ParamsRow row{psi_whole, world, {}, {}};
   const runtime::PaperTable1Row* paper = q.table1 ? paper_row(psi, world) : nullptr;
+  const Inputs inputs{"--params " + commas(psi_whole) + " with --ranks " + std::to_string(world), "--params or --ranks"};
   for (int s : q.stages) {
     StageCell cell{s, runtime::offload_placement(s, psi, world, e.bytes, q.offload)};
+    const std::string name = std::string(kStageName[s]) + "'s ";
+    check_bytes(cell.placement.device.total(), inputs, name + cell.placement.device_text + " on the device");
+    check_bytes(cell.placement.cpu.total(), inputs, name + cell.placement.cpu_text + " on the CPU");
     if (paper && s >= 1 && cell.placement.valid) {
       cell.paper_gb = paper->gb[static_cast<std::size_t>(s - 1)];
       cell.agrees_with_paper = runtime::agrees_with_printed(cell.placement.device.total() / kGB, cell.paper_gb);
     }
     row.cells.push_back(cell);
   }
-  if (e.with_deepspeed) row.deepspeed = deepspeed_row(psi, world, e.deepspeed);
+  if (e.with_deepspeed) row.deepspeed = deepspeed_row(psi, world, e.deepspeed, inputs);
   return row;
 }
 
