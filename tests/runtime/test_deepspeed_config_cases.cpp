@@ -80,6 +80,6 @@ TEST(L03_Config, DeepSpeedsRulesCaseByCase) {
       EXPECT_EQ(f->second(c), want) << field;
     }
   }
-  EXPECT_GE(n, 70);          // the table covers the kinds, not a token few
+  EXPECT_GE(n, 70);          // every kind of key (sections, spellings, bad values, departures), not a token few
   EXPECT_GE(departures, 3);  // and says where minitorch differs on purpose
 }

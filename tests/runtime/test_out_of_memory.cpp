@@ -54,7 +54,7 @@ TEST(L10_T2_OffloadFormulas, DeviceHostAndTransfersPerStage) {
       EXPECT_DOUBLE_EQ(e.h2d, b.P * psi / n);
     }
   }
-  // The example: stage 2 in bf16 moves 2Ψ/N down and 2Ψ/N up, and the device holds 2Ψ + 2Ψ/N.
+  // Stage 2 in bf16, by hand: 2Ψ/N down and 2Ψ/N up per step, and the device holds PΨ + GΨ/N = 2Ψ + 2Ψ/N.
   const mz::OffloadEstimate z2 = mz::offload_state_bytes(2, psi, n, mz::bytes_per_parameter(true));
   EXPECT_DOUBLE_EQ(z2.d2h, 2 * psi / n);
   EXPECT_DOUBLE_EQ(z2.h2d, 2 * psi / n);
