@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <stdexcept>
 #include <string>
-#include <unordered_set>
 
 #include "autograd/engine.h"
 #include "autograd/engine_detail.h"
@@ -14,6 +13,19 @@
 namespace minitorch::autograd {
 
 namespace {
+
+/// What the recompute starts from, one per input that wants a gradient: a node with no edges that keeps
+/// dL/dx as the engine summed it there. Not a leaf: a leaf's .grad is rounded to the leaf's dtype
+/// (accumulate_into_leaf), so a bf16 or fp16 input would hand back a gradient rounded once more than
+/// the unsplit graph passes on (issue 41: the losses moved in bf16 and fp16).
+struct RecomputeInput : Node {
+  Tensor grad;
+  const char* name() const override { return "CheckpointInput"; }
+  std::vector<Tensor> backward(const Tensor& grad_output) override {
+    grad = grad_output;
+    return {};
+  }
+};
 
 /// The node that stands for a whole segment: it saved the segment's inputs, nothing inside.
 struct CheckpointBackward : Node {
@@ -31,31 +43,35 @@ struct CheckpointBackward : Node {
   std::vector<Tensor> backward(const Tensor& grad_output) override {
     if (!fn) throw std::runtime_error("checkpoint: the segment was already differentiated by an earlier backward");
     // BEGIN SOLUTION L08.2
-    // 1. The recompute: y = fn(x) again, recorded this time, from detached copies of the inputs (leaves
-    //    of a graph of its own, so the nested backward stops at them).
+    // 1. The recompute: y = fn(x) again, recorded this time, from detached copies of the inputs (each the
+    //    output of a RecomputeInput, where the nested backward stops).
     std::vector<Tensor> x(inputs.size());
+    std::vector<std::shared_ptr<RecomputeInput>> captures(inputs.size());
     std::vector<Tensor> wanted;
     for (std::size_t i = 0; i < inputs.size(); ++i) {
       x[i] = inputs[i].get().defined() ? inputs[i].get().detach() : Tensor();
-      if (wants_grad[i]) wanted.push_back(x[i].set_requires_grad());
+      if (!wants_grad[i]) continue;
+      captures[i] = std::make_shared<RecomputeInput>();
+      captures[i]->output_shape = x[i].shape();
+      x[i].impl().grad_fn = captures[i];
+      x[i].impl().requires_grad = true;
+      wanted.push_back(x[i]);
     }
     Tensor y = fn(x);
     std::vector<Tensor> grads(inputs.size());
     if (!needs_grad(y)) return grads;  // nothing inside depends on anything that wants a gradient
     // 2. Differentiate it. Inside backward(): a nested backward accumulates the captured parameters'
-    //    gradients into their .grad and fires their hooks, and leaves the inputs' in x[i].grad().
+    //    gradients into their .grad and fires their hooks, and leaves the inputs' at their captures.
     //    Inside grad(): a nested grad() over the inputs; a captured leaf that wants a gradient is an error.
     if (hooks_enabled()) {
       autograd::backward(y, grad_output);
       for (std::size_t i = 0; i < x.size(); ++i)
-        if (wants_grad[i]) grads[i] = x[i].grad();
+        if (captures[i]) grads[i] = captures[i]->grad;
       return grads;
     }
-    std::unordered_set<const TensorImpl*> ours;
-    for (const Tensor& t : wanted) ours.insert(t.impl_ptr().get());
     for (const auto& node : detail::reachable_nodes({y.grad_fn()}))
       for (const Edge& e : node->next_edges)
-        if (e.leaf && !ours.count(e.leaf.get()))
+        if (e.leaf)
           throw std::logic_error("checkpoint: autograd::grad through a checkpointed segment that uses a tensor "
                                  "requiring grad other than its inputs ('" + e.leaf->name +
                                  "'): grad() writes no .grad; use backward(), or pass the tensor as an input");

@@ -31,6 +31,10 @@ using Segment = std::function<Tensor(const std::vector<Tensor>&)>;
 /// Under autograd::grad(), fn's inputs get their gradients, but a captured tensor that requires grad
 /// is an error (grad() writes no .grad, and such a tensor is no edge of the outer graph).
 /// fn must compute the same thing twice: no randomness (minitorch's GPT has no dropout).
+/// Each input gets the gradient the recompute's backward sums at it, in the dtype it arrives in (not
+/// rounded to the input's, as a leaf's .grad would be), so gradients and losses are those of the same
+/// graph without checkpoint() bit for bit, in bf16 and fp16 too, when the inputs are used only inside
+/// the segment (a GPT block's input is); an input used outside as well gets its parts summed in another order.
 Tensor checkpoint(const Segment& fn, const std::vector<Tensor>& inputs);
 
 }  // namespace minitorch::autograd

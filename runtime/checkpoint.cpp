@@ -109,7 +109,7 @@ SavedRun saved_run(const Engine& engine, const std::string& run_id) {
 void save_single_file_checkpoint(const std::string& path, const Engine& engine, const data::Tokenizer& tokenizer,
                                  const std::string& run_id, const std::function<void(int)>& before_step) {
   // runtime/save_target.h: refuse what no save wrote, write the new save whole as PATH.partial, switch it in.
-  begin_save(path, SaveKind::single_file);
+  begin_save(path, SaveKind::single_file, [](const std::string& p) { return is_complete(check_complete_save, p); });
   const std::string partial = partial_path(path), name = std::filesystem::path(path).filename().string();
   CheckpointManifest m(saved_run(engine, run_id));
   const zero::GradientStrategy& s = engine.strategy();

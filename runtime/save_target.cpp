@@ -177,10 +177,13 @@ int remove_stale_temp_files(const std::string& checkpoint_path) {
   return removed;
 }
 
-void begin_save(const std::string& path, SaveKind kind) {
+void begin_save(const std::string& path, SaveKind kind, const std::function<bool(const std::string&)>& complete) {
   if (std::string problem = save_target_problem(path, kind); !problem.empty()) throw std::runtime_error(problem);
   remove_stale_temp_files(path);
   const std::string partial = partial_path(path);
+  // A complete PATH.partial beside an incomplete PATH is the save --resume uses (an interrupted switch):
+  // it must not be cleared for a save that may die too, so its switch is finished first.
+  if (!complete(path) && complete(partial)) switch_into_place(path, kind);
   if (kind == SaveKind::single_file) {
     remove_single_file_set(partial);  // what a killed save left
     return;

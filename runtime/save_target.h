@@ -20,15 +20,21 @@
 ///    So a kill, a full disk or an exceeded file-size limit at any moment leaves a complete save at
 ///    PATH, else at PATH.partial, else at PATH.old; locate_save() (runtime/save_and_resume.h) finds
 ///    it for `--resume PATH` and `minitorch-consolidate PATH`, and says which it used.
+/// 3. The save locate_save() finds is never removed before a newer one is what it finds: the next save
+///    of PATH, finding a complete PATH.partial beside an incomplete PATH (a switch cut short), first
+///    finishes that switch (begin_save), and only then clears PATH.partial for itself. So two faults
+///    in a row — a kill between the renames, a resume from PATH.partial, a kill in the next save —
+///    still leave that resume's save, now at PATH.
 ///
 /// \code
 ///   if (auto problem = runtime::save_target_problem("out/ckpt", runtime::SaveKind::sharded); !problem.empty())
 ///     throw std::runtime_error(problem);                     // minitorch-train, before step 1
-///   runtime::begin_save(path, kind);                         // the savers: refuse, clear leftovers
+///   runtime::begin_save(path, kind, complete);               // the savers: refuse, finish, clear leftovers
 ///   ... write PATH.partial (files, then the manifest) ...
 ///   runtime::switch_into_place(path, kind);
 /// \endcode
 #include <functional>
+#include <stdexcept>
 #include <string>
 
 namespace minitorch::runtime {
@@ -48,9 +54,24 @@ std::string old_path(const std::string& path);
 std::string save_target_problem(const std::string& path, SaveKind kind);
 
 /// Before a save writes: throws std::runtime_error(save_target_problem(...)) if there is a problem;
-/// removes what a killed save of `path` left (PATH.partial and its files, write_file_atomic's
-/// `*.tmp.<pid>` files of every name the save uses); a sharded save gets an empty PATH.partial/.
-void begin_save(const std::string& path, SaveKind kind);
+/// finishes an interrupted switch (PATH.partial complete, PATH not: switch_into_place), so the save
+/// --resume finds is never the one cleared; then removes what a killed save of `path` left (an
+/// incomplete PATH.partial and its files, write_file_atomic's `*.tmp.<pid>` files of every name the save
+/// uses); a sharded save gets an empty PATH.partial/. `complete(p)`: whether p holds one complete save
+/// of this kind (check_complete_save, check_complete_sharded).
+void begin_save(const std::string& path, SaveKind kind, const std::function<bool(const std::string&)>& complete);
+
+/// Whether `check(p)` passes: check is check_complete_save or check_complete_sharded, which throw
+/// std::runtime_error when `p` is not one complete save.
+template <class Check>
+bool is_complete(const Check& check, const std::string& p) {
+  try {
+    check(p);
+    return true;
+  } catch (const std::runtime_error&) {
+    return false;
+  }
+}
 
 /// The switch of promise 2, once PATH.partial holds the complete new save. `before_step(k)` runs
 /// before each of its steps, k = 0, 1, ... (single file: 0 drop the old manifest, 1 .optim, 2 the

@@ -148,7 +148,8 @@ void save_shards(const std::string& dir, const Engine& engine, const data::Token
   if (std::string problem = save_target_problem(dir, SaveKind::sharded); !problem.empty())
     throw std::runtime_error(problem);
   group.barrier();
-  if (rank == 0) begin_save(dir, SaveKind::sharded);  // an empty DIR.partial/ (runtime/save_target.h)
+  if (rank == 0)  // an empty DIR.partial/ (runtime/save_target.h)
+    begin_save(dir, SaveKind::sharded, [](const std::string& p) { return is_complete(check_complete_sharded, p); });
   group.barrier();
   const std::string partial = partial_path(dir);
 
@@ -274,7 +275,9 @@ void load_full_state(Engine& engine, const FullState& st) {
         const std::string key = std::string(kind) + "." + piece.param;
         const Tensor* src = find_state(st, key);
         if (std::string(kind) == "master") {
-          if (p.dtype() == DType::f32) continue;  // an f32 parameter is its own master
+          // An f32 run's parameters are their own masters. Not p's dtype: with offload p is the host's f32
+          // master of a 16-bit parameter, whose saved value must come back (issue 41).
+          if (p_dtype == DType::f32) continue;
           if (!src) src = find_param(st, piece.param);  // an f32 save's parameters are the masters
         }
         if (!src) throw std::runtime_error("cannot resume from '" + st.info.path + "': it has no " + key);

@@ -12,8 +12,8 @@
 ///   PATH/manifest.json                      zero_stage, N, Ψ, every parameter's name and shape, the step,
 ///                                           each shard's size and FNV-1a 64 (written last)
 ///
-/// A save is one complete save or nothing: the ranks write into `PATH.partial/` (removed first if a
-/// killed save left it), rank 0 adds the manifest, then renames the old save to `PATH.old`, the new
+/// A save is one complete save or nothing: the ranks write into `PATH.partial/` (cleared first if a
+/// killed save left it; a complete one beside an incomplete `PATH` is switched in first), rank 0 adds the manifest, then renames the old save to `PATH.old`, the new
 /// one to `PATH`, and removes `PATH.old` (runtime/save_target.h). A kill in between leaves a complete
 /// save at `PATH.partial` or `PATH.old`, which `--resume PATH` and `minitorch-consolidate PATH` find
 /// (locate_save in runtime/save_and_resume.h) and name.

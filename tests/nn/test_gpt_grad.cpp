@@ -129,6 +129,37 @@ TEST(L03_GPT, Bf16ModelForwardBackward) {
   }
 }
 
+// Activation checkpointing in 16-bit training (issue 41): the recompute hands each segment's input the
+// gradient the unsplit graph passes on, not one rounded to the input's dtype, so the loss and every
+// parameter's gradient are the plain run's bit for bit, with segments of one block and of two.
+TEST(L08_T2_Recompute, Bf16AndFp16GptGradientsAreBitIdenticalToThePlainRun) {
+  nn::GPTConfig c = tiny_config();
+  c.n_layer = 3;
+  Generator data(32);
+  Tensor idx = random_tokens(2, 4, 5, data), tgt = random_tokens(2, 4, 5, data);
+  auto loss_and_grads = [&](DType dtype, std::int64_t segment) {
+    Generator gen(31);
+    nn::GPT model(c, gen);
+    model.to(dtype);
+    model.set_checkpoint_segments(segment);
+    Tensor loss = model.loss(idx, tgt);
+    autograd::backward(loss);
+    std::vector<std::vector<float>> out{{loss.item()}};
+    for (auto& [name, p] : model.named_parameters()) out.push_back(p.grad().to_vector());
+    return out;
+  };
+  for (DType dtype : {DType::bf16, DType::f16}) {
+    const auto plain = loss_and_grads(dtype, 0);
+    for (std::int64_t segment : {1, 2}) {
+      const auto checkpointed = loss_and_grads(dtype, segment);
+      ASSERT_EQ(checkpointed.size(), plain.size());
+      for (std::size_t i = 0; i < plain.size(); ++i)
+        EXPECT_EQ(checkpointed[i], plain[i]) << dtype_name(dtype) << ", segments of " << segment
+                                             << (i == 0 ? ": the loss" : ": gradient of parameter " + std::to_string(i - 1));
+    }
+  }
+}
+
 // ---------------- sampling ----------------
 TEST(L03_GPT, GenerateIsDeterministicAndCropsContext) {
   Generator gen(16);

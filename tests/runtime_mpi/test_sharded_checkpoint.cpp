@@ -15,6 +15,7 @@
 #include "runtime/save_and_resume.h"
 #include "runtime/save_target.h"
 #include "runtime/sharded_checkpoint.h"
+#include "runtime_mpi/save_test_util.h"
 #include "test_util.h"
 #include "zero/stage3.h"
 #include "zero_mpi/zero_test_util.h"
@@ -213,23 +214,7 @@ TEST(L06_ShardedCheckpoint, EachBadDirectoryIsOneClearError) {
   }
 }
 
-namespace {
-// A sharded save of `run` to `path` in which rank 0 fails (a full disk, a kill) just before step `step` of the
-// switch into place, after every file is written; the other ranks save normally.
-void save_with_rank0_failing_before(int step, const std::string& path, ZeroRun& run, dist::ProcessGroup& world) {
-  if (world.rank() == 0) {
-    EXPECT_EQ(mt_test::error_of([&] {
-                runtime::save_sharded_checkpoint(path, *run.engine, run.ds.tokenizer(), "run-a", [&](int s) {
-                  if (s == step) throw std::runtime_error("killed");
-                });
-              }),
-              "killed");
-    world.barrier();  // the save's last barrier, which rank 0 skipped by failing: the others wait in it
-  } else {
-    runtime::save_sharded_checkpoint(path, *run.engine, run.ds.tokenizer(), "run-a");
-  }
-}
-}  // namespace
+using save_test::save_with_rank0_failing_before;
 
 TEST(L06_ShardedCheckpoint, SaveThatFailsBeforeItsRenameLeavesThePreviousSaveWhole) {
   SharedDir dir;
