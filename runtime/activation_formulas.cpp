@@ -39,9 +39,9 @@ ActivationEstimate activation_bytes(const ActivationShape& s) {
   } else {
     const std::int64_t k = s.segment, segments = (s.L + k - 1) / k;
     a.blocks_head = s.inputs_on_host ? 0 : static_cast<double>(segments) * a.input;
-    for (std::int64_t j = 0; j < segments; ++j) {  // recomputing segment j: j inputs before it, its k_j blocks
+    for (std::int64_t j = 0; j < segments; ++j) {  // recomputing segment j: the j inputs before it, its own, its k_j blocks
       const std::int64_t held = std::min(k, s.L - j * k);
-      const std::int64_t inputs = s.inputs_on_host ? 1 : j + (j == segments - 1 ? 1 : 0);
+      const std::int64_t inputs = s.inputs_on_host ? 1 : j + 1;
       const double bytes = static_cast<double>(inputs) * a.input + static_cast<double>(held) * a.block;
       if (bytes > a.blocks_block) a.blocks_block = bytes, a.inputs_kept = inputs, a.blocks_held = held;
     }

@@ -24,7 +24,7 @@
 ///
 /// The blocks' share: L·a without checkpointing. With segments of k blocks (s = ⌈L/k⌉ segments): s·x in
 /// the head phase; in the block phase, while segment j (k_j blocks) is recomputed, the inputs of the j
-/// segments before it and its k_j·a, plus one more x for the last segment (its output, ln_f's input). With
+/// segments before it, its own input (the recompute's copy, autograd/checkpoint.h) and its k_j·a. With
 /// cpu_checkpointing the inputs wait on the host: none in the head phase, the recomputed segment's own in
 /// the block phase.
 /// Measured on `sim` (tests/runtime/test_activation_formulas.cpp): equal to the byte in f32; in 16-bit equal
