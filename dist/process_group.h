@@ -204,8 +204,9 @@ class ProcessGroup {
 
   /// Seconds a rank waits in one operation (a collective, a receive, a send to finish) before it gives
   /// up: it prints "rank R: error: <operation> timed out after S s at step N: <who did not arrive>"
-  /// and ends the job (abort_job). Must be > 0 (else std::invalid_argument); default
-  /// kDefaultTimeoutSeconds (config `comm.timeout_s`, `--comm-timeout`). split() passes it on.
+  /// and ends the job (abort_job). Must be > 0 and finite (else std::invalid_argument); 1e9 or more
+  /// (dist/deadline.h) is no limit. Default kDefaultTimeoutSeconds (config `comm.timeout_s`,
+  /// `--comm-timeout`). split() passes it on.
   void set_timeout(double seconds);
   double timeout() const { return timeout_s_; }
   /// The training step in progress (counted from 1, as the log does), named by timeout messages;
