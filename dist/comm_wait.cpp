@@ -97,7 +97,7 @@ void wait_all(MPI_Request* requests, int n, MPI_Status* statuses, const WaitCont
   if (r.done) return;
   Absent absent;
   if (ctx.roll) absent = ctx.roll->give_up(ctx.seq, r.wall_s, std::min(kRollCallSeconds, ctx.timeout_s));
-  abort_job(timeout_message(ctx, r, absent));
+  abort_job(timeout_message(ctx, r, absent), 1, absent.also_gave_up > 0 ? kLingerSeconds : 0);
 }
 
 }  // namespace minitorch::dist::detail

@@ -113,14 +113,23 @@ Absent RollCall::give_up(std::int64_t seq, double waited_s, double grace_s) {
   auto judge = [&](const Notice& n) {
     const auto q = static_cast<std::size_t>(n.from);
     int s = none;
-    if (n.kind == Notice::gave_up) s = n.seq >= seq ? arrived : behind;
-    if (n.kind == Notice::late) s = came_late, told[q] = false;
+    if (n.kind == Notice::gave_up) {
+      s = n.seq >= seq ? arrived : behind;
+      ++a.also_gave_up;
+    }
+    if (n.kind == Notice::late) {
+      s = came_late;
+      told[q] = false;
+    }
     if (n.kind == Notice::here && n.seq != seq) s = n.seq < seq ? behind : arrived;  // arrived: and went on
     if (n.kind == Notice::here && n.seq == seq) {
       // It began the collective `seconds` ago: after this rank gave up, it came late. Tell it, so that it
       // says so itself (it may not know: its first look at the channel can miss what is already there).
       s = n.seconds + kSlackSeconds < seconds_since(gave) ? came_late : arrived;
-      if (s == came_late && !told[q]) send(n.from, Notice::verdict, seq, 0), told[q] = true;
+      if (s == came_late && !told[q]) {
+        send(n.from, Notice::verdict, seq, 0);
+        told[q] = true;
+      }
     }
     state[q] = std::max(state[q], s);
   };

@@ -31,6 +31,9 @@ namespace minitorch::dist::detail {
 /// How long a rank that gave up gathers the others' answers before it ends the job (capped by the
 /// timeout itself); answers from healthy waiting ranks arrive within milliseconds.
 constexpr double kRollCallSeconds = 2.0;
+/// How long a rank that reported lets the other ranks that gave up too report before it ends the job:
+/// their roll calls end within milliseconds of its own.
+constexpr double kLingerSeconds = 0.5;
 
 /// One message on the channel.
 struct Notice {
@@ -46,6 +49,7 @@ struct Notice {
 struct Absent {
   std::vector<int> missing, late;
   bool asked = false;  ///< a roll call ran (false: a send or receive, or no channel)
+  int also_gave_up = 0;  ///< other ranks that gave up on it too (they report at about the same moment)
 };
 
 /// "rank 1 did not arrive", "ranks 1 and 3 did not arrive; rank 2 arrived only after this rank gave up
