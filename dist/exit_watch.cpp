@@ -10,6 +10,8 @@
 #include <cstring>
 #include <sstream>
 
+#include "dist/deadline.h"
+
 namespace minitorch::dist {
 
 namespace {
@@ -31,20 +33,14 @@ bool still_there(long pid) {
   return state != 'Z' && state != 'X';
 }
 
-double now_s() {
-  timespec t{};
-  ::clock_gettime(CLOCK_MONOTONIC, &t);
-  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
-}
-
 [[noreturn]] void watch(const std::vector<PeerProcess>& peers, double seconds, int my_rank) {
-  const double deadline = now_s() + seconds;
+  const Clock::time_point until = deadline_after(seconds);  // steady_clock: clock_gettime, safe after fork
   const timespec pause{0, 10 * 1000 * 1000};  // 10 ms
   for (;;) {
     bool waiting = false;
     for (const PeerProcess& p : peers) waiting = waiting || still_there(p.pid);
     if (!waiting) ::_exit(0);
-    if (now_s() > deadline) break;
+    if (Clock::now() >= until) break;
     ::nanosleep(&pause, nullptr);
   }
   for (const PeerProcess& p : peers) {

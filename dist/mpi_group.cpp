@@ -50,6 +50,7 @@ MpiGroup::MpiGroup(MPI_Comm comm, bool owned, double timeout_s) : comm_(comm), o
   MPI_Group_translate_ranks(mine, size_, ranks.data(), world, world_ranks_.data());
   MPI_Group_free(&mine);
   MPI_Group_free(&world);
+  roll_ = std::make_shared<detail::RollCall>(ring_comm_, rank_, world_ranks_);
   live_groups().push_back(this);
 }
 
@@ -60,6 +61,7 @@ MpiGroup::~MpiGroup() {
   MPI_Finalized(&finalized);
   if (finalized) return;  // MPI_Finalize released every communicator (complete_all_sends ran before it)
   complete_sends();
+  roll_->close();  // a Work that outlives its group must not read a freed communicator
   if (ring_comm_ != MPI_COMM_NULL) MPI_Comm_free(&ring_comm_);
   if (owned_ && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
 }
@@ -74,6 +76,7 @@ std::uint64_t MpiGroup::begin_op(const char* op, std::int64_t numel, std::int64_
   progress_sends();
   last_op_ = std::string(op) + " of " + std::to_string(numel) + " elements";
   if (peer >= 0) last_op_ += (std::string(op) == "recv" ? " from rank " : " to rank ") + std::to_string(peer);
+  if (peer < 0) roll_->begin_collective(last_op_, current_step_);  // numbers it; a late rank ends here
   record(op, elements, dtype);
   if (!recording() || !events::enabled()) return 0;  // bookkeeping traffic is not step traffic
   events::Event e;
@@ -106,7 +109,15 @@ double timeout_cap() {
 }  // namespace
 
 detail::WaitContext MpiGroup::wait_context(int peer) const {
-  return detail::WaitContext{last_op_, peer, size_, std::min(timeout_s_, timeout_cap()), current_step_};
+  const bool collective = peer < 0;
+  return detail::WaitContext{last_op_,
+                             peer,
+                             size_,
+                             std::min(timeout_s_, timeout_cap()),
+                             current_step_,
+                             roll_,
+                             collective ? roll_->begun() : -1,
+                             collective ? roll_->began_at() : Clock::now()};
 }
 
 void MpiGroup::wait(MPI_Request* requests, int n, std::string what, int peer) const {
@@ -173,22 +184,27 @@ void MpiGroup::broadcast(Tensor& t, int root) {
   detail::op_end("broadcast", event);
 }
 
-void MpiGroup::barrier() {
+void MpiGroup::barrier() { named_barrier("barrier"); }
+
+void MpiGroup::named_barrier(const std::string& what) {
   // Not recorded, and it does not wait for buffered sends: a peer may receive them after the barrier.
   progress_sends();
+  roll_->begin_collective(what, current_step_);
   MPI_Request request = MPI_REQUEST_NULL;
   MPI_Ibarrier(comm_, &request);
-  wait(&request, 1, "barrier");
+  wait(&request, 1, what);
 }
 
 std::vector<std::string> MpiGroup::shutdown_exchange(const std::string& mine) {
   constexpr std::size_t kRecord = 128;
   std::vector<char> send(kRecord, '\0'), all(kRecord * static_cast<std::size_t>(size_), '\0');
   mine.copy(send.data(), kRecord - 1);
+  const std::string what = "the barrier before MPI_Finalize (the end of the run)";
+  roll_->begin_collective(what, current_step_);
   MPI_Request request = MPI_REQUEST_NULL;
   MPI_Iallgather(send.data(), static_cast<int>(kRecord), MPI_CHAR, all.data(), static_cast<int>(kRecord), MPI_CHAR,
                  comm_, &request);
-  wait(&request, 1, "the barrier before MPI_Finalize (the end of the run)");
+  wait(&request, 1, what);
   std::vector<std::string> said;
   for (int r = 0; r < size_; ++r) said.emplace_back(all.data() + static_cast<std::size_t>(r) * kRecord);
   return said;
@@ -205,9 +221,11 @@ std::string MpiGroup::not_arrived() const {
 }
 
 std::shared_ptr<ProcessGroup> MpiGroup::split(int color, int key) {
-  progress_sends();
+  // MPI has no non-blocking split: a barrier with the deadline first names a rank that is not there,
+  // then a watchdog bounds the split itself (for a rank that stops in between).
+  named_barrier("the barrier before MPI_Comm_split (making a process group)");
   MPI_Comm sub = MPI_COMM_NULL;
-  {  // MPI has no non-blocking split: a watchdog gives it the group's deadline
+  {
     PhaseDeadline deadline("MPI_Comm_split (making a process group)", timeout_s_, world_rank(), not_arrived());
     MPI_Comm_split(comm_, color < 0 ? MPI_UNDEFINED : color, key, &sub);
   }

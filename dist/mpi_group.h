@@ -57,6 +57,8 @@ class MpiGroup : public ProcessGroup {
  private:
   /// This process's rank in MPI_COMM_WORLD (named by the watchdogs' messages).
   static int world_rank();
+  /// A barrier whose timeout message names `what` (barrier(), and before MPI_Comm_split).
+  void named_barrier(const std::string& what);
   /// "one or more ranks of the group (N ranks) did not arrive": who a blocked collective waits for.
   std::string not_arrived() const;
   /// The one place every operation starts: frees the buffered sends that have finished, records the
@@ -92,6 +94,7 @@ class MpiGroup : public ProcessGroup {
   std::vector<int> world_ranks_;  // [group rank] = its rank in MPI_COMM_WORLD
   std::string last_op_ = "operation";  // "all_reduce of 809600 elements": the one begin_op started last
   std::vector<std::unique_ptr<detail::MpiWork>> pending_sends_;  // buffered sends, oldest first
+  std::shared_ptr<detail::RollCall> roll_;  // who is in a collective that timed out (roll_call.h)
 };
 
 }  // namespace minitorch::dist

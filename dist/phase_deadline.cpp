@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "dist/deadline.h"
 #include "dist/process_group.h"
 
 namespace minitorch::dist {
@@ -13,7 +14,10 @@ namespace minitorch::dist {
 PhaseDeadline::PhaseDeadline(std::string phase, double seconds, int rank, std::string who) {
   watchdog_ = std::thread([this, phase = std::move(phase), seconds, rank, who = std::move(who)] {
     std::unique_lock<std::mutex> lock(mu_);
-    if (cv_.wait_for(lock, std::chrono::duration<double>(seconds), [this] { return done_; })) return;
+    const auto until = deadline_after(seconds);
+    auto finished = [this] { return done_; };
+    if (until == Clock::time_point::max()) return cv_.wait(lock, finished);  // no limit
+    if (cv_.wait_until(lock, until, finished)) return;
     // One write: under mpirun the ranks' stderr lines interleave.
     char line[1024];
     const std::string rank_text = rank >= 0 ? "rank " + std::to_string(rank) + ": " : std::string();

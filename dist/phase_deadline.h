@@ -7,7 +7,8 @@
 /// returned after `seconds`, the watchdog prints
 ///   rank R: error: PHASE timed out after S s: WHO
 /// and ends this process with exit status 1, without touching MPI (MPI is what is stuck). mpirun takes
-/// the whole job down when a rank exits non-zero.
+/// the whole job down when a rank exits non-zero. A `seconds` of dist::kNoLimitSeconds or more
+/// (deadline.h) never fires.
 ///
 /// \code
 ///   {

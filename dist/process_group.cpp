@@ -3,7 +3,9 @@
 #include "dist/process_group.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 
 #include <mpi.h>
@@ -179,7 +181,7 @@ void finalize() {
   leave_exit_watcher(peers, limit, rank);
 }
 
-void abort_job(const std::string& what, int code) {
+void abort_job(const std::string& what, int code, double linger_s) {
   std::fflush(stdout);
   int size = 1, rank = 0;
   const bool live = mpi_live();
@@ -190,6 +192,7 @@ void abort_job(const std::string& what, int code) {
   if (live && size > 1) {
     std::fprintf(stderr, "rank %d: error: %s\n", rank, what.c_str());
     std::fflush(stderr);
+    if (linger_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(linger_s));
     MPI_Abort(MPI_COMM_WORLD, code);  // kills every rank; mpirun exits with `code`
   } else {
     // One process: nobody to take down; exit without MPI_Finalize (which could wait on nothing).

@@ -204,8 +204,9 @@ class ProcessGroup {
 
   /// Seconds a rank waits in one operation (a collective, a receive, a send to finish) before it gives
   /// up: it prints "rank R: error: <operation> timed out after S s at step N: <who did not arrive>"
-  /// and ends the job (abort_job). Must be > 0 (else std::invalid_argument); default
-  /// kDefaultTimeoutSeconds (config `comm.timeout_s`, `--comm-timeout`). split() passes it on.
+  /// and ends the job (abort_job). Must be > 0 and finite (else std::invalid_argument); 1e9 or more
+  /// (dist/deadline.h) is no limit. Default kDefaultTimeoutSeconds (config `comm.timeout_s`,
+  /// `--comm-timeout`). split() passes it on.
   void set_timeout(double seconds);
   double timeout() const { return timeout_s_; }
   /// The training step in progress (counted from 1, as the log does), named by timeout messages;
@@ -272,7 +273,9 @@ void finalize();
 /// (MPI_Abort on the world: every rank is killed, mpirun exits non-zero). With no one else to take
 /// down — before init(), or in a 1-rank world — it prints "error: <what>" and exits with `code`.
 /// init() installs a std::terminate handler that calls this with the escaping exception's what().
-[[noreturn]] void abort_job(const std::string& what, int code = 1);
+/// `linger_s`: seconds between the message and MPI_Abort, so that other ranks about to say why the job
+/// fails (those that gave up on the same collective, dist/roll_call.h) are not killed before they do.
+[[noreturn]] void abort_job(const std::string& what, int code = 1, double linger_s = 0);
 
 /// The main() of a multi-rank program: init(argc, argv), then body(world). An exception escaping
 /// body aborts the job through abort_job(e.what()); a non-zero return aborts it with that exit code

@@ -27,7 +27,7 @@
 /// - `pipeline`: {stages, schedule "gpipe"|"1f1b"} and partition_method (pipeline/engine.h);
 /// - `activation_checkpointing`: {"enabled": bool, "segment_size": blocks per segment (default 1)};
 /// - `comm`: {"timeout_s": seconds > 0} — how long a rank waits in one collective or receive before
-///   it ends the job (dist::ProcessGroup::set_timeout);
+///   it ends the job (dist::ProcessGroup::set_timeout); 1e9 or more is no limit (dist/deadline.h);
 /// - `device`: {"type": "cpu"|"sim"|"cuda", "memory": sim's capacity, "24MiB" or bytes} (DeviceConfig).
 ///
 /// \code

@@ -73,7 +73,7 @@ std::span<const ConfigKey> minitorch_rows() {
       ok("training.data", R"("datasets/kjv.txt")"),
       // ---- comm (minitorch) ----
       ok("comm", "{}"),
-      ok("comm.timeout_s", "300").type(T::number).gt(0),  // 0 would time out every wait at once; there is no "never"
+      ok("comm.timeout_s", "300").type(T::number).gt(0),  // 0 would time out every wait at once; >= 1e9: no limit (dist/deadline.h)
       // ---- device (minitorch) ----
       ok("device", R"({"type": "sim", "memory": "24MiB"})"),
       ok("device.type", R"("sim")"),  // "cpu", "sim", "cuda": runtime/config.cpp

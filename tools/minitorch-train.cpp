@@ -306,7 +306,7 @@ int main(int argc, char** argv) {
                  "directory of shards for ZeRO stages 1-3 on several ranks and for pipelines");
   parser.option("--comm-timeout", flags.comm_timeout,
                  "seconds a rank waits for the others in one collective or receive before it ends the job "
-                 "(overrides comm.timeout_s; default 300)")
+                 "(overrides comm.timeout_s; default 300; 1e9 or more: no limit)")
       ->check(cli::positive_number());
   parser.option("--device", flags.plan.device, tools::kDeviceHelp);
   parser.option("--device-memory", flags.plan.device_memory, tools::kDeviceMemoryHelp);

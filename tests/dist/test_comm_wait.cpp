@@ -53,6 +53,24 @@ TEST(L05_CommWait, MessageNamesTheOperationTheStepAndWhoDidNotArrive) {
               HasSubstr("recv of 10 elements from rank 3 timed out after 300 s: rank 3 (the peer) did not arrive"));
 }
 
+TEST(L05_CommWait, ACollectiveNamesTheRanksItsRollCallFound) {
+  // dist/roll_call.h: who never answered (or is still in an earlier operation), and who came late.
+  dist::detail::WaitContext c{"all_reduce of 809600 elements", -1, 4, 5, 12};
+  dist::detail::Absent a;
+  a.asked = true;
+  a.missing = {1};
+  EXPECT_THAT(dist::detail::timeout_message(c, {false, 5.0, 0.01}, a),
+              HasSubstr("timed out after 5 s at step 12: rank 1 did not arrive (this rank waited"));
+  a.missing = {1, 2, 3};
+  a.late = {0};
+  EXPECT_EQ(dist::detail::describe(a), "ranks 1, 2 and 3 did not arrive; rank 0 did not arrive in time (came only "
+                                       "after this rank gave up: stopped, or too slow)");
+  a.missing.clear();
+  a.late.clear();  // everyone answered that it is in it: the transfer itself is what is stuck
+  EXPECT_THAT(dist::detail::timeout_message(c, {}, a),
+              HasSubstr(": every rank of the group (4 ranks) answered that it is in it, yet it did not complete"));
+}
+
 TEST(L05_CommWait, TimeoutMustBePositiveAndPassesToSubGroups) {
   auto& world = dist::init(nullptr, nullptr);
   const double before = world.timeout();
