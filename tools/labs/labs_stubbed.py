@@ -25,7 +25,7 @@ def _run(cmd, cwd, what):
     if r.returncode != 0:
         text = (r.stdout + r.stderr).strip()
         errors = [line for line in text.splitlines() if "error" in line][:20]
-        raise LabError(f"{what} failed:\n" + "\n".join(errors or text.splitlines()[-30:]))
+        raise LabError(f"{what} failed:\n" + "\n".join(errors if len(errors) > 1 else text.splitlines()[-30:]))
     return r.stdout
 
 
@@ -115,8 +115,9 @@ class StubbedBuild:
                                    f"{os.path.basename(obj)}; labs-check replaces exactly one")
             _run(["ar", "r", mine, *objs], lib_dir, f"ar r {mine}")
             libs[os.path.realpath(ref)] = mine
-        bin_dir = os.path.join(self.work, "bin")
-        os.makedirs(bin_dir, exist_ok=True)
+        bin_dir = os.path.join(self.work, "bin")  # only this build's binaries: none left from another one
+        shutil.rmtree(bin_dir, ignore_errors=True)
+        os.makedirs(bin_dir)
         for layer in layers:
             self._link(layer, libs, bin_dir)
         return time.time() - t0
@@ -125,14 +126,16 @@ class StubbedBuild:
         """WORK/bin/test-<layer>: the reference's link command with the stubbed libraries, or a link to the
         reference's binary when it uses none of them."""
         exe = os.path.join(bin_dir, f"test-{layer}")
-        if os.path.lexists(exe):
-            os.remove(exe)
         found = glob.glob(os.path.join(self.build, "*", "CMakeFiles", f"test-{layer}.dir", "link.txt"))
         if len(found) != 1:
             raise LabError(f"test-{layer}: no link.txt in {self.build} (build the reference first: make build)")
         cwd = os.path.dirname(os.path.dirname(os.path.dirname(found[0])))
         with open(found[0]) as f:
             args = shlex.split(f.read())
+        missing = [a for a in args if a.endswith((".o", ".a")) and not os.path.exists(os.path.join(cwd, a))]
+        if missing:
+            raise LabError(f"test-{layer}: the reference build lacks {', '.join(missing[:3])}"
+                           f"{' ...' if len(missing) > 3 else ''}: build the reference first (make build)")
         swapped = [libs.get(os.path.realpath(os.path.join(cwd, a)), a) for a in args]
         if swapped == args:
             os.symlink(os.path.join(self.build, "bin", f"test-{layer}"), exe)
