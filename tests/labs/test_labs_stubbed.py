@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """ctest Labs.Stubbed: the stubbed build of make labs-check (tools/labs/labs_stubbed.py) on a small CMake project
-made here (a library mt_ring with a file compiled on its own, a test binary test-ring in tests/, the Makefile
-generator as `make build` uses). The stubbed binary runs the stub; the reference's source, library and binary are
+made here (a library mt_ring with a file compiled on its own, a test binary test-ring in tests/ring/ and a program
+its sources name, the Makefile generator as `make build` uses). The stubbed binary and program run the stub; the reference's source, library and binary are
 left as they were, byte for byte and mtime for mtime (anything run from build/bin meanwhile runs the reference);
 a binary that uses no stubbed library is a link to the reference's; a Ninja build folder is one clear error.
 Exit 0 when all holds; 1 with "error: ..." lines otherwise."""
@@ -32,15 +32,19 @@ add_library(mt_ring STATIC ring/ring.cpp ring/other.cpp)
 target_include_directories(mt_ring PUBLIC ${CMAKE_SOURCE_DIR})
 add_subdirectory(tests)
 """,
-    "tests/CMakeLists.txt": """add_executable(test-ring main.cpp)
+    "tests/CMakeLists.txt": """add_executable(test-ring ring/main.cpp)
 target_link_libraries(test-ring mt_ring)
+add_executable(mt-ring-prog ring/prog.cpp)
+target_link_libraries(mt-ring-prog mt_ring)
 add_executable(test-plain plain.cpp)
 """,
     "ring/ring.h": "int ring();\nint other();\n",
     "ring/ring.cpp": '#include "ring/ring.h"\n#include "local.h"\nint ring() {\n  // BEGIN SOLUTION L05.1\n  return LOCAL;\n  // END SOLUTION\n}\n',
     "ring/local.h": "#define LOCAL 42\n",
     "ring/other.cpp": '#include "ring/ring.h"\nint other() { return 7; }\n',
-    "tests/main.cpp": '#include <cstdio>\n#include "ring/ring.h"\nint main() { std::printf("%d %d\\n", ring(), other()); }\n',
+    "tests/ring/main.cpp": '#include <cstdio>\n#include "ring/ring.h"\n// runs mt-ring-prog too\n'
+                           'int main() { std::printf("%d %d\\n", ring(), other()); }\n',
+    "tests/ring/prog.cpp": '#include <cstdio>\n#include "ring/ring.h"\nint main() { std::printf("%d\\n", ring()); }\n',
     "tests/plain.cpp": "int main() { return 0; }\n",
 }
 
@@ -78,6 +82,10 @@ with tempfile.TemporaryDirectory(prefix="mt-labs-stubbed-") as tmp:
     got = run(os.path.join(work, "bin", "test-ring")) if os.path.exists(os.path.join(work, "bin", "test-ring")) else None
     check(got == "-42 7", f"the stubbed binary runs the stub and the library's other files: {got!r}")
     check(run(os.path.join(build, "bin", "test-ring")) == "42 7", "the reference binary still runs the reference")
+    prog = os.path.join(work, "bin", "mt-ring-prog")
+    check(os.path.exists(prog) and not os.path.islink(prog) and run(prog) == "-42",
+          "a program the tests name (mt-ring-prog) is linked with the stub too")
+    check(run(os.path.join(build, "bin", "mt-ring-prog")) == "42", "the reference program still runs the reference")
     check(snapshot(reference) == before, "the reference's source, library and binary are unchanged")
     plain = os.path.join(work, "bin", "test-plain")
     check(os.path.islink(plain) and os.path.realpath(plain) == os.path.realpath(os.path.join(build, "bin", "test-plain")),

@@ -21,6 +21,12 @@ ENV = {"MINITORCH_NUM_THREADS": "1", "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_
        "MINITORCH_COMM_TIMEOUT_CAP_S": "5"}
 
 
+def test_env(exe):
+    """The environment of a test binary's run: ENV, and its own bin/ for the programs it runs (tests/test_util.h's
+    bin(): the stubbed build's programs hold the stubs too)."""
+    return {**os.environ, **ENV, "MINITORCH_TEST_BIN_DIR": os.path.dirname(os.path.abspath(exe))}
+
+
 def log(msg):
     print(msg, flush=True)
 
@@ -92,8 +98,7 @@ def run_once(exe, layer, np, args, out_dir, timeout):
     # singleton's orted) can outlive it holding the pipe open, and reading to its end would never return.
     log_path = os.path.join(out_dir, "output.txt")
     with open(log_path, "w") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **ENV},
-                                start_new_session=True)
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=test_env(exe), start_new_session=True)
     try:
         status = proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:

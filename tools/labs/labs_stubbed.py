@@ -6,12 +6,14 @@ For a stubbed file F (compiled on its own, not in a unity source: MINITORCH_LAB_
 sets), its text is written to WORK/src/F and compiled with the reference's own command for F (the Makefile
 generator's dry run: the same flags, the same per-file options) into WORK/obj/; each static library that holds
 F's object is copied to WORK/lib/ with that object replaced (ar); each test binary is linked with the
-reference's link command, those libraries swapped for WORK/lib's, into WORK/bin/ (a binary none of whose
-libraries changed is a link to the reference's). Only the stubbed files compile: a lesson costs what stubbing
+reference's link command, those libraries swapped for WORK/lib's, into WORK/bin/, and so is each program the
+tests run (a binary none of whose libraries changed is a link to the reference's; the tests find the programs
+there through MINITORCH_TEST_BIN_DIR). Only the stubbed files compile: a lesson costs what stubbing
 in place did, and ccache serves a stub compiled before.
 """
 import glob
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -118,28 +120,40 @@ class StubbedBuild:
         bin_dir = os.path.join(self.work, "bin")  # only this build's binaries: none left from another one
         shutil.rmtree(bin_dir, ignore_errors=True)
         os.makedirs(bin_dir)
-        for layer in layers:
-            self._link(layer, libs, bin_dir)
+        for name in [f"test-{layer}" for layer in layers] + self._programs(layers):
+            self._link(name, libs, bin_dir)
         return time.time() - t0
 
-    def _link(self, layer, libs, bin_dir):
-        """WORK/bin/test-<layer>: the reference's link command with the stubbed libraries, or a link to the
-        reference's binary when it uses none of them."""
-        exe = os.path.join(bin_dir, f"test-{layer}")
-        found = glob.glob(os.path.join(self.build, "*", "CMakeFiles", f"test-{layer}.dir", "link.txt"))
+    def _programs(self, layers):
+        """The programs of build/bin the layers' test sources name (a rank-failure test runs mt-rank-stalls): they
+        are linked with the stubs too, and the tests run them from WORK/bin (MINITORCH_TEST_BIN_DIR, tests/test_util.h)."""
+        text = ""
+        for layer in layers:
+            for path in glob.glob(os.path.join(self.root, "tests", layer, "*.[ch]*")):
+                with open(path, encoding="utf-8", errors="replace") as f:
+                    text += f.read()
+        names = [n for n in sorted(os.listdir(os.path.join(self.build, "bin"))) if not n.startswith("test-")]
+        return [n for n in names if re.search(r"[^A-Za-z0-9_-]" + re.escape(n) + r"[^A-Za-z0-9_-]", text)]
+
+    def _link(self, name, libs, bin_dir):
+        """WORK/bin/<name>: the reference's link command with the stubbed libraries, or a link to the reference's
+        binary when it uses none of them."""
+        exe = os.path.join(bin_dir, name)
+        found = glob.glob(os.path.join(self.build, "CMakeFiles", f"{name}.dir", "link.txt")) + \
+            glob.glob(os.path.join(self.build, "*", "CMakeFiles", f"{name}.dir", "link.txt"))
         if len(found) != 1:
-            raise LabError(f"test-{layer}: no link.txt in {self.build} (build the reference first: make build)")
+            raise LabError(f"{name}: no link.txt in {self.build} (build the reference first: make build)")
         cwd = os.path.dirname(os.path.dirname(os.path.dirname(found[0])))
         with open(found[0]) as f:
             args = shlex.split(f.read())
         missing = [a for a in args if a.endswith((".o", ".a")) and not os.path.exists(os.path.join(cwd, a))]
         if missing:
-            raise LabError(f"test-{layer}: the reference build lacks {', '.join(missing[:3])}"
+            raise LabError(f"{name}: the reference build lacks {', '.join(missing[:3])}"
                            f"{' ...' if len(missing) > 3 else ''}: build the reference first (make build)")
         swapped = [libs.get(os.path.realpath(os.path.join(cwd, a)), a) for a in args]
         if swapped == args:
-            os.symlink(os.path.join(self.build, "bin", f"test-{layer}"), exe)
+            os.symlink(os.path.join(self.build, "bin", name), exe)
             return
         o = swapped.index("-o")
         swapped[o + 1] = exe
-        _run(swapped, cwd, f"linking the stubbed test-{layer}")
+        _run(swapped, cwd, f"linking the stubbed {name}")

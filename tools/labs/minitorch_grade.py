@@ -104,8 +104,10 @@ def run_tests(exe, names, np, timeout, _depth=0):
         else:
             cmd = [exe, f"--gtest_output=json:{tmp}/rank0.json", filt]
         # Its own process group: on a timeout, Ctrl-C or SIGTERM every rank goes with mpirun, none is left behind.
+        # The programs a test runs (tests/test_util.h's bin()) are the ones built beside it.
+        env = {**os.environ, **ENV, "MINITORCH_TEST_BIN_DIR": os.path.dirname(os.path.abspath(exe))}
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, encoding="utf-8",
-                                errors="replace", env={**os.environ, **ENV}, start_new_session=True)
+                                errors="replace", env=env, start_new_session=True)
         timed_out = False
         try:
             out, _ = proc.communicate(timeout=timeout)
