@@ -46,7 +46,8 @@ deps:
 	$(call install_missing,$(DEB_PACKAGES) $(NOTEBOOK_PACKAGES))
 
 # Each library layer compiles as unity sources (the heavy headers parsed once per layer, not once per file),
-# but every file with solution blocks on its own: make labs-check stubs those in place (CMakeLists.txt).
+# but every file with solution blocks on its own: make labs-check compiles stubbed copies of those with the same
+# commands, apart from this build (tools/labs/labs_stubbed.py).
 configure: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DMINITORCH_UNITY=ON -DMINITORCH_LAB_FILES_APART=ON $(CMAKE_NATIVE) > /dev/null
 
@@ -102,7 +103,7 @@ labs: deps
 # libraries (in unity sources, MINITORCH_UNITY), the test binaries made of only the files that hold its tasks'
 # tests (MINITORCH_LAB_LESSON), lesson-NN — in $(LAB_BUILD), without the CUDA layer (nothing graded runs on a GPU),
 # with Ninja (it keeps both cores busy across the layers; lesson 05 and 10: about 180 s of CPU from scratch).
-# Then: cd $(LAB_BUILD) && ctest -R L05_T1; $(LAB_BUILD)/bin/minitorch-grade.
+# Then, from the top of the tree: ctest --test-dir $(LAB_BUILD) -R L05_T1; $(LAB_BUILD)/bin/minitorch-grade.
 LAB_BUILD ?= build-lab
 .PHONY: lab
 lab: deps data
@@ -113,7 +114,8 @@ lab: deps data
 	  cmake --build $(LAB_BUILD) -j$(JOBS) --target $$targets
 
 # make labs-check [LESSON=NN] (tools/labs/labs_check.py, docs/labs.md): for each lesson (or the one given), its
-# solution blocks are stubbed in place (put back byte for byte after), the library's suites rebuilt and run:
+# solution blocks are stubbed in a build of their own ($(BUILD)/labs-check/stubbed: the stubbed files compiled with
+# the reference's commands, the test binaries relinked; the tree and $(BUILD) never change), the suites run:
 # the reference passes every test; a test passes iff it depends on no stubbed task (labs/depends.json); each
 # stubbed task's own tests fail with its NotImplemented message. labs-check-full also pastes back one solution
 # at a time. labs-record rewrites labs/depends.json from runs with one task stubbed at a time.

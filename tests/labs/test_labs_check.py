@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """ctest Labs.Check: the rules tools/labs/labs_check.py holds a run to, on made-up results (no build needed):
 what a test depends on (its own task, what that one needs, labs/depends.json), the verdicts of expect() for
-each way a run can go wrong, suite patterns, the output of a crashed binary, and the in-place stubbing being
-undone after an interruption. Exit 0 when all holds; 1 with "error: ..." lines otherwise."""
+each way a run can go wrong, the dependencies a task's tests may have (declared, or on an earlier lesson), suite
+patterns, the output of a crashed binary, and the files an in-place labs-check of the past left stubbed being put
+back. Exit 0 when all holds; 1 with "error: ..." lines otherwise."""
 import json
 import os
 import sys
@@ -11,6 +12,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "labs"))
 import labs_check as lc  # noqa: E402
+import labs_run as lr  # noqa: E402
 
 failures = []
 
@@ -38,7 +40,7 @@ check(lc.deps_of("L03_GPT.LossAtInit", TASKS, DEPENDS) == set(), "a test nothing
 check(lc.own_task("L05_T9_Ring.X", TASKS) is None, "a prefix of no task is no task")
 check(lc.own_task("L05_TrainCli.X", TASKS) is None, "L05_TrainCli is not a task suite")
 
-R = lc.Result
+R = lr.Result
 NI = 'C++ exception with description "not implemented: L05.1: reduce-scatter — see lessons/05_ddp/README.md"'
 
 
@@ -74,26 +76,38 @@ C++ exception with description "not implemented: L05.1: x" thrown in the test bo
 [ RUN      ] S.Three
 Segmentation fault"""
 res = {}
-running = lc.parse_stdout(text, "dist", res)
+running = lr.parse_stdout(text, "dist", res)
 check(running == "S.Three", f"the test that was running when the binary died: {running}")
 check(res["S.One"].passed and not res["S.Two"].passed and "not implemented: L05.1" in res["S.Two"].message,
       "finished tests and a failure's printed message from the output")
 
-# in-place stubbing is undone, also after an interruption (the next run restores first)
+# a task's tests may fail while another task is a stub only where it declares it (needs) or it is of an earlier lesson
+T2 = {**TASKS, "L06.1": {"lesson": "06", "needs": [], "tests": "L06_T1", "title": "partition"}}
+check(lc.undeclared_dependencies(T2, {"L05.1": ["L05_T3_Ring.*", "L06_T1_Part.X"], "L01.2": ["L05_T1_Ring.Big"]}) == [],
+      "declared (L05.3 needs L05.1) and earlier-lesson dependencies are fine")
+p = lc.undeclared_dependencies(T2, {"L05.2": ["L05_T1_Ring.Big"]})
+check(len(p) == 1 and "L05_T1_Ring.Big (task L05.1's tests) fails while L05.2 is a stub" in p[0]
+      and "add \"L05.2\" to L05.1's needs in labs/tasks/L05.json" in p[0], f"an undeclared one names both tasks and the fix: {p}")
+p = lc.undeclared_dependencies(T2, {"L06.1": ["L05_T2_Ring.A"]})
+check(len(p) == 1 and "earlier ones" in p[0], f"a test of lesson 05 that needs a lesson-06 task is a problem: {p}")
+p = lc.undeclared_dependencies(T2, {"L06.1": ["*Ring*"]})
+check(len(p) == 1 and "name the suites" in p[0], f"a pattern that may match any task's tests is a problem: {p}")
+
+# files a labs-check of the past (which stubbed in place) left stubbed are put back, once
 with tempfile.TemporaryDirectory(prefix="mt-labs-check-") as tmp:
     root, work = os.path.join(tmp, "ref"), os.path.join(tmp, "work")
     os.makedirs(os.path.join(root, "dist"))
+    os.makedirs(os.path.join(work, "backup", "files", "dist"))
     with open(os.path.join(root, "dist", "ring.cpp"), "w") as f:
+        f.write("stub\n")
+    with open(os.path.join(work, "backup", "files", "dist", "ring.cpp"), "w") as f:
         f.write("solution\n")
-    lc.InPlace(root, work).apply({"dist/ring.cpp": "stub\n"})
-    check(open(os.path.join(root, "dist", "ring.cpp")).read() == "stub\n", "apply writes the stub")
-    os.utime(os.path.join(root, "dist", "ring.cpp"), (1, 1))
-    lc.InPlace(root, work).apply({"dist/ring.cpp": "stub\n"})
-    check(os.path.getmtime(os.path.join(root, "dist", "ring.cpp")) == 1, "the same stub again leaves the file alone (no rebuild)")
-    restored = lc.InPlace(root, work).restore()  # a new run, as after a crash
+    with open(os.path.join(work, "backup", "manifest.json"), "w") as f:
+        json.dump(["dist/ring.cpp"], f)
+    restored = lc.restore_in_place_backup(root, work)
     check(restored == ["dist/ring.cpp"] and open(os.path.join(root, "dist", "ring.cpp")).read() == "solution\n",
-          "the next run puts the solution back")
-    check(lc.InPlace(root, work).restore() == [], "restoring twice does nothing")
+          "the solution is put back")
+    check(lc.restore_in_place_backup(root, work) == [], "restoring twice does nothing")
 
 # the depends file is checked
 with tempfile.TemporaryDirectory(prefix="mt-labs-deps-") as tmp:
@@ -109,5 +123,5 @@ with tempfile.TemporaryDirectory(prefix="mt-labs-deps-") as tmp:
 for f in failures:
     print(f"error: {f}")
 if not failures:
-    print("labs_check.py ok: dependencies, verdicts, suite patterns, crashed output, restore after interruption")
+    print("labs_check.py ok: dependencies, verdicts, declared needs, suite patterns, crashed output, old backups restored")
 sys.exit(1 if failures else 0)

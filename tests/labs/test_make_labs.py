@@ -3,10 +3,12 @@
 with two tasks in two lessons). Checks that every chosen block becomes the NotImplemented stub with the
 task's id, title and guide (the markers kept), that --lesson stubs one lesson only, that the student tree
 holds the tracked files only (no .git, no untracked or ignored file, so no solution survives), that LAB.md
-lists the tasks, and that each kind of bad marker is one error naming the file and line (exit 2).
+lists the tasks, that LAB.md's commands work pasted in order from the tree's top folder (stand-ins for make, ctest
+and mpirun check the folder and the paths) with the lesson's own test filter, and that each kind of bad marker is one error naming the file and line (exit 2).
 Exit 0 when all holds; 1 with "error: ..." lines otherwise."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -36,6 +38,11 @@ def make_tree(root, source):
             {"id": "L06.1", "title": "the \"partition\"", "guide": "lessons/06_zero12/README.md", "points": 2}]}, f)
     with open(os.path.join(root, "dist", "ring.cpp"), "w") as f:
         f.write(source)
+    for rel, text in {"tests/zero_mpi/test_ring.cpp": "TEST(L05_T1_Ring, Sums) {}\n",
+                      "tests/zero/test_part.cpp": "TEST(L06_T1_Part, Covers) {}\n", "Makefile": "lab:\n"}.items():
+        os.makedirs(os.path.dirname(os.path.join(root, rel)) or root, exist_ok=True)
+        with open(os.path.join(root, rel), "w") as f:
+            f.write(text)
     with open(os.path.join(root, ".gitignore"), "w") as f:
         f.write("build/\n")
     git(root, "init", "-q")
@@ -67,6 +74,50 @@ def run(root, out, *extra):
     return subprocess.run([sys.executable, GENERATOR, "--root", root, "--out", out, *extra], capture_output=True, text=True)
 
 
+# LAB.md's commands, pasted in order into one shell at the top of the student tree, with stand-ins for make, ctest
+# and mpirun that check what they are given: make runs where the Makefile is, and `make lab` writes build-lab/
+# (its bin/ programs, its ctest file); ctest's --test-dir is that build; mpirun's program exists. Each stand-in
+# logs its folder and arguments.
+FAKE_TOOLS = {
+    "make": """[ -f Makefile ] || { echo "make: no Makefile in $PWD" >&2; exit 2; }
+echo "make $PWD $*" >> "$LAB_LOG"
+case "$*" in lab*) mkdir -p build-lab/bin && touch build-lab/CTestTestfile.cmake
+  for p in minitorch-grade lesson-05 lesson-06 test-zero_mpi test-zero; do
+    printf '#!/bin/sh\\necho "%s $PWD $*" >> "$LAB_LOG"\\n' "$p" > build-lab/bin/$p; chmod +x build-lab/bin/$p; done;; esac""",
+    "ctest": """[ "$1" = --test-dir ] && [ -f "$2/CTestTestfile.cmake" ] || { echo "ctest: no tests in ${2:-$PWD}" >&2; exit 1; }
+echo "ctest $PWD $*" >> "$LAB_LOG\"""",
+    "mpirun": """for a in "$@"; do case "$a" in -*|[0-9]*) ;; *) [ -x "$a" ] || { echo "mpirun: $a not found" >&2; exit 1; }
+  echo "mpirun $PWD $*" >> "$LAB_LOG"; "$@" >/dev/null 2>&1; exit 0;; esac; done; exit 1""",
+}
+
+
+def run_commands(tree, lab, lesson, by_hand):
+    """Runs the Commands section of `lab` in `tree` with the stand-ins; checks each ran from the tree's top folder.
+    by_hand: (program, arguments) of the one task's tests run by hand: the lesson's own filter."""
+    section = lab.split("## Commands", 1)[1].split("\n## ", 1)[0]
+    commands = [line[4:] for line in section.splitlines() if line.startswith("    ") and line.strip()]
+    check(any(c.startswith(f"make lab LESSON={lesson}") for c in commands), f"LAB.md's commands lack make lab LESSON={lesson}")
+    fake = os.path.join(tree, "..", "fake-tools")
+    os.makedirs(fake, exist_ok=True)
+    for name, body in FAKE_TOOLS.items():
+        with open(os.path.join(fake, name), "w") as f:
+            f.write("#!/bin/sh\n" + body + "\n")
+        os.chmod(os.path.join(fake, name), 0o755)
+    log = os.path.join(tree, "..", "lab-commands.log")
+    open(log, "w").close()
+    shutil.rmtree(os.path.join(tree, "build-lab"), ignore_errors=True)
+    r = subprocess.run(["bash", "-e", "-c", "\n".join(commands)], cwd=tree, capture_output=True, text=True,
+                       env={**os.environ, "PATH": fake + os.pathsep + os.environ["PATH"], "LAB_LOG": log})
+    check(r.returncode == 0, f"LAB.md's commands, pasted in order, fail (exit {r.returncode}): {r.stderr[-600:]}\n"
+          + "\n".join(commands))
+    ran = open(log).read().splitlines()
+    top = os.path.realpath(tree)
+    for want in ("make " + top + " deps", "make " + top + " data", f"make {top} lab LESSON={lesson}",
+                 f"ctest {top} --test-dir build-lab -R L{lesson}_T1 --output-on-failure",
+                 f"minitorch-grade {top} --lesson {lesson}", f"lesson-{lesson} {top} --auto --quick", f"{by_hand[0]} {top} {by_hand[1]}"):
+        check(any(line.startswith(want) for line in ran), f"LAB.md's commands did not run `{want}`; they ran:\n" + "\n".join(ran))
+
+
 with tempfile.TemporaryDirectory(prefix="mt-labs-") as tmp:
     ref = os.path.join(tmp, "ref")
     make_tree(ref, GOOD)
@@ -84,18 +135,23 @@ with tempfile.TemporaryDirectory(prefix="mt-labs-") as tmp:
         check(not os.path.exists(os.path.join(out, "untracked_solution.cpp")), "an untracked file was copied")
         check(not os.path.exists(os.path.join(out, "build")), "build outputs were copied")
         lab = open(os.path.join(out, "LAB.md"), encoding="utf-8").read()
-        check("| L05.1 | ring all-reduce | dist/ring.cpp:3 | `ctest -R L05_T1` | 3 | — |" in lab, "LAB.md lacks L05.1's row:\n" + lab)
-        check("| L06.1 |" in lab and "`ctest -R L06_T1`" in lab, "LAB.md lacks L06.1's row (default filter L06_T1):\n" + lab)
+        check("| L05.1 | ring all-reduce | dist/ring.cpp:3 | `ctest --test-dir build-lab -R L05_T1` | 3 | — |" in lab,
+              "LAB.md lacks L05.1's row:\n" + lab)
+        check("| L06.1 |" in lab and "`ctest --test-dir build-lab -R L06_T1`" in lab,
+              "LAB.md lacks L06.1's row (default filter L06_T1):\n" + lab)
         for command in ("make deps", "make data", "make lab LESSON=05", "minitorch-grade --lesson 05",
                         "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1", "--oversubscribe"):
             check(command in lab, f"LAB.md does not say `{command}`:\n" + lab)
+        run_commands(out, lab, "05", ("mpirun", "-np 2 --oversubscribe build-lab/bin/test-zero_mpi --gtest_filter=L05_T1_*"))
     # One lesson: the other keeps its solution.
     r = run(ref, out, "--lesson", "06")
     check(r.returncode == 0, f"--lesson 06 failed: {r.stdout}{r.stderr}")
     if r.returncode == 0:
         text = open(os.path.join(out, "dist", "ring.cpp")).read()
         check("int secret_sum" in text and "secret_partition" not in text, "--lesson 06 must stub L06.1 only:\n" + text)
-        check("L05.1" not in open(os.path.join(out, "LAB.md"), encoding="utf-8").read(), "--lesson 06's LAB.md lists L05.1")
+        lab = open(os.path.join(out, "LAB.md"), encoding="utf-8").read()
+        check("L05.1" not in lab and "L05_T" not in lab, "--lesson 06's LAB.md names lesson 05's tasks or tests:\n" + lab)
+        run_commands(out, lab, "06", ("test-zero", "--gtest_filter=L06_T1_*"))
     # The output may not be the reference itself (it would be deleted).
     r = run(ref, ref)
     check(r.returncode == 2 and "outside the reference tree" in r.stderr, f"--out = the reference: {r.returncode} {r.stderr}")

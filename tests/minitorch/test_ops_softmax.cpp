@@ -28,7 +28,7 @@ TEST(L03_T1_Softmax, RowsSumToOneAndMatchReference) {
   for (int r = 0; r < 20; ++r) {
     double s = 0;
     for (int j = 0; j < 37; ++j) s += yv[r * 37 + j];
-    EXPECT_NEAR(s, 1.0, 1e-6);
+    EXPECT_NEAR(s, 1.0, 1e-6) << "row " << r;
   }
   EXPECT_TRUE(all_close(y, ref_softmax(x.to_vector(), 37), 1e-7f, 1e-5f));
   // stable for huge logits (a naive exp overflows to inf / nan)
@@ -65,7 +65,7 @@ TEST(L03_T2_SoftmaxBackward, MatchesFormulaAndFiniteDifferences) {
     auto yp = ref_softmax(xp, N), ym = ref_softmax(xm, N);
     double d = 0;
     for (int j = 0; j < R * N; ++j) d += gv[j] * (static_cast<double>(yp[j]) - ym[j]);
-    EXPECT_NEAR(dx.to_vector()[i], d / (xp[i] - xm[i]), 2e-3);
+    EXPECT_NEAR(dx.to_vector()[i], d / (xp[i] - xm[i]), 2e-3) << "element " << i << " (row " << i / N << ")";
   }
 }
 
@@ -79,6 +79,12 @@ TEST(L03_T1_Softmax, LogitsOfAThousandStayFiniteAndExact) {
     EXPECT_TRUE(std::isfinite(y[i])) << "softmax overflowed at " << i << " (exp of a logit of 1000 is inf: subtract the row's max)";
     EXPECT_NEAR(y[i], want[i], 1e-6) << i;
   }
+}
+
+// The same logits through cross-entropy (task L03.3; apart from L03.1's tests, which then need no L03.3).
+TEST(L03_T3_CrossEntropy, LogitsOfAThousandGiveTheExactLoss) {
+  Tensor x = Tensor::from_vector({1000.f, 999.f, 998.f, -1000.f, 0.f, 1000.f}, {2, 3});
+  const double z = 1 + std::exp(-1.0) + std::exp(-2.0);
   auto ce = ops::cross_entropy(x, Tensor::from_ints({0, 2}, {2}));
   EXPECT_NEAR(ce.loss.item(), std::log(z) / 2, 1e-5) << "cross-entropy of large logits: log-sum-exp needs the max too";
 }
@@ -99,7 +105,7 @@ TEST(L03_T1_Softmax, CausalIsZeroAboveDiagonal) {
       }
       s += yv[r * T + j];
     }
-    EXPECT_NEAR(s, 1.0, 1e-6);
+    EXPECT_NEAR(s, 1.0, 1e-6) << "row " << r;
   }
   EXPECT_TRUE(all_close(y, ref_softmax(x.to_vector(), T, scale, true), 1e-7f, 1e-5f));
   // a negative scale flips which entry is the max

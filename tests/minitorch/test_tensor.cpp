@@ -176,9 +176,8 @@ TEST(L01_T1_Views, TransposeSharesStorage) {
   EXPECT_EQ(t.to_vector(), (std::vector<float>{0, 3, 1, 4, 2, 5}));
   x.data<float>()[1] = 42.f;  // x[0, 1]
   EXPECT_EQ(t.at({1, 0}), 42.f);
-  Tensor col = t.narrow(0, 2, 1);  // t row 2 = x column 2
-  col.fill_(-1.f);
-  EXPECT_EQ(x.at({0, 2}), -1.f);
+  // Written through t's strides (not narrow's: that is task L01.2): t[2, 1] is x[1, 2].
+  t.data<float>()[2 * t.strides()[0] + 1 * t.strides()[1]] = -1.f;
   EXPECT_EQ(x.at({1, 2}), -1.f);
   EXPECT_EQ(x.at({1, 1}), 4.f);
   Tensor tt = x.transpose(-1, -2);
@@ -193,10 +192,9 @@ TEST(L01_T1_Views, PermuteSharesStorage) {
   EXPECT_EQ(p.strides(), (Shape{1, 12, 4}));
   for (std::int64_t i = 0; i < 2; ++i)
     for (std::int64_t j = 0; j < 3; ++j)
-      for (std::int64_t k = 0; k < 4; ++k) EXPECT_EQ(p.at({k, i, j}), x.at({i, j, k}));
-  Tensor src = Tensor::full({2, 3}, 7.f);
-  Tensor slice = p.narrow(0, 3, 1).squeeze(0);  // x[:, :, 3]
-  slice.copy_(src);
+      for (std::int64_t k = 0; k < 4; ++k) EXPECT_EQ(p.at({k, i, j}), x.at({i, j, k})) << "x[" << i << ", " << j << ", " << k << "]";
+  // Written through p's strides (not narrow and copy_: tasks L01.2 and L01.3): p[3, 1, 2] is x[1, 2, 3].
+  p.data<float>()[3 * p.strides()[0] + 1 * p.strides()[1] + 2 * p.strides()[2]] = 7.f;
   EXPECT_EQ(x.at({1, 2, 3}), 7.f);
   EXPECT_EQ(x.at({1, 2, 2}), 22.f);
   EXPECT_THROW(x.permute({0, 1}), std::invalid_argument);
@@ -251,10 +249,12 @@ TEST(L01_T2_Views, UnsqueezeAndSqueezeShareStorage) {
   EXPECT_EQ(s.storage(), x.storage());
   EXPECT_THROW(x.squeeze(0), std::invalid_argument);
   EXPECT_THROW(x.unsqueeze(3), std::invalid_argument);
-  // unsqueeze of a transposed view keeps element order
-  Tensor t = x.transpose(0, 1).unsqueeze(1);
-  EXPECT_EQ(t.shape(), (Shape{3, 1, 2}));
-  EXPECT_EQ(t.to_vector(), x.transpose(0, 1).to_vector());
+  // unsqueeze of a non-contiguous view (a narrow, not transpose: that is task L01.1) keeps element order
+  Tensor cols = x.narrow(1, 1, 2);
+  Tensor t = cols.unsqueeze(1);
+  EXPECT_EQ(t.shape(), (Shape{2, 1, 2}));
+  EXPECT_EQ(t.strides()[2], 1);
+  EXPECT_EQ(t.to_vector(), cols.to_vector());
 }
 
 TEST(L01_TensorView, ExpandUsesStrideZero) {

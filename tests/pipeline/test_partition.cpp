@@ -71,6 +71,7 @@ TEST(L09_T2_Partition, ParametersMethodMinimisesTheLargestStage) {
   six.n_layer = 6;
   for (const GPTConfig& c : {GPTConfig::named("gpt2"), six})
     for (int P = 1; P <= 4; ++P) {
+      SCOPED_TRACE("n_layer " + std::to_string(c.n_layer) + ", " + std::to_string(P) + " stages");
       const auto plan = pp::partition_gpt(c, P, "parameters");
       ASSERT_EQ(static_cast<int>(plan.size()), P);
       const auto w = pp::layer_parameters(c);

@@ -43,6 +43,7 @@ TEST(L10_T2_OffloadFormulas, DeviceHostAndTransfersPerStage) {
   for (bool bf16 : {false, true}) {
     const mz::BytesPerParameter b = mz::bytes_per_parameter(bf16);
     for (int stage = 1; stage <= 3; ++stage) {
+      SCOPED_TRACE("stage " + std::to_string(stage) + (bf16 ? " bf16" : " f32"));  // the case, in every failure
       const mz::OffloadEstimate e = mz::offload_state_bytes(stage, psi, n, b);
       const mz::ModelStateEstimate plain = mz::model_state_bytes(stage, psi, n, b);
       EXPECT_DOUBLE_EQ(e.device.param, plain.param);

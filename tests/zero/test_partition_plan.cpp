@@ -20,6 +20,7 @@ TEST(L06_T1_Partition, ThreeRanksCoverEveryElementOnceWithEqualPaddedShards) {
   std::map<std::pair<std::size_t, std::int64_t>, int> owners;  // (param, element) -> how many ranks hold it
   std::int64_t padding = -1;
   for (int r = 0; r < N; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r) + " of " + std::to_string(N));
     Partition part(params, /*bucket_elements=*/12, r, N);
     if (padding < 0) padding = part.padding();
     EXPECT_EQ(part.padding(), padding) << "every rank plans the same buckets";

@@ -148,6 +148,7 @@ TEST(L05_T5_DDP, BytesPerStepAreTheRingAllReduceAndNothingMovesBeforeTheLastMicr
   EXPECT_EQ(memory_stats().current(MemTag::comm) - comm_before, psi * 4);
   const std::int64_t G = run.cfg.gradient_accumulation_steps;
   for (std::int64_t s = 0; s < 3; ++s) {
+    SCOPED_TRACE("step " + std::to_string(s));
     const dist::CommStats before = world.stats();
     for (std::int64_t m = 0; m < G; ++m) {
       data::Batch b = run.sampler->sample(world.rank(), s, N, m, G);

@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include "minitorch/allocator.h"
-#include "runtime/formulas.h"
 #include "zero/sharded_strategy.h"
 #include "zero_test_util.h"
 
@@ -127,10 +126,11 @@ TEST(L10_T1_Offload, EveryStageMovesTheOptimizerToTheHostToTheByte) {
       const TransferStats t = one_step_transfers(off);
       EXPECT_EQ(t.d2h, G * mine);
       EXPECT_EQ(t.h2d, P * mine);
-      // The formulas with Ψ/N (the run report's): equal where the shards have no padding to share out.
-      const runtime::OffloadEstimate f = runtime::offload_state_bytes(
-          stage, static_cast<double>(off.psi()), world.size(), runtime::bytes_per_parameter(bf16));
-      EXPECT_NEAR(f.host.total(), 16.0 * mine, 16.0 * world.size()) << "16Ψ/N, up to the padding";
+      // 16Ψ/N with Ψ/N the shards' share: equal where they have no padding to share out. (The report's formula,
+      // runtime::offload_state_bytes, is task L10.2's, held to 16Ψ/N by L10_T2: not called here, so that the
+      // offloaded step's tests pass whether or not L10.2 is written.)
+      EXPECT_NEAR(16.0 * mine, 16.0 * static_cast<double>(off.psi()) / world.size(), 16.0 * world.size())
+          << "16Ψ/N, up to the padding";
     }
 }
 

@@ -56,8 +56,10 @@ TEST(L06_T3_Zero1, ReducedShardIsTheOneRankGradientOfTheGlobalBatch) {
 
 TEST(L06_T1_Partition, ShardsCutThroughParametersAndCoverEachElementOnce) {
   auto& world = dist::world();
-  ZeroRun run(config_json(1, 2, 1), &world, 11);
-  const zero::Partition& part = run.engine->strategy_as<zero::Stage1>()->partition();
+  // The partition alone, of a stage-0 run's model: a ZeRO-1 engine would build its step too (task L06.2).
+  ZeroRun run(config_json(0, 2, 1), &world, 11);
+  zero::Partition part(run.engine->model().named_parameters(), /*bucket_elements=*/2500, world.rank(), world.size());
+  part.adopt_parameters();
   // Every rank's pieces, counted over the ranks: each parameter element exactly once.
   std::int64_t mine = 0;
   for (const zero::ShardPiece& p : part.pieces()) mine += p.range.size();
@@ -135,6 +137,7 @@ TEST(L06_T2_Zero1, EachStepMovesOneReduceScatterAndOneAllGatherOfPsiAndTheNorm) 
 TEST(L06_T3_Zero1, OverlapCommReduceScattersFromTheHooksWhileBackwardRuns) {
   auto& world = dist::world();
   for (bool overlap : {false, true}) {
+    SCOPED_TRACE(overlap ? "overlap_comm true" : "overlap_comm false");
     ZeroRun run(config_json(1, 2, 2, false, 2500, std::string(R"(, "overlap_comm": )") + (overlap ? "true" : "false")),
                 &world, 11);
     run.train(1);

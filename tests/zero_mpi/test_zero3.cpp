@@ -65,6 +65,7 @@ TEST(L07_Zero3, DefaultPersistenceKeepsTheBabyGptWholeAndStillTrainsTheSame) {
 TEST(L07_T3_Zero3, UnitsAreShardedBetweenStepsAndModelStatesAreTheFormulaToTheByte) {
   auto& world = dist::world();
   for (bool bf16 : {false, true}) {
+    SCOPED_TRACE(bf16 ? "bf16" : "f32");
     ZeroRun run(zero3(2, bf16), &world, 11);
     run.train(2);
     const auto* s3 = run.engine->strategy_as<zero::Stage3>();

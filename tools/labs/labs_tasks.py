@@ -7,12 +7,14 @@ are written and handed out independently:
 
 id L<lesson>.<n>; tests is the ctest/GoogleTest name prefix of the task's tests (default L05_T1 for L05.1);
 needs lists the tasks of the same lesson this one builds on (its tests fail while those are stubs too)."""
+import fnmatch
 import glob
 import json
 import os
 import re
 
 TASK_ID = re.compile(r"^L(\d\d)\.(\d+)$")
+TASK_PREFIX = re.compile(r"^(L\d\d)_T(\d+)_")  # a test of task L05.1 is named L05_T1_...
 
 
 class LabError(Exception):
@@ -82,19 +84,80 @@ def load_depends(root, tasks):
     return depends
 
 
+# ---- what each test depends on ------------------------------------------------------------------------------
+
+def own_task(test, tasks):
+    m = TASK_PREFIX.match(test)
+    if not m:
+        return None
+    task = f"{m.group(1)}.{m.group(2)}"
+    return task if task in tasks else None
+
+
+def closure(start, tasks):
+    """The tasks in `start` and every task they build on (needs), transitively."""
+    out, todo = set(), list(start)
+    while todo:
+        t = todo.pop()
+        if t not in out:
+            out.add(t)
+            todo += tasks[t]["needs"]
+    return out
+
+
+def deps_of(test, tasks, depends):
+    """The tasks the test needs: its own (from its name), labs/depends.json's, and what those build on."""
+    own = own_task(test, tasks)
+    listed = [task for task, patterns in depends.items() if any(fnmatch.fnmatchcase(test, p) for p in patterns)]
+    return closure(([own] if own else []) + listed, tasks)
+
+
+def undeclared_dependencies(tasks, depends):
+    """Problems of the data: a task's own tests that fail while another task is a stub (labs/depends.json) must
+    either belong to a later lesson than that task or declare it (needs, transitively), so that a student who
+    writes a task, with the ones it needs, sees its tests pass, and the grader can say what else it needs."""
+    problems = []
+    for stubbed, patterns in sorted(depends.items()):
+        for p in patterns:
+            if p.startswith("*"):
+                problems.append(f"labs/depends.json: '{p}' under {stubbed} may match any task's tests; name the suites")
+                continue
+            owner = own_task(p, tasks)
+            if owner is None or owner == stubbed:
+                continue
+            later = tasks[stubbed]["lesson"] > tasks[owner]["lesson"]
+            if later or (tasks[stubbed]["lesson"] == tasks[owner]["lesson"]
+                         and stubbed not in closure(tasks[owner]["needs"], tasks)):
+                problems.append(f"{p} (task {owner}'s tests) fails while {stubbed} is a stub (labs/depends.json), but "
+                                f"{owner} does not declare it: make the test independent of {stubbed}, or add "
+                                f"\"{stubbed}\" to {owner}'s needs in labs/tasks/L{tasks[owner]['lesson']}.json"
+                                + (" (a test may depend only on its own lesson and earlier ones)" if later else ""))
+    return problems
+
+
+def task_binaries(root, tasks):
+    """{task id: [test binaries (test-<layer>) whose sources define its suites]}: tests/<layer>/*.cpp naming
+    TEST(L<NN>_T<k>_...) builds into test-<layer>."""
+    prefixes = {t["tests"]: tid for tid, t in tasks.items()}
+    defines = re.compile(r"\bTEST(?:_F|_P)?\(\s*(" + "|".join(re.escape(p) for p in prefixes) + r")_")
+    out = {}
+    for path in sorted(glob.glob(os.path.join(root, "tests", "*", "*.cpp"))):
+        with open(path, encoding="utf-8") as f:
+            found = set(defines.findall(f.read()))
+        for prefix in found:
+            binary = "test-" + os.path.basename(os.path.dirname(path))
+            if binary not in out.setdefault(prefixes[prefix], []):
+                out[prefixes[prefix]].append(binary)
+    return {t: sorted(b) for t, b in out.items()}
+
+
 def lab_targets(root, lesson):
     """The CMake targets a student's build of lesson `lesson` needs (make lab): the test binaries whose sources
-    hold its tasks' tests (tests/<layer>/*.cpp naming L<NN>_T<k>_...: binary test-<layer>) and lesson-NN."""
-    tasks = [t for t in load_tasks(root).values() if t["lesson"] == lesson]
+    hold its tasks' tests and lesson-NN."""
+    tasks = {tid: t for tid, t in load_tasks(root).items() if t["lesson"] == lesson}
     if not tasks:
         raise LabError(f"lesson {lesson}: no tasks in labs/tasks/L{lesson}.json")
-    defines = re.compile(r"\bTEST(?:_F|_P)?\(\s*(?:" + "|".join(re.escape(t["tests"]) for t in tasks) + r")_")
-    targets = set()
-    for path in glob.glob(os.path.join(root, "tests", "*", "*.cpp")):
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-        if defines.search(text):
-            targets.add("test-" + os.path.basename(os.path.dirname(path)))
+    targets = {b for bins in task_binaries(root, tasks).values() for b in bins}
     if glob.glob(os.path.join(root, "lessons", f"{lesson}_*")):
         targets.add(f"lesson-{lesson}")
     return sorted(targets)

@@ -28,7 +28,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from labs_tasks import LabError, load_depends, load_tasks  # noqa: E402
+from labs_tasks import LabError, load_depends, load_tasks, task_binaries  # noqa: E402
 
 BEGIN = re.compile(r"^(\s*)//\s*BEGIN SOLUTION\s+(\S+)\s*$")
 END = re.compile(r"^\s*//\s*END SOLUTION\s*$")
@@ -103,6 +103,22 @@ def stub(lines, blocks, tasks, chosen):
     return out + lines[last:]
 
 
+def multi_rank_example(root, tasks, mine, lesson):
+    """The command line that runs one task's tests by hand, the lesson's own: its first task with multi-rank tests
+    under mpirun (test-*_mpi), else its first task's single-process binary; from the top of the tree."""
+    where = task_binaries(root, {t: tasks[t] for t in mine})
+    mine = [t for t in mine if tasks[t]["lesson"] == lesson] or mine
+    for t in mine:
+        for binary in where.get(t, []):
+            if binary.endswith("_mpi"):
+                return (f"OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun -np 2 --oversubscribe "
+                        f"build-lab/bin/{binary} --gtest_filter='{tasks[t]['tests']}_*'   # {t}'s tests on 2 ranks, by hand")
+    for t in mine:
+        if where.get(t):
+            return (f"build-lab/bin/{where[t][0]} --gtest_filter='{tasks[t]['tests']}_*'   # {t}'s tests, by hand")
+    return "# (no test of these tasks found under tests/)"
+
+
 def lab_md(root, tasks, chosen, per_task, lesson):
     """LAB.md of a student tree: how to build, test one task, grade, run MPI as root and make the corpus, then
     each task with its code, tests, points, what it needs and how many other tests wait on it, all from
@@ -112,35 +128,38 @@ def lab_md(root, tasks, chosen, per_task, lesson):
     lessons = sorted({tasks[t]["lesson"] for t in mine})
     nn = lesson or (lessons[0] if lessons else "05")
     first = mine[0] if mine else "L05.1"
+    example = tasks[first]["tests"] if mine else "L05_T1"
     points = sum(tasks[t]["points"] for t in mine)
     head = f"lesson {lesson}" if lesson else "every lesson"
+    mpi = multi_rank_example(root, tasks, mine, nn)
     out = [f"# Lab: {head} ({len(mine)} tasks, {points} points)", "",
            "Each task below is a function of the library whose body is a stub: it throws",
            f"`NotImplemented(\"{first}: ... see <guide>\")`, so every test of the task fails naming it. Write the body",
            "(the guide of its lesson explains it), rebuild, run its tests, and grade.", "",
            "## Commands", "",
+           "Every command runs from this folder, the top of the tree (where this LAB.md is), in this order:", "",
            "    make deps                      # once, as root: compilers, Open MPI, Eigen, nlohmann-json, CLI11, GoogleTest",
            "    make data                      # once: this tree has no datasets/ folder; this writes datasets/kjv.txt",
-           f"    make lab LESSON={nn}              # build only what grading lesson {nn} runs, into build-lab/ (again after each edit)",
-           f"    cd build-lab && ctest -R {tasks[first]['tests'] if mine else 'L05_T1'} --output-on-failure   # one task's tests",
+           f"    make lab LESSON={nn}             # build only what grading lesson {nn} runs, into build-lab/ (again after each edit)",
+           f"    ctest --test-dir build-lab -R {example} --output-on-failure   # one task's tests",
            f"    build-lab/bin/minitorch-grade --lesson {nn}   # points per task; --task {first} for one, --json for a machine",
-           f"    build-lab/bin/lesson-{nn} --auto --quick          # the lesson itself, running your code", "",
+           f"    build-lab/bin/lesson-{nn} --auto --quick          # the lesson itself, running your code",
+           f"    {mpi}", "",
            "As root, Open MPI refuses to start unless `OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1` are",
-           "set (ctest and the grader set them for their own runs; set them yourself for `mpirun`), and more ranks than",
-           "cores need `mpirun --oversubscribe`. A multi-rank test runs under mpirun: by hand,",
-           "`mpirun -np 2 --oversubscribe build-lab/bin/test-zero_mpi --gtest_filter='L05_T4_*'`. `make` builds",
-           "everything (every tool, lesson, benchmark and test: minutes); `make lab` only what the grader needs.", "",
+           "set (ctest and the grader set them for their own runs; the last line sets them for its own `mpirun`), and",
+           "more ranks than cores need `mpirun --oversubscribe`. `make` builds everything (every tool, lesson,",
+           "benchmark and test: minutes); `make lab` only what the grader needs.", "",
            "## Tasks", "",
            "| task | write | where | its tests | points | needs | other tests that fail while it is a stub |",
            "|---|---|---|---|---|---|---|"]
     for t in mine:
         task = tasks[t]
         waiting = depends.get(t, [])
-        out.append(f"| {t} | {task['title']} | {', '.join(per_task.get(t, []))} | `ctest -R {task['tests']}` "
+        out.append(f"| {t} | {task['title']} | {', '.join(per_task.get(t, []))} | `ctest --test-dir build-lab -R {task['tests']}` "
                    f"| {task['points']} | {', '.join(task['needs']) or '—'} "
                    f"| {len(waiting)} ({', '.join(waiting[:3])}{', ...' if len(waiting) > 3 else ''}) |"
                    if waiting else
-                   f"| {t} | {task['title']} | {', '.join(per_task.get(t, []))} | `ctest -R {task['tests']}` "
+                   f"| {t} | {task['title']} | {', '.join(per_task.get(t, []))} | `ctest --test-dir build-lab -R {task['tests']}` "
                    f"| {task['points']} | {', '.join(task['needs']) or '—'} | none |")
     out += ["", "A task's points are its points × the share of its tests that pass (a multi-rank test counts only if it",
             "passes at every rank count the grader tries: 2 and 4). \"needs\": tasks of the same lesson whose code this",

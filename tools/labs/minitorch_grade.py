@@ -4,10 +4,12 @@
 A task's tests are the GoogleTest suites named L<NN>_T<k>_... in every test binary of the build (build/bin/test-*,
 the grader's hidden ones too: cmake -DMINITORCH_HIDDEN_TESTS=DIR); the multi-rank binaries run under mpirun
 with each of --np's rank counts, and a test counts as passed only if it passed at every one. A task earns
-points × passed / total. The text output is a table and the total; --json is for an autograder:
+points × passed / total. The text output is a table and the total, each failing task's first failure whole (the
+test, GoogleTest's whole failure block: the expression, both values, the case a looping test was in) and the tasks
+it needs whose tests fail too; --json is for an autograder:
 
-  {"tasks": [{"id": "L05.1", "title": ..., "tests_passed": 3, "tests_total": 4, "points": 2.25,
-              "max_points": 3, "first_failure": "L05_T1_Ring.X (2 ranks): ..."}, ...],
+  {"tasks": [{"id": "L05.1", "title": ..., "tests_passed": 3, "tests_total": 4, "points": 2.25, "max_points": 3,
+              "needs": [...], "needs_failing": [...], "first_failure": "L05_T1_Ring.X (2 ranks): ..."}, ...],
    "points": ..., "max_points": ...}
 
 Build first (`cmake --build build`): the binaries are graded as they were last built.
@@ -25,7 +27,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from labs_tasks import LabError, from_gtest_bytes, load_tasks  # noqa: E402
+from labs_tasks import LabError, closure, from_gtest_bytes, load_tasks  # noqa: E402
 
 ENV = {"MINITORCH_NUM_THREADS": "1", "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
        "OMPI_MCA_rmaps_base_oversubscribe": "1",
@@ -102,8 +104,10 @@ def run_tests(exe, names, np, timeout, _depth=0):
         else:
             cmd = [exe, f"--gtest_output=json:{tmp}/rank0.json", filt]
         # Its own process group: on a timeout, Ctrl-C or SIGTERM every rank goes with mpirun, none is left behind.
+        # The programs a test runs (tests/test_util.h's bin()) are the ones built beside it.
+        env = {**os.environ, **ENV, "MINITORCH_TEST_BIN_DIR": os.path.dirname(os.path.abspath(exe))}
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, encoding="utf-8",
-                                errors="replace", env={**os.environ, **ENV}, start_new_session=True)
+                                errors="replace", env=env, start_new_session=True)
         timed_out = False
         try:
             out, _ = proc.communicate(timeout=timeout)
@@ -148,20 +152,39 @@ def run_tests(exe, names, np, timeout, _depth=0):
         return results
 
 
-def clip(text, limit):
-    """`text` cut to at most `limit` characters at the end of a line (a single longer line: at the end of a
-    word), never inside a word; a cut is marked [...]."""
-    if len(text) <= limit:
-        return text
-    kept = ""
-    for line in text.splitlines():
-        longer = line if not kept else kept + "\n" + line
-        if len(longer) > limit:
-            break
-        kept = longer
-    if not kept:
-        kept = text[:limit].rsplit(" ", 1)[0] if " " in text[:limit] else text[:limit]
-    return kept.rstrip() + " [...]"
+def task_rows(tasks, chosen, per_task, bin_dir):
+    """One row per task: its tests passed, points, the first failure whole (GoogleTest's failure block: the
+    expression, both values, the case a looping test was in) and the tasks it needs whose own tests fail too."""
+    rows = []
+    for t in chosen:
+        tests = per_task[t]
+        passed = sum(1 for f in tests.values() if f is None)
+        failures = [f for _, f in sorted(tests.items()) if f is not None]
+        needs = sorted(closure(tasks[t]["needs"], tasks) - {t})
+        rows.append({"id": t, "title": tasks[t]["title"], "tests_passed": passed, "tests_total": len(tests),
+                     "points": round(tasks[t]["points"] * passed / len(tests), 2) if tests else 0.0,
+                     "max_points": tasks[t]["points"], "needs": needs,
+                     "needs_failing": [n for n in needs if any(f is not None for f in per_task.get(n, {}).values())],
+                     "first_failure": (failures[0] if failures else None) if tests else
+                     f"no tests named {tasks[t]['tests']}_... in {bin_dir}"})
+    return rows
+
+
+def print_table(rows, total, max_total):
+    """The table a student reads: per task its line, then its first failure whole, then what it needs."""
+    print(f"{'task':7} {'tests':>7} {'points':>11}  title")
+    for r in rows:
+        print(f"{r['id']:7} {r['tests_passed']:>3}/{r['tests_total']:<3} {r['points']:>5g} / {r['max_points']:<3}  {r['title']}")
+        if not r["first_failure"]:
+            continue
+        lines = [line.rstrip() for line in r["first_failure"].strip().splitlines()]
+        print("        first failure: " + "\n                       ".join(lines))
+        if r["needs_failing"]:
+            print(f"        needs {', '.join(r['needs_failing'])}, whose own tests fail too: this task's tests call "
+                  "that code, so make those pass first")
+        elif r["needs"]:
+            print(f"        needs {', '.join(r['needs'])}: this task's tests call that code too")
+    print(f"total {total:g} / {max_total}")
 
 
 # The multi-rank tests need a peer; more ranks than this only oversubscribe the machine further.
@@ -231,28 +254,12 @@ def main():
                         failure = results.get(n)
                         if n not in per_task[task] or (prev is None and failure is not None):
                             per_task[task][n] = None if failure is None else f"{n}{where}: {failure}"
-        rows, total, max_total = [], 0.0, 0
-        for t in chosen:
-            tests = per_task[t]
-            passed = sum(1 for f in tests.values() if f is None)
-            points = round(tasks[t]["points"] * passed / len(tests), 2) if tests else 0.0
-            failures = [f for _, f in sorted(tests.items()) if f is not None]
-            rows.append({"id": t, "title": tasks[t]["title"], "tests_passed": passed, "tests_total": len(tests),
-                         "points": points, "max_points": tasks[t]["points"],
-                         "first_failure": (clip(failures[0], 500) if failures else None) if tests else
-                         f"no tests named {tasks[t]['tests']}_... in {bin_dir}"})
-            total += points
-            max_total += tasks[t]["points"]
+        rows = task_rows(tasks, chosen, per_task, bin_dir)
+        total, max_total = round(sum(r["points"] for r in rows), 2), sum(r["max_points"] for r in rows)
         if args.json:
-            print(json.dumps({"tasks": rows, "points": round(total, 2), "max_points": max_total}, indent=1))
+            print(json.dumps({"tasks": rows, "points": total, "max_points": max_total}, indent=1))
         else:
-            print(f"{'task':7} {'tests':>7} {'points':>11}  title")
-            for r in rows:
-                print(f"{r['id']:7} {r['tests_passed']:>3}/{r['tests_total']:<3} {r['points']:>5g} / {r['max_points']:<3}  {r['title']}")
-                if r["first_failure"]:  # at most 4 lines, each whole
-                    lines = [line.strip() for line in clip(r["first_failure"], 320).splitlines() if line.strip()][:4]
-                    print("        first failure: " + "\n                       ".join(lines))
-            print(f"total {round(total, 2):g} / {max_total}")
+            print_table(rows, total, max_total)
         return 0
     except LabError as e:
         print(f"error: {e}", file=sys.stderr)
