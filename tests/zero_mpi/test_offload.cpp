@@ -105,7 +105,7 @@ TEST(L10_T1_Offload, EveryStageMovesTheOptimizerToTheHostToTheByte) {
       for (int s = 0; s < 3; ++s) {
         const float a = plain_losses[static_cast<std::size_t>(s)], b = losses[static_cast<std::size_t>(s)];
         // The host AdamW computes what the device's does (bit for bit where the threads split the shard
-        // alike, minitorch/host_adamw.h); the bound is 1e-6 relative.
+        // alike, minitorch/host_adamw.h); where they split it otherwise, within 1e-6 relative.
         EXPECT_LE(std::abs(a - b), 1e-6 * std::abs(a)) << "step " << s;
       }
       EXPECT_LT(zero_test::rel_norm(off.params(), plain_params), 1e-6);
