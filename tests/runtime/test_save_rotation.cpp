@@ -23,6 +23,21 @@ const std::string kConfig = R"({"train_micro_batch_size_per_gpu": 2, "gradient_a
     "training": {"steps": 10, "seed": 5}})";
 
 bool complete_file(const std::string& p) { return runtime::is_complete(runtime::check_complete_save, p); }
+
+/// A run saved to `p` after `steps` steps, trained one more, and its next save to `p` killed before switch step
+/// `k` (runtime/save_target.h).
+void save_then_kill_the_next_save(const std::string& p, int steps, int k) {
+  TrainRun r(kConfig);
+  r.train(steps);
+  runtime::save_checkpoint(p, *r.engine, r.ds.tokenizer(), "run-a");
+  r.train(1);
+  EXPECT_EQ(mt_test::error_of([&] {
+              runtime::save_single_file_checkpoint(p, *r.engine, r.ds.tokenizer(), "run-a", [&](int step) {
+                if (step == k) throw std::runtime_error("killed");
+              });
+            }),
+            "killed");
+}
 }  // namespace
 
 TEST(L03_Checkpoint, AKillInTheSaveAfterAResumeFromPartialKeepsThatSave) {
@@ -31,16 +46,7 @@ TEST(L03_Checkpoint, AKillInTheSaveAfterAResumeFromPartialKeepsThatSave) {
     SCOPED_TRACE("first save killed before step " + std::to_string(k));
     mt_test::TempDir dir;
     const std::string p = dir.path("a.safetensors");
-    TrainRun r(kConfig);
-    r.train(1);
-    runtime::save_checkpoint(p, *r.engine, r.ds.tokenizer(), "run-a");
-    r.train(1);
-    EXPECT_EQ(mt_test::error_of([&] {
-                runtime::save_single_file_checkpoint(p, *r.engine, r.ds.tokenizer(), "run-a", [&](int step) {
-                  if (step == k) throw std::runtime_error("killed");
-                });
-              }),
-              "killed");
+    save_then_kill_the_next_save(p, 1, k);
     ASSERT_EQ(runtime::locate_save(p).path, p + ".partial");
 
     TrainRun resumed(kConfig);
@@ -67,16 +73,7 @@ TEST(L03_Checkpoint, AtEveryKillPointTheNextSaveKeepsTheSaveResumeFinds) {
     SCOPED_TRACE("killed before step " + std::to_string(k));
     mt_test::TempDir dir;
     const std::string p = dir.path("a.safetensors");
-    TrainRun r(kConfig);
-    r.train(2);
-    runtime::save_checkpoint(p, *r.engine, r.ds.tokenizer(), "run-a");
-    r.train(1);
-    EXPECT_EQ(mt_test::error_of([&] {
-                runtime::save_single_file_checkpoint(p, *r.engine, r.ds.tokenizer(), "run-a", [&](int step) {
-                  if (step == k) throw std::runtime_error("killed");
-                });
-              }),
-              "killed");
+    save_then_kill_the_next_save(p, 2, k);
     const runtime::LocatedSave before = runtime::locate_save(p);
     const std::int64_t step = runtime::read_checkpoint_info(p).step;
     runtime::begin_save(p, runtime::SaveKind::single_file, complete_file);
