@@ -246,7 +246,7 @@ LESSON_TESTS_10 := ^L10_|^zero_mpi_np|^runtime_mpi_np
 lesson_tests = $(or $(LESSON_TESTS_$(1)),^L$(1)_)
 ALLOW_ROOT = if [ "$$(id -u)" = 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
 .PHONY: $(addprefix lesson-,$(LESSON_NUMS)) $(addprefix test-lesson-,$(LESSON_NUMS))
-lesson-03 lesson-05 lesson-06 lesson-07 lesson-08 lesson-09 lesson-10 test-lesson-03 test-lesson-05 test-lesson-06 test-lesson-07 test-lesson-08 test-lesson-09 test-lesson-10: data
+lesson-03 lesson-04 lesson-05 lesson-06 lesson-07 lesson-08 lesson-09 lesson-10 test-lesson-03 test-lesson-04 test-lesson-05 test-lesson-06 test-lesson-07 test-lesson-08 test-lesson-09 test-lesson-10: data
 $(addprefix lesson-,$(LESSON_NUMS)): lesson-%: configure
 	cmake --build $(BUILD) -j$(JOBS) --target lesson-$*
 	@$(ALLOW_ROOT); set -x; \

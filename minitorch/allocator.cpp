@@ -130,12 +130,13 @@ DeviceAllocator& device_allocator(DeviceType type) {
 
 namespace {
 /// Reports an allocation or release to the event sink (after the ledger's lock is released).
-void report(events::Kind kind, Device device, MemTag tag, std::int64_t bytes) {
+void report(events::Kind kind, Device device, MemTag tag, std::int64_t bytes, std::uint64_t block) {
   events::Event e;
   e.category = events::Category::memory;
   e.kind = kind;
   e.tag = tag;
   e.bytes = bytes;
+  e.id = block;
   e.device = device.type == DeviceType::cpu ? 0 : 1 + device.index;
   events::emit(std::move(e));
 }
@@ -218,7 +219,7 @@ OutOfMemory::OutOfMemory(Device device_, MemTag tag_, std::int64_t requested_, s
     : std::runtime_error(oom_message(device_, tag_, requested_, capacity_, in_use_)),
       device(device_), tag(tag_), requested(requested_), capacity(capacity_), in_use(in_use_) {}
 
-void account_alloc(Device device, MemTag tag, std::int64_t bytes) {
+void account_alloc(Device device, MemTag tag, std::int64_t bytes, std::uint64_t block) {
   {
     auto& s = state();
     std::lock_guard<std::mutex> lock(s.mutex);
@@ -232,10 +233,10 @@ void account_alloc(Device device, MemTag tag, std::int64_t bytes) {
     if (m.current_bytes[t] > m.peak_bytes[t]) m.peak_bytes[t] = m.current_bytes[t];
     if (m.current_total > m.peak_total) m.peak_total = m.current_total;
   }
-  if (events::enabled()) report(events::Kind::alloc, device, tag, bytes);
+  if (events::enabled()) report(events::Kind::alloc, device, tag, bytes, block);
 }
 
-void account_free(Device device, MemTag tag, std::int64_t bytes) {
+void account_free(Device device, MemTag tag, std::int64_t bytes, std::uint64_t block) {
   {
     auto& s = state();
     std::lock_guard<std::mutex> lock(s.mutex);
@@ -243,7 +244,7 @@ void account_free(Device device, MemTag tag, std::int64_t bytes) {
     m.current_bytes[static_cast<int>(tag)] -= bytes;
     m.current_total -= bytes;
   }
-  if (events::enabled()) report(events::Kind::free, device, tag, bytes);
+  if (events::enabled()) report(events::Kind::free, device, tag, bytes, block);
 }
 
 MemoryStats memory_stats(Device device) {

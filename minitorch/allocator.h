@@ -121,8 +121,9 @@ MemoryStats memory_stats(Device device = Device::cpu());
 void reset_peak_memory(Device device = Device::cpu());
 /// Called by Storage on allocation / release; moves `bytes` into / out of `tag` on `device`.
 /// account_alloc throws OutOfMemory (and counts nothing) when the pool's capacity cannot hold them.
-void account_alloc(Device device, MemTag tag, std::int64_t bytes);
-void account_free(Device device, MemTag tag, std::int64_t bytes);
+/// `block` names the allocation in the memory event (Storage::block_id(): 0 = unnamed).
+void account_alloc(Device device, MemTag tag, std::int64_t bytes, std::uint64_t block = 0);
+void account_free(Device device, MemTag tag, std::int64_t bytes, std::uint64_t block = 0);
 /// One line per tag with current and peak, for logs.
 std::string memory_report(Device device = Device::cpu());
 

@@ -65,7 +65,7 @@ struct Event {
   int peer = -1;                     ///< comm point-to-point: the other rank (its world rank)
   std::int64_t step = -1;            ///< phase: the optimizer step (0-based), where known
   std::int64_t micro_step = -1;      ///< phase / compute: the micro-step inside the step, where known
-  std::uint64_t id = 0;              ///< pairs a begin with its end (set by Span)
+  std::uint64_t id = 0;              ///< pairs a begin with its end (set by Span); memory: the block (Storage::block_id)
   double time_us = 0;                ///< filled by emit(): microseconds since the process started
   std::string detail;                ///< phase "frame": the rank's state as JSON (trace/frames.h)
 };

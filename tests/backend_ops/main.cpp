@@ -47,31 +47,10 @@ void use_variant(const std::string& variant) {
 #endif
 }
 
-// Result i of the tested backend against result i of the reference: dtype, shape, then every value.
-::testing::AssertionResult same_result(const Tensor& got_any, const Tensor& want, Tol tol) {
-  Tensor got = got_any.device().is_cpu() ? got_any : got_any.to(Device::cpu());
-  if (got.dtype() != want.dtype())
-    return ::testing::AssertionFailure() << "dtype " << minitorch::dtype_name(got.dtype()) << ", the reference's "
-                                         << minitorch::dtype_name(want.dtype());
-  if (got.shape() != want.shape())
-    return ::testing::AssertionFailure() << "shape " << minitorch::shape_str(got.shape()) << ", the reference's "
-                                         << minitorch::shape_str(want.shape());
-  const auto g = read(got), w = read(want);
-  int bad = 0;
-  std::ostringstream msg;
-  double worst = 0;
-  for (std::size_t i = 0; i < g.size(); ++i) {
-    if (std::isnan(g[i]) && std::isnan(w[i])) continue;
-    const double err = std::fabs(g[i] - w[i]);
-    if (!(err <= tol.abs + tol.rel * std::fabs(w[i]))) {
-      if (bad < 4) msg << " [" << i << "] " << g[i] << " vs " << w[i] << ";";
-      ++bad;
-      worst = std::max(worst, std::isnan(err) ? INFINITY : err);
-    }
-  }
-  if (bad)
-    return ::testing::AssertionFailure() << bad << " of " << g.size() << " elements outside abs " << tol.abs
-                                         << " + rel " << tol.rel << " (worst |diff| " << worst << "):" << msg.str();
+// Result i of the tested backend against result i of the reference (op_table.h's compare_result).
+::testing::AssertionResult same_result(const Tensor& got, const Tensor& want, Tol tol) {
+  const std::string diff = compare_result(got, want, tol);
+  if (!diff.empty()) return ::testing::AssertionFailure() << diff;
   return ::testing::AssertionSuccess();
 }
 
@@ -166,9 +145,9 @@ int main(int argc, char** argv) {
   static RecordingBackend recorder(*setup.tested);
   setup.tested = &recorder;
   static const std::vector<OpCase> table = op_table();  // outlives every registered test
-  std::uint64_t seed = 1000;
-  for (const OpCase& c : table) {
-    const std::uint64_t s = seed++;
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    const OpCase& c = table[i];
+    const std::uint64_t s = case_seed(i);
     ::testing::RegisterTest("BackendOps", c.name.c_str(), nullptr, nullptr, __FILE__, __LINE__,
                             [&c, s, &setup]() -> ::testing::Test* { return new CaseTest(c, s, setup); });
   }

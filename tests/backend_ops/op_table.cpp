@@ -1,9 +1,14 @@
 // The backend op table (op_table.h): one entry per kernel, dtype and layout worth telling apart.
 #include "op_table.h"
 
+#include <algorithm>
+#include <cmath>
+#include <sstream>
 #include <stdexcept>
 
+#include "minitorch/not_implemented.h"
 #include "minitorch/ops.h"
+#include "recording_backend.h"
 
 namespace backend_ops {
 
@@ -394,6 +399,75 @@ std::vector<Tensor> make_inputs(const OpCase& c, std::uint64_t seed, Device devi
     }
     if (device != base.device()) base = base.to(device);
     out.push_back(in.view ? in.view(base) : base);
+  }
+  return out;
+}
+
+std::string compare_result(const Tensor& got_any, const Tensor& want, Tol tol) {
+  const Tensor got = got_any.device().is_cpu() ? got_any : got_any.to(Device::cpu());
+  if (got.dtype() != want.dtype())
+    return "dtype " + dt(got.dtype()) + ", the reference's " + dt(want.dtype());
+  if (got.shape() != want.shape())
+    return "shape " + minitorch::shape_str(got.shape()) + ", the reference's " + minitorch::shape_str(want.shape());
+  const std::vector<double> g = read(got), w = read(want);
+  int bad = 0;
+  double worst = 0;
+  std::ostringstream first;
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    if (std::isnan(g[i]) && std::isnan(w[i])) continue;
+    const double err = std::fabs(g[i] - w[i]);
+    if (!(err <= tol.abs + tol.rel * std::fabs(w[i]))) {
+      if (bad < 4) first << " [" << i << "] " << g[i] << " vs " << w[i] << ";";
+      ++bad;
+      worst = std::max(worst, std::isnan(err) ? INFINITY : err);
+    }
+  }
+  if (!bad) return "";
+  std::ostringstream msg;
+  msg << bad << " of " << g.size() << " elements outside abs " << tol.abs << " + rel " << tol.rel << " (worst |diff| "
+      << worst << "):" << first.str();
+  return msg.str();
+}
+
+CaseOutcome run_case(const OpCase& c, std::uint64_t seed, Backend& tested, Device device, Backend& reference) {
+  CaseOutcome out;
+  RecordingBackend recorder(tested);  // notes the kernels the case reaches
+  const std::vector<Tensor> in_tested = make_inputs(c, seed, device), in_ref = make_inputs(c, seed, Device::cpu());
+  auto refuses = [&](Backend& b, const std::vector<Tensor>& in) {
+    try {
+      c.run(b, in);
+    } catch (const std::invalid_argument&) {
+      return true;
+    }
+    return false;
+  };
+  try {
+    if (c.throws) {
+      const bool both = refuses(reference, in_ref) && refuses(recorder, in_tested);
+      out.kernels = recorder.called();
+      out.passed = both;
+      if (!both) out.message = "the reference and the backend must both refuse this input (std::invalid_argument)";
+      return out;
+    }
+    const std::vector<Tensor> got = c.run(recorder, in_tested);
+    out.kernels = recorder.called();
+    const std::vector<Tensor> want = c.run(reference, in_ref);
+    if (got.size() != want.size()) {
+      out.message = std::to_string(got.size()) + " results, the reference's " + std::to_string(want.size());
+      return out;
+    }
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      const std::string diff = compare_result(got[i], want[i], c.tol);
+      if (!diff.empty()) {
+        out.message = "result " + std::to_string(i) + ": " + diff;
+        return out;
+      }
+    }
+    out.passed = true;
+  } catch (const minitorch::NotImplemented& e) {
+    out.kernels = recorder.called();
+    out.not_implemented = true;
+    out.message = e.what();
   }
   return out;
 }

@@ -12,6 +12,7 @@
 /// identical values through different strides.
 #include <cstdint>
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -62,5 +63,23 @@ std::vector<OpCase> op_table();
 
 /// The inputs of `c` on `device` (deterministic: the same values for every backend).
 std::vector<Tensor> make_inputs(const OpCase& c, std::uint64_t seed, minitorch::Device device);
+
+/// The seed of case `index` of the table (every run of the table gives a case the same inputs).
+inline std::uint64_t case_seed(std::size_t index) { return 1000 + index; }
+
+/// "" when `got` (on any device) equals `want` (on the host) within `tol`: dtype, shape, then every element
+/// (NaN where the reference has NaN); else what differs, with the first few elements and the worst difference.
+std::string compare_result(const Tensor& got, const Tensor& want, Tol tol);
+
+/// How one case went on one backend (lesson 04 prints these; test-backend_ops asserts them one by one).
+struct CaseOutcome {
+  bool passed = false;
+  bool not_implemented = false;   ///< the backend threw minitorch::NotImplemented
+  std::string message;            ///< why it failed, or the NotImplemented text
+  std::set<std::string> kernels;  ///< the kernels of minitorch/backend_ops.def the case called on the backend
+};
+/// Runs `c` on `tested` (its inputs made on `device`) and on `reference` (on the host), compares every result;
+/// a case marked `throws` passes when both refuse it with std::invalid_argument.
+CaseOutcome run_case(const OpCase& c, std::uint64_t seed, Backend& tested, minitorch::Device device, Backend& reference);
 
 }  // namespace backend_ops
