@@ -9,9 +9,12 @@ constexpr StageMask k12 = stage_bit(1) | stage_bit(2), k123 = k12 | stage_bit(3)
                     k23 = stage_bit(2) | stage_bit(3);
 constexpr std::string_view kUnused = "minitorch's ZeRO does not use it yet";
 constexpr std::string_view kOffload = "it tunes NVMe offload (ZeRO-Infinity), which is not implemented yet";
+constexpr std::string_view kReleaseAtOnce =
+    "minitorch's ZeRO-3 releases a unit right after its forward and its backward and bounds the units gathered "
+    "ahead by stage3_prefetch_bucket_size alone";
 constexpr std::string_view kCpuAdam = "it tunes DeepSpeed's CPU Adam; minitorch's host AdamW uses every core";
-constexpr std::string_view kOffloadAdvice =
-    "remove it or set \"device\": \"none\" (the states then stay in memory with the parameters)";
+constexpr std::string_view kPinned =
+    "page-locked memory speeds a GPU's copies; minitorch offloads on sim and cpu, whose copies are plain memcpy";
 }  // namespace
 
 std::span<const ConfigKey> zero_optimization_rows() {
@@ -47,10 +50,10 @@ std::span<const ConfigKey> zero_optimization_rows() {
       noop("zero_optimization.stage3_model_persistence_threshold", "1000000", kUnused, k3).ds("9223372036854775807").ge(0)
           .also("model_persistence_threshold")
           .what("cap on the elements kept gathered by the rule above"),
-      noop("zero_optimization.stage3_max_live_parameters", "1000000000", kUnused, k3).ds("1000000000").ge(0)
+      noop("zero_optimization.stage3_max_live_parameters", "1000000000", kReleaseAtOnce, k3).ds("1000000000").ge(0)
           .also("max_live_parameters")
           .what("cap on gathered parameter elements"),
-      noop("zero_optimization.stage3_max_reuse_distance", "1000000000", kUnused, k3).ds("1000000000").ge(0)
+      noop("zero_optimization.stage3_max_reuse_distance", "1000000000", kReleaseAtOnce, k3).ds("1000000000").ge(0)
           .also("max_reuse_distance")
           .what("keep a parameter gathered if reused within this many elements"),
       noop("zero_optimization.stage3_gather_16bit_weights_on_model_save", "true", kUnused, k3).ds("false")
@@ -103,8 +106,8 @@ std::span<const ConfigKey> zero_optimization_rows() {
       ok("zero_optimization.offload_optimizer", "{}").ds("null"),
       // "cpu" needs stage 1-3 and "nvme" is not implemented (runtime/config.cpp): the example stays valid everywhere.
       ok("zero_optimization.offload_optimizer.device", R"("none")").ds(R"("none")"),
-      // Page-locked host buffers on a GPU; on sim and cpu there is nothing to lock (docs/config.md).
-      ok("zero_optimization.offload_optimizer.pin_memory", "true").ds("false"),
+      noop("zero_optimization.offload_optimizer.pin_memory", "true", kPinned).ds("true")
+          .what("page-locked host buffers"),
       noop("zero_optimization.offload_optimizer.nvme_path", R"("/local_nvme")", kOffload).ds("null")
           .what("NVMe directory (ZeRO-Infinity)"),
       noop("zero_optimization.offload_optimizer.buffer_count", "4", kOffload).ds("4").ge(0)
@@ -122,9 +125,9 @@ std::span<const ConfigKey> zero_optimization_rows() {
       noop("zero_optimization.offload_optimizer.cpuadam_cores_perc", "0.8", kCpuAdam).ds("0.8").ge(0, 1)
           .what("share of CPU cores for its CPU Adam (with super_offload)"),
       ok("zero_optimization.offload_param", "{}").ds("null"),
-      todo("zero_optimization.offload_param.device", R"("cpu")", R"("none")", "zero_optimization.offload_param",
-           kOffloadAdvice).ds(R"("none")"),
-      noop("zero_optimization.offload_param.pin_memory", "true", kOffload).ds("true")
+      // "cpu" needs stage 3 and offload_optimizer (runtime/config_sections.cpp): the example stays valid everywhere.
+      ok("zero_optimization.offload_param.device", R"("none")").ds(R"("none")"),
+      noop("zero_optimization.offload_param.pin_memory", "true", kPinned).ds("true")
           .what("page-locked host buffers"),
       noop("zero_optimization.offload_param.nvme_path", R"("/local_nvme")", kOffload).ds("null")
           .what("NVMe directory (ZeRO-Infinity)"),

@@ -52,6 +52,11 @@ void parse_zero(const json& j, Config& c) {
     r.fail("zero_optimization.offload_optimizer needs ZeRO stage 1, 2 or 3 (stage is 0)");
   if (z.offload_param.enabled() && z.stage != 3)
     r.fail("zero_optimization.offload_param is only valid with stage 3 (stage is " + std::to_string(z.stage) + ")");
+  // Our rule (docs/config.md, departure 8): AdamW writes the updated shard in place, so it runs where the shard is.
+  if (z.offload_param.enabled() && !z.offload_optimizer.enabled())
+    r.fail("zero_optimization.offload_param needs zero_optimization.offload_optimizer too (minitorch's AdamW "
+           "updates the parameter shard in place, so both live on the host): add \"offload_optimizer\": "
+           "{\"device\": \"" + z.offload_param.device + "\"}");
 }
 
 void parse_optimizer(const json& j, Config& c) {

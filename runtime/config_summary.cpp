@@ -8,9 +8,6 @@ namespace minitorch::runtime {
 
 namespace {
 const char* on_off(bool b) { return b ? "on" : "off"; }
-std::string offload(const OffloadConfig& o) {
-  return o.device + (o.enabled() && o.pin_memory ? " (pinned)" : "");
-}
 }  // namespace
 
 std::string Config::summary() const {
@@ -42,7 +39,7 @@ std::string Config::summary() const {
        << "  zero-3 optimizer: sub_group_size " << zero.sub_group_size
        << " (the step updates the shard in tiles of at most this many elements: a bound on its f32 temporaries, "
           "not a communication setting)\n";
-  os << "  offload: optimizer " << offload(zero.offload_optimizer) << ", param " << offload(zero.offload_param) << "\n";
+  os << "  offload: optimizer " << zero.offload_optimizer.device << ", param " << zero.offload_param.device << "\n";
   const char* opt = optimizer.type == OptimizerType::sgd ? "SGD" : "AdamW";
   os << "  optimizer: " << opt;
   if (!optimizer.specified) os << " (default)";

@@ -89,9 +89,14 @@ Placement offload_placement(int stage, double psi, int world, BytesPerParameter 
         p.why = "offload_param needs ZeRO stage 3";
         return p;
       }
-      p.cpu = all;
-      p.cpu_text = model_states_text(3);
-      p.device_text = "0 (+ the units being computed)";
+      {  // ZeRO-Infinity's offload_param with offload_optimizer (runtime/formulas.h): the shards and the
+         // optimizer on the host; the device keeps the reduced gradient shards (and the units computing).
+        const OffloadEstimate e = offload_param_state_bytes(psi, world, b, /*micro_steps=*/1);
+        p.device = e.device;
+        p.cpu = e.host;
+        p.device_text = "GΨ/N (+ the units being computed)";
+        p.cpu_text = "(P+G+K)Ψ/N";
+      }
       return p;
   }
   throw std::invalid_argument("offload_placement: unknown offload");
@@ -281,25 +286,42 @@ zero::ModelStateBytes exact_model_states(int stage, const zero::Partition& plan,
 }
 
 ExactOffload exact_offload_states(int stage, const zero::Partition& plan, BytesPerParameter b,
-                                  const std::vector<bool>& persistent) {
+                                  const std::vector<bool>& persistent, bool offload_param, std::int64_t micro_steps) {
   if (stage < 1 || stage > 3)
     throw std::invalid_argument("exact_offload_states: offload_optimizer needs stage 1, 2 or 3, got " + std::to_string(stage));
+  if (offload_param && stage != 3)
+    throw std::invalid_argument("exact_offload_states: offload_param needs stage 3, got " + std::to_string(stage));
+  if (stage == 3 && persistent.size() != plan.buckets().size())
+    throw std::invalid_argument("exact_offload_states: stage 3 needs the persistent flag of every bucket (zero::plan_units)");
   const std::int64_t n = plan.world(), flat = plan.numel() + plan.padding();
-  std::int64_t mine = 0;
-  for (const zero::ShardPiece& piece : plan.pieces()) mine += piece.range.size();
-  ExactOffload e;
-  std::int64_t param = b.P * flat;  // stages 1 and 2: every parameter; stage 3: its units' shards
-  if (stage == 3) {
-    if (persistent.size() != plan.buckets().size())
-      throw std::invalid_argument("exact_offload_states: stage 3 needs the persistent flag of every bucket (zero::plan_units)");
-    param = 0;
-    for (std::size_t i = 0; i < plan.buckets().size(); ++i)
-      param += b.P * (persistent[i] ? plan.buckets()[i].numel : plan.buckets()[i].numel / n);
+  const auto is_unit = [&](std::size_t bucket) { return stage == 3 && !persistent[bucket]; };
+  // This rank's owned elements (AdamW keeps master, m, v for the pieces only, never for padding), and of
+  // them those in a unit's shard (stage 3).
+  std::int64_t mine = 0, mine_in_units = 0;
+  for (const zero::ShardPiece& piece : plan.pieces()) {
+    mine += piece.range.size();
+    if (is_unit(piece.bucket)) mine_in_units += piece.range.size();
   }
+  std::int64_t param = b.P * flat, unit_shards = 0;  // stages 1 and 2: every parameter; stage 3: below
+  if (stage == 3) {
+    param = 0;
+    for (std::size_t i = 0; i < plan.buckets().size(); ++i) {
+      if (is_unit(i)) unit_shards += plan.buckets()[i].numel / n;
+      else param += b.P * plan.buckets()[i].numel;  // a persistent bucket, whole
+    }
+    if (!offload_param) param += b.P * unit_shards;
+  }
+  ExactOffload e;
   e.device = {param, stage == 1 ? b.G * flat : b.G * flat / n, 0};
   e.host = {b.P == 2 ? 2 * mine : 0, b.G * mine, 12 * mine};
   e.d2h = b.G * mine;
   e.h2d = b.P * mine;
+  if (offload_param) {  // the units' shards live on the host, updated in place
+    const std::int64_t mine_on_device = mine - mine_in_units;
+    e.host.param = b.P * unit_shards + (b.P == 2 ? 2 * mine_on_device : 0);
+    e.host.optim = (b.P == 2 ? 12 : 8) * mine_in_units + 12 * mine_on_device;
+    e.h2d = 2 * micro_steps * b.P * unit_shards + b.P * mine_on_device;
+  }
   return e;
 }
 

@@ -147,12 +147,19 @@ zero::ModelStateBytes exact_model_states(int stage, const zero::Partition& plan,
 /// and gradients, no optimizer state (on one rank too: offload runs the stage with N = 1) —, the host's
 /// (per owned element: optim 12, grad G, param 2 in 16-bit training), and the bytes each optimizer step
 /// copies down (G per owned element) and up (P per owned element). What the run report measures.
+///
+/// With `offload_param` (stage 3; runtime/formulas.h: offload_param_state_bytes) the units' shards are on
+/// the host, P·(Σ units numel/N), updated in place: an f32 piece of a unit is its own master (8 bytes of
+/// optim per element, 12 for a 16-bit one), and no 16-bit staging or copy up for them; `micro_steps` A:
+/// each unit's shard goes up twice per micro-step (h2d 2A·P·Σ units numel/N). The persistent buckets stay
+/// on the device and move as without it.
 struct ExactOffload {
   zero::ModelStateBytes device, host;
   std::int64_t d2h = 0, h2d = 0;
 };
 ExactOffload exact_offload_states(int stage, const zero::Partition& plan, BytesPerParameter b,
-                                  const std::vector<bool>& persistent = {});
+                                  const std::vector<bool>& persistent = {}, bool offload_param = false,
+                                  std::int64_t micro_steps = 1);
 
 /// One row of the ZeRO paper's Table 1 (GB, K = 12) as printed: P_os, P_os+g, P_os+g+p for one Ψ and N.
 struct PaperTable1Row {

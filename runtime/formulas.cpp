@@ -45,6 +45,18 @@ OffloadEstimate offload_state_bytes(int stage, double psi, int world, BytesPerPa
   // END SOLUTION
 }
 
+OffloadEstimate offload_param_state_bytes(double psi, int world, BytesPerParameter b, int micro_steps) {
+  if (world < 1 || micro_steps < 1)
+    throw std::invalid_argument("offload_param_state_bytes: world and micro_steps must be >= 1");
+  const double shard = psi / static_cast<double>(world);
+  OffloadEstimate e;
+  e.device = {0, b.G * shard, 0};
+  e.host = {b.P * shard, b.G * shard, b.K * shard};
+  e.d2h = b.G * shard;
+  e.h2d = 2.0 * micro_steps * b.P * shard;
+  return e;
+}
+
 double comm_elements_per_step(int stage, double psi, int world, int micro_steps) {
   if (world < 1 || micro_steps < 1) throw std::invalid_argument("comm_elements_per_step: world and micro_steps must be >= 1");
   const double ring = (world - 1.0) / world * psi;  // one reduce-scatter or one all-gather of Ψ

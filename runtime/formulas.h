@@ -49,6 +49,18 @@ struct OffloadEstimate {
 };
 OffloadEstimate offload_state_bytes(int stage, double psi, int world, BytesPerParameter b);
 
+/// ZeRO-Infinity's offload_param "cpu" (stage 3, with offload_optimizer "cpu"; docs/design.md §10): the
+/// parameter shards join the optimizer on the host, where the host AdamW updates them in place (an f32
+/// shard is its own master; a 16-bit one has an f32 master beside it). A unit's shard goes up before
+/// each of its gathers — twice per micro-step, for forward and for backward — and nothing goes up after
+/// the step. Per rank, with A micro-steps (the persistent parameters, on the device, left out as
+/// everywhere in these formulas: stage3_param_persistence_threshold 0):
+///
+///   device   GΨ/N: the gradient shards (+ the units being computed)
+///   host     (P+G+K)Ψ/N = 16Ψ/N: param PΨ/N, grad GΨ/N (the staging), optim KΨ/N
+///   d2h GΨ/N, h2d 2A·PΨ/N per step
+OffloadEstimate offload_param_state_bytes(double psi, int world, BytesPerParameter b, int micro_steps);
+
 /// The formula of `stage`'s model states on the device, in the paper's letters: "(P+G)Ψ + KΨ/N"; with
 /// `offload` (stages 1-3) ZeRO-Offload's: "(P+G)Ψ", "PΨ + GΨ/N", "(P+G)Ψ/N".
 std::string model_states_text(int stage, bool offload = false);

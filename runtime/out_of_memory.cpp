@@ -56,9 +56,10 @@ std::string run_and_levers(const MemoryRun& run, double activations_in_use, std:
   const int n = run.dp_size, stage = run.zero_stage;
   std::ostringstream os;
   os << "  this run: ZeRO stage " << stage << (stage == 0 ? (n > 1 ? " (DDP)" : " (one rank)") : "")
-     << (off ? " + offload_optimizer" : "") << ", " << (c.bf16 ? "bf16" : c.fp16.enabled ? "fp16" : "f32")
+     << (off ? " + offload_optimizer" : "") << (run.offload_param ? " + offload_param" : "") << ", " << (c.bf16 ? "bf16" : c.fp16.enabled ? "fp16" : "f32")
      << " (P, G, K = " << b.P << ", " << b.G << ", " << b.K << " bytes per parameter), Ψ = "
-     << static_cast<std::int64_t>(run.psi) << ", N = " << n << ": model states " << model_states_text(stage, off) << " = "
+     << static_cast<std::int64_t>(run.psi) << ", N = " << n << ": model states "
+     << (run.offload_param ? std::string("GΨ/N") : model_states_text(stage, off)) << " = "
      << mib(device_model_state_bytes(run)) << " per rank\n";
   os << "  what would fit in " << mib(static_cast<double>(capacity)) << " (computed for this run):\n";
   const double fits = static_cast<double>(capacity);
@@ -86,6 +87,13 @@ std::string run_and_levers(const MemoryRun& run, double activations_in_use, std:
     os << "    - more ranks: ZeRO shards the model states over N data-parallel ranks (mpirun -np N with stage 1-3)\n";
   }
   // END SOLUTION
+  if (n > 1 && !run.offload_param) {  // ZeRO-Infinity's lever: the parameter shards leave the device too
+    const OffloadEstimate e = offload_param_state_bytes(run.psi, n, b, static_cast<int>(c.gradient_accumulation_steps));
+    os << "    - ZeRO-3 + offload_optimizer + offload_param (device \"cpu\"): GΨ/N = " << mib(e.device.total())
+       << " on the device, + the units being computed" << mark(e.device.total()) << "; the host then holds (P+G+K)Ψ/N = "
+       << mib(e.host.total()) << " and each step moves GΨ/N = " << mib(e.d2h) << " down, 2A·PΨ/N = " << mib(e.h2d)
+       << " up\n";
+  }
   if (activations_in_use > 0) os << activation_levers(run, activations_in_use);
   return os.str();
 }
@@ -103,6 +111,7 @@ MemoryRun memory_run_for(const Plan& plan, const Config& config, const nn::GPTCo
   run.zero_stage = plan.zero_stage;
   run.pipeline_stages = plan.grid.pipeline;
   run.offload = plan.offload_optimizer;
+  run.offload_param = plan.offload_param;
   run.psi = static_cast<double>(model.num_parameters());
   run.model = model;
   run.config = &config;
@@ -111,6 +120,8 @@ MemoryRun memory_run_for(const Plan& plan, const Config& config, const nn::GPTCo
 
 double device_model_state_bytes(const MemoryRun& run) {
   const BytesPerParameter b = bytes_per_parameter(run.config->mixed_precision());
+  if (run.offload_param)  // the gradient shards; the units computing are activations' company, not states
+    return offload_param_state_bytes(run.psi, run.dp_size, b, static_cast<int>(run.config->gradient_accumulation_steps)).device.total();
   return states(run.zero_stage, run.offload, run.psi, run.dp_size, b);
 }
 

@@ -72,6 +72,7 @@ Plan make_plan(const Config& c, const PlanOverrides& o) {
   p.grid = {c.world_size, c.data_parallel_size, static_cast<int>(c.pipeline.stages), 1};
   p.config_zero_stage = c.zero.stage;
   p.offload_optimizer = c.zero.offload_optimizer.enabled();
+  p.offload_param = c.zero.offload_param.enabled();
   p.zero_stage = effective_zero_stage(c.zero.stage, p.grid.data, p.offload_optimizer);
   p.device_name = o.device ? *o.device : c.device.type;
   p.device = parse_device(p.device_name, o.device ? "--device" : "device.type");
@@ -93,7 +94,7 @@ std::string Plan::describe() const {
   std::ostringstream os;
   os << (zero_stage == 0 ? (grid.data > 1 ? std::string("DDP (stage 0)") : std::string("one data-parallel rank (stage 0)"))
                          : "ZeRO stage " + std::to_string(zero_stage))
-     << (offload_optimizer ? " + offload_optimizer" : "") << " on " << grid.world << " rank" << (grid.world == 1 ? "" : "s")
+     << (offload_optimizer ? " + offload_optimizer" : "") << (offload_param ? " + offload_param" : "") << " on " << grid.world << " rank" << (grid.world == 1 ? "" : "s")
      << " (data " << grid.data << " x pipeline " << grid.pipeline << " x tensor " << grid.tensor << "), "
      << precision_name(precision) << ", " << device.str();
   if (device_capacity > 0) os << " (" << format_mib(static_cast<double>(device_capacity)) << ")";

@@ -49,6 +49,9 @@ struct Plan {
   /// ZeRO-Offload runs: the optimizer states on the host. Only at stages 1–3 (the config refuses it at stage 0,
   /// and the one-rank rule keeps the stage when it is on), so zero_stage > 0 whenever it is true.
   bool offload_optimizer = false;
+  /// ZeRO-Infinity's offload_param: stage 3's parameter shards on the host (the config requires stage 3 and
+  /// offload_optimizer with it).
+  bool offload_param = false;
   /// `device.type` or --device as given ("cpu", "sim", "cuda", "cuda:1"); `device` is that device, with a
   /// "cuda" rank's GPU filled in by setup_device (local rank).
   std::string device_name = "cpu";

@@ -163,6 +163,16 @@ ordered_json RunReport::formulas_json() const {
     f["host_model_states_text"] = "16Ψ/N";
     f["transfers_per_step"] = {{"d2h", o.d2h}, {"h2d", o.h2d}, {"d2h_text", "GΨ/N"}, {"h2d_text", "PΨ/N"}};
   }
+  if (plan.offload_param) {  // ZeRO-Infinity's offload_param (formulas.h): the shards on the host too
+    const OffloadEstimate o = offload_param_state_bytes(static_cast<double>(psi), n, b, G);
+    f["model_states"] = {{"param", o.device.param}, {"grad", o.device.grad}, {"optim", o.device.optim},
+                         {"total", o.device.total()}};
+    f["model_states_text"] = "GΨ/N";
+    f["host_model_states"] = {{"param", o.host.param}, {"grad", o.host.grad}, {"optim", o.host.optim},
+                              {"total", o.host.total()}};
+    f["host_model_states_text"] = "(P+G+K)Ψ/N";
+    f["transfers_per_step"] = {{"d2h", o.d2h}, {"h2d", o.h2d}, {"d2h_text", "GΨ/N"}, {"h2d_text", "2A·PΨ/N"}};
+  }
   return f;
 }
 

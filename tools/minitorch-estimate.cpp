@@ -44,7 +44,7 @@ void add_options(cli::Parser& parser, Options& o) {
   parser.flag("--fp32", o.fp32, "fp32: P = G = 4, K = 8");
   parser.option("--offload", o.offload,
                 "optimizer (ZeRO-Offload: optimizer states and reduced gradients on the CPU; stages 1-3) or param "
-                "(ZeRO-Infinity: every sharded state on the CPU; stage 3): device and CPU bytes, an estimate only");
+                "(ZeRO-Infinity: the parameter shards on the CPU too; stage 3): device and CPU bytes, the formulas");
   parser.option("--config", o.config, "a DeepSpeed-style config: the exact bytes its run measures on each rank");
   parser.option("--data", o.data, "with --config: the text its char tokenizer learns the vocabulary from "
                                   "(default: training.data, else datasets/kjv.txt)");

@@ -11,12 +11,33 @@
 
 namespace minitorch::zero {
 
-/// `offload_optimizer` / `offload_param`.
+/// `offload_optimizer` / `offload_param` (DeepSpeed's DeepSpeedZeroOffloadOptimizerConfig and
+/// DeepSpeedZeroOffloadParamConfig, their defaults). Which keys act where: docs/config.md.
 struct OffloadConfig {
-  std::string device = "none";     ///< "none" or "cpu" (DeepSpeed's "nvme" is not implemented yet)
-  bool pin_memory = false;         ///< DeepSpeed's default (page-locked host buffers on a GPU; nothing to lock on sim)
+  std::string device = "none";     ///< "none", "cpu" or "nvme" (ZeRO-Infinity: files under nvme_path)
+  std::string nvme_path;           ///< the folder of the swap files (device "nvme"); empty: not given
+  bool pin_memory = true;          ///< DeepSpeed's default since PR #8207; page-locked host buffers matter only
+                                   ///< for a GPU's DMA, and minitorch offloads on sim and cpu (a warning says so)
   double ratio = 1.0;              ///< offload_optimizer: the share offloaded; < 1 (partial) only at stage 3
-  bool enabled() const { return device == "cpu"; }
+  bool pipeline_read = false;      ///< offload_optimizer "nvme": the next tile's read overlaps the update
+  bool pipeline_write = false;     ///< offload_optimizer "nvme": the last tile's write overlaps the update
+  std::int64_t buffer_count = 0;   ///< DeepSpeed: 4 (optimizer), 5 (param); set by the parser
+  std::int64_t buffer_size = 100'000'000;  ///< offload_param: elements per swap buffer
+  std::int64_t max_in_cpu = 1'000'000'000; ///< offload_param "nvme": elements kept in host memory
+  bool enabled() const { return device != "none"; }
+  bool on_nvme() const { return device == "nvme"; }
+};
+
+/// DeepSpeed's top-level `aio` section, with its defaults (deepspeed/runtime/swap_tensor/aio_config.py).
+/// minitorch's swap (zero/nvme_store.h) is synchronous pread/pwrite and uses two of its keys; the other four
+/// tune libaio / GPUDirect submission, which minitorch does not have (the config's warnings say so).
+struct AioConfig {
+  std::int64_t block_size = 1048576;  ///< bytes per pread/pwrite request: a positive multiple of 4096
+  int queue_depth = 8;                ///< not used
+  int intra_op_parallelism = 1;       ///< threads per read()/write() (DeepSpeed's older name: thread_count)
+  bool single_submit = false;         ///< not used
+  bool overlap_events = true;         ///< not used
+  bool use_gds = false;               ///< not used
 };
 
 /// `zero_optimization`. Sizes count elements, not bytes (DeepSpeed's code).
@@ -32,7 +53,7 @@ struct ZeroConfig {
   bool reduce_scatter = true;
   bool allgather_partitions = true;
   OffloadConfig offload_optimizer;                    ///< stages 1-3
-  OffloadConfig offload_param;                        ///< stage 3 only
+  OffloadConfig offload_param;                        ///< stage 3 only, with offload_optimizer
 };
 
 /// Everything a strategy (zero/strategy.h) reads: the ZeRO section and AdamW's settings (lr, betas, eps,
@@ -40,6 +61,7 @@ struct ZeroConfig {
 struct StrategyConfig {
   ZeroConfig zero;
   optim::AdamWOptions adamw;
+  AioConfig aio;  ///< the NVMe swap's I/O (device "nvme")
 };
 
 }  // namespace minitorch::zero

@@ -39,20 +39,9 @@
 #include <string>
 #include <vector>
 
-namespace minitorch::zero {
+#include "zero/config.h"
 
-/// DeepSpeed's `aio` section, with its defaults. Synchronous pread/pwrite uses two of its keys; the other
-/// four tune libaio / GPUDirect submission, which minitorch does not have, and are kept only so a
-/// DeepSpeed config reads the same (the config's warnings should say they are ignored): queue_depth,
-/// single_submit, overlap_events, use_gds.
-struct AioConfig {
-  std::int64_t block_size = 1048576;  ///< bytes per pread/pwrite request: a positive multiple of kAlignment
-  int queue_depth = 8;                ///< not used
-  int intra_op_parallelism = 1;       ///< threads per read()/write() (DeepSpeed's older name: thread_count)
-  bool single_submit = false;         ///< not used
-  bool overlap_events = true;         ///< not used
-  bool use_gds = false;               ///< not used
-};
+namespace minitorch::zero {
 
 class NvmeStore {
  public:

@@ -11,18 +11,32 @@
 
 namespace minitorch::zero {
 
-OffloadOptimizer::OffloadOptimizer(std::vector<optim::ParamGroup> groups, const optim::AdamWOptions& options) {
-  allocate_staging(groups);
-  // Each piece's f32 master on the host takes its place in the groups: AdamW allocates m, v beside it.
-  std::int64_t offset = 0;
+OffloadOptimizer::OffloadOptimizer(std::vector<optim::ParamGroup> groups, const optim::AdamWOptions& options,
+                                   const std::set<std::string>& in_place) {
+  allocate_staging(groups, in_place);
+  // Each piece's f32 master on the host takes its place in the groups: AdamW allocates m, v beside it. A
+  // 16-bit piece's step writes its rounded value as it goes: into the staging, or into the piece itself
+  // where it lives on the host.
+  std::map<std::string, Tensor> copies;
+  std::int64_t offset = 0, offset16 = 0;
   for (auto& g : groups)
     for (auto& [name, piece] : g.params) {
+      const bool here = in_place.contains(name);
       device_pieces_.emplace_back(name, piece);
       device_grads_.push_back(piece.grad());
-      Tensor master;
-      {
+      in_place_.push_back(here);
+      Tensor master = piece;  // an f32 piece on the host is its own master
+      if (!here || piece.dtype() != DType::f32) {
         TagScope scope(MemTag::optim);  // the f32 master: optimizer state, on the host
         master = Tensor::empty(piece.shape(), DType::f32, Device::cpu());
+      }
+      if (piece.dtype() != DType::f32) {
+        if (here) {
+          copies[name] = piece;
+        } else {
+          copies[name] = host_params16_.narrow(0, offset16, piece.numel());
+          offset16 += piece.numel();
+        }
       }
       master.set_grad(host_grads_.narrow(0, offset, piece.numel()));
       offset += piece.numel();
@@ -31,28 +45,25 @@ OffloadOptimizer::OffloadOptimizer(std::vector<optim::ParamGroup> groups, const 
     }
   refresh_masters();
   adamw_ = std::make_unique<optim::AdamW>(std::move(groups), options);
-  std::map<std::string, Tensor> copies;  // 16-bit training: the step writes the rounded shard as it goes
-  if (host_params16_.defined())
-    for (std::size_t i = 0, at = 0; i < masters_.size(); at += static_cast<std::size_t>(masters_[i].numel()), ++i)
-      copies[device_pieces_[i].first] = host_params16_.narrow(0, static_cast<std::int64_t>(at), masters_[i].numel());
   adamw_->step_on_host(std::move(copies));
 }
 
-void OffloadOptimizer::allocate_staging(const std::vector<optim::ParamGroup>& groups) {
-  std::int64_t total = 0;
+void OffloadOptimizer::allocate_staging(const std::vector<optim::ParamGroup>& groups, const std::set<std::string>& in_place) {
+  std::int64_t total = 0, total16 = 0;
   DType grad_dtype = DType::f32, param_dtype = DType::f32;
   for (const auto& g : groups)
     for (const auto& [name, piece] : g.params) {
       total += piece.numel();
+      if (!in_place.contains(name)) total16 += piece.numel();
       grad_dtype = piece.grad().dtype(), param_dtype = piece.dtype();
     }
   {
     TagScope scope(MemTag::grad);
     host_grads_ = Tensor::zeros({total}, grad_dtype, Device::cpu());
   }
-  if (param_dtype != DType::f32) {
+  if (param_dtype != DType::f32 && total16 > 0) {
     TagScope scope(MemTag::param);
-    host_params16_ = Tensor::zeros({total}, param_dtype, Device::cpu());
+    host_params16_ = Tensor::zeros({total16}, param_dtype, Device::cpu());
   }
 }
 
@@ -82,6 +93,7 @@ void OffloadOptimizer::copy_parameters_up() {
   std::int64_t offset = 0;
   for (std::size_t i = 0; i < masters_.size(); ++i) {
     Tensor& piece = device_pieces_[i].second;
+    if (in_place_[i]) continue;  // offload_param: updated where it lives; its unit's next gather copies it up
     if (host_params16_.defined()) {  // the step wrote the rounded values: move P = 2 bytes per element
       piece.copy_(host_params16_.narrow(0, offset, piece.numel()));
     } else {
@@ -94,6 +106,7 @@ void OffloadOptimizer::copy_parameters_up() {
 
 void OffloadOptimizer::refresh_masters() {
   for (std::size_t i = 0; i < masters_.size(); ++i) {
+    if (masters_[i].same(device_pieces_[i].second)) continue;  // an f32 piece on the host: its own master
     TagScope scope(MemTag::optim_temp);  // a 16-bit piece widens through a temporary
     masters_[i].copy_(device_pieces_[i].second);
   }
@@ -103,9 +116,9 @@ void OffloadOptimizer::refresh_masters() {
 
 nn::NamedTensors OffloadOptimizer::state_tensors() const {
   nn::NamedTensors state = adamw_->state_tensors();
-  if (host_params16_.defined())
-    for (std::size_t i = 0; i < masters_.size(); ++i)
-      if (adamw_->has_state(device_pieces_[i].first)) state.emplace_back("master." + device_pieces_[i].first, masters_[i]);
+  for (std::size_t i = 0; i < masters_.size(); ++i)  // 16-bit pieces: their masters are state too
+    if (device_pieces_[i].second.dtype() != DType::f32 && adamw_->has_state(device_pieces_[i].first))
+      state.emplace_back("master." + device_pieces_[i].first, masters_[i]);
   return state;
 }
 
@@ -120,7 +133,7 @@ void OffloadOptimizer::load_state(const nn::NamedTensors& state, std::int64_t st
       rest.emplace_back(key, t);
       continue;
     }
-    if (!host_params16_.defined())
+    if (device_pieces_[it->second].second.dtype() == DType::f32)
       throw std::runtime_error("load_state: unexpected key '" + key + "': parameter is f32, it has no master");
     masters_[it->second].copy_(t.reshape({t.numel()}));
   }

@@ -10,8 +10,15 @@
 ///   down      each piece's reduced gradient, device → host (d2h: G bytes per element)
 ///   (norm, clip: zero/step_sequence.h; the update on the host, in the same tiles)
 ///   up        each piece's updated value, host → device (h2d: P bytes per element), then the gather
+///
+/// With offload_param (ZeRO-Infinity, stage 3) a unit's shard already lives on the host: its pieces are
+/// updated **in place** — an f32 piece is its own master (no copy, no `optim` bytes for it), a 16-bit
+/// piece gets an f32 master and the step writes the rounded value straight into the shard — and nothing
+/// goes up after the step: the unit's next gather copies the shard up (zero/unit.h).
 #include <cstdint>
 #include <memory>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "nn/module.h"
@@ -23,7 +30,9 @@ class OffloadOptimizer {
  public:
   /// Host copies of the pieces in `groups` (this rank's, with their gradients: Partition::optimizer_groups;
   /// views of the partition's buffers, which must outlive this) and AdamW over the copies with `options`.
-  OffloadOptimizer(std::vector<optim::ParamGroup> groups, const optim::AdamWOptions& options);
+  /// The pieces named in `in_place` live in host memory (offload_param): updated there, no staging of them.
+  OffloadOptimizer(std::vector<optim::ParamGroup> groups, const optim::AdamWOptions& options,
+                   const std::set<std::string>& in_place = {});
 
   /// The host's AdamW: its parameters are the f32 masters, its gradients the host staging.
   optim::AdamW& adamw() { return *adamw_; }
@@ -43,15 +52,17 @@ class OffloadOptimizer {
   void load_state(const nn::NamedTensors& state, std::int64_t steps);
 
  private:
-  /// The host staging of every piece's gradient (G) and, 16-bit, of its updated value (P), end to end.
-  void allocate_staging(const std::vector<optim::ParamGroup>& groups);
+  /// The host staging of every piece's gradient (G) and, 16-bit, of the updated value (P) of each piece not
+  /// `in_place`, end to end.
+  void allocate_staging(const std::vector<optim::ParamGroup>& groups, const std::set<std::string>& in_place);
   void copy_parameters_up();
 
-  nn::NamedTensors device_pieces_;  ///< my pieces on the device (views, dtype P), piece order
+  nn::NamedTensors device_pieces_;  ///< my pieces (views, dtype P), piece order: on the device, or in_place
+  std::vector<bool> in_place_;        ///< per piece: it lives on the host (offload_param)
   std::vector<Tensor> device_grads_;  ///< their gradient views (the buckets' grad shards)
   std::vector<Tensor> masters_;       ///< the host f32 masters, piece order (AdamW's parameters)
   Tensor host_grads_;                 ///< the host staging of the gradients (G), pieces end to end
-  Tensor host_params16_;              ///< 16-bit training: the updated 16-bit values (P)
+  Tensor host_params16_;              ///< 16-bit training: the updated 16-bit values (P) of the device pieces
   std::unique_ptr<optim::AdamW> adamw_;
 };
 

@@ -95,11 +95,12 @@ void Partition::shard_parameters() {
   for (std::size_t b = 0; b < buckets_.size(); ++b) shard_parameters(b);
 }
 
-void Partition::shard_parameters(std::size_t bucket) {
+void Partition::shard_parameters(std::size_t bucket, bool on_host) {
   ShardedBucket& b = buckets_[bucket];
   TagScope scope(MemTag::param);
   const Tensor& first = params_[b.members.front()].second;
-  b.param_shard = Tensor::zeros({b.numel / world_}, first.dtype(), first.device());
+  b.param_shard = Tensor::zeros({b.numel / world_}, first.dtype(), on_host ? Device::cpu() : first.device());
+  b.shard_on_host = on_host;
   const std::int64_t mine_begin = b.shard_begin(rank_, world_), mine_end = mine_begin + b.numel / world_;
   std::int64_t offset = 0;
   for (std::size_t p : b.members) {  // copy what falls in my shard, then drop the whole tensor

@@ -41,6 +41,7 @@ struct ShardedBucket {
                                      ///< (stages 1-2: adopt_parameters; stage 3: only while gathered)
   Tensor param_shard;                ///< (numel / N) this rank's shard of the parameters: a view of
                                      ///< `params` (stages 1-2) or its own buffer (stage 3)
+  bool shard_on_host = false;        ///< stage 3 with offload_param: `param_shard` lives in host memory
   FlatBuffer grads;                  ///< stage 1: the full gradients' storage (adopt_gradients): dtype G, tag grad
   Tensor grad_shard;                 ///< (numel / N) this rank's reduced gradient: the shard of `grads`
                                      ///< (stage 1) or its own buffer (stage 2, allocate_gradient_shards)
@@ -72,7 +73,8 @@ class Partition {
   /// Stage 3: allocates this rank's parameter shards (P × (Ψ + padding) / N bytes, tag param), copies
   /// its part of every parameter in, and releases the parameters' own data (Tensor::release_data).
   void shard_parameters();
-  void shard_parameters(std::size_t bucket);  ///< the same for one bucket
+  /// The same for one bucket; `on_host` (offload_param): the shard is allocated in host memory instead.
+  void shard_parameters(std::size_t bucket, bool on_host = false);
   /// Stage 3: points bucket b's parameters into its gathered `params` buffer.
   void attach_gathered(std::size_t bucket);
   /// Stage 3: releases bucket b's parameters and frees its gathered buffer (the shard stays).
@@ -93,6 +95,8 @@ class Partition {
   std::vector<ShardedBucket>& buckets() { return buckets_; }
   const std::vector<ShardPiece>& pieces() const { return pieces_; }
   const nn::NamedTensors& params() const { return params_; }
+  /// The device the parameters compute on (a gathered buffer is made there, whichever memory holds the shard).
+  Device device() const { return params_.front().second.device(); }
   int rank() const { return rank_; }
   int world() const { return world_; }
   /// Σ numel of the parameters (Ψ), and of the padding added to make each bucket divide by N.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <set>
 #include <stdexcept>
 
 #include "minitorch/not_implemented.h"
@@ -20,7 +21,10 @@ ShardedOptimizer::ShardedOptimizer(Partition& partition, const StrategyConfig& c
       tile_elements_(config.zero.stage == 3 ? config.zero.sub_group_size : std::numeric_limits<std::int64_t>::max()) {
   const optim::AdamWOptions& opts = config.adamw;
   if (config.zero.offload_optimizer.enabled()) {  // ZeRO-Offload: the same groups over host copies
-    offload_ = std::make_unique<OffloadOptimizer>(partition_.optimizer_groups(opts.lr, opts.weight_decay), opts);
+    std::set<std::string> on_host;  // offload_param: the pieces of shards that live on the host already
+    for (const ShardPiece& piece : partition_.pieces())
+      if (partition_.buckets()[piece.bucket].shard_on_host) on_host.insert(piece.name);
+    offload_ = std::make_unique<OffloadOptimizer>(partition_.optimizer_groups(opts.lr, opts.weight_decay), opts, on_host);
     return;
   }
   // BEGIN SOLUTION L06.2

@@ -83,7 +83,7 @@ Stage3::Stage3(std::shared_ptr<nn::GPT> model, const StrategyConfig& config, dis
     Tensor t = p;
     group_.broadcast(t, 0);
   }
-  const Unit::Shared shared{partition_, group_, *this, progress_};
+  const Unit::Shared shared{partition_, group_, *this, progress_, config.zero.offload_param.enabled()};
   units_.reserve(plan.units.size());
   for (std::size_t b : plan.units) units_.emplace_back(plan.names[b], b, shared);
   for (std::size_t b = 0; b < plan.buckets.size(); ++b)

@@ -18,9 +18,15 @@
 /// after it (the next forward does). The next unit is prefetched (stage3_prefetch_bucket_size
 /// elements ahead) so its gather runs while the current one computes.
 ///
+/// offload_param (ZeRO-Infinity; with offload_optimizer): each unit's shard lives in host memory. A gather
+/// copies it up first (h2d, in the prefetch too), a release frees only the device buffer, and the host
+/// AdamW updates the shard in place (zero/offload_optimizer.h). Device parameters: the gathered units only;
+/// per step 2A·P·Ψ/N bytes go up (two gathers per micro-step) and the gradient shard, G·Ψ/N, comes down.
+///
 /// Parameters with at most `stage3_param_persistence_threshold` elements stay whole on every rank
 /// (DeepSpeed's default 1e5 exceeds every tensor of the baby GPT: set 0 to shard them): they are
-/// reduced and updated as at stage 2, in buckets of their own, and all-gathered after the step.
+/// reduced and updated as at stage 2, in buckets of their own, and all-gathered after the step. They stay
+/// on the device under offload_param too, as DeepSpeed keeps its persistent parameters.
 #include <memory>
 #include <span>
 #include <string>

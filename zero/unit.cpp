@@ -13,7 +13,7 @@ Unit::Unit(std::string name, std::size_t bucket, const Shared& shared)
       group_(shared.group),
       strategy_(shared.strategy),
       progress_(shared.progress) {
-  partition_.shard_parameters(bucket_);
+  partition_.shard_parameters(bucket_, shared.shards_on_host);
 }
 
 Unit::~Unit() {
@@ -36,12 +36,20 @@ void Unit::gather_async() {
   // BEGIN SOLUTION L07.1
   ShardedBucket& bucket = partition_.buckets()[bucket_];
   bucket.params = FlatBuffer(partition_.shapes(bucket), bucket.param_shard.dtype(), group_.size(), MemTag::param,
-                             bucket.param_shard.device());
+                             partition_.device());
   Tensor full = bucket.params.flat();
   events::FlatRange what("zero unit", bucket.first, bucket.first + bucket.numel);  // for the traces
-  gather_ = group_.all_gather_into_async(full, bucket.param_shard);
+  gather_ = group_.all_gather_into_async(full, shard_on_device());
   state_ = State::gathering;
   // END SOLUTION
+}
+
+Tensor Unit::shard_on_device() {
+  ShardedBucket& bucket = partition_.buckets()[bucket_];
+  if (!bucket.shard_on_host) return bucket.param_shard;
+  Tensor slot = bucket.params.shard_view(partition_.rank());
+  slot.copy_(bucket.param_shard);  // host → device: the copy offload_param adds to every gather
+  return slot;
 }
 
 void Unit::ensure_gathered() {
@@ -83,7 +91,7 @@ void Unit::paint_parameters(trace::HeldRanges& params) const {
 }
 
 std::int64_t Unit::parameter_bytes() const {
-  std::int64_t bytes = static_cast<std::int64_t>(bucket().param_shard.nbytes());
+  std::int64_t bytes = bucket().shard_on_host ? 0 : static_cast<std::int64_t>(bucket().param_shard.nbytes());
   if (bucket().params.numel() > 0) bytes += static_cast<std::int64_t>(bucket().params.flat().nbytes());
   return bytes;
 }

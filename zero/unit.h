@@ -15,6 +15,11 @@
 /// ensure_gathered() on a sharded unit takes both steps at once (a gather on demand); gather_async()
 /// alone is a prefetch. When the hooks call which: zero/stage3.h.
 ///
+/// With offload_param (ZeRO-Infinity) the shard lives in host memory: gather_async() first copies it up
+/// into its own slot of the new full buffer (h2d, P·numel/N bytes), and the all-gather sends it from there;
+/// release() frees the device buffer, and the host shard, which only the optimizer step changes, stays.
+/// A prefetch therefore moves the copy ahead of need too.
+///
 /// Reaching gathered and reaching sharded each record a frame (zero/step_frames.h); a release inside a
 /// gradient hook records its frame later (release(false), then released_frame()).
 #include <cstdint>
@@ -40,6 +45,7 @@ class Unit {
     dist::ProcessGroup& group;
     const GradientStrategy& strategy;
     const ReductionProgress& progress;
+    bool shards_on_host = false;  ///< offload_param: every shard lives in host memory, copied up to be gathered
   };
 
   /// Bucket `bucket` of `shared.partition`, named `name` in the frames and the errors. Keeps this rank's
@@ -69,10 +75,15 @@ class Unit {
   // ---- read-outs for the frames and the run report ----
   /// Paints its shard ("shard") and, while not sharded, its full buffer over it ("gathering", "gathered").
   void paint_parameters(trace::HeldRanges& params) const;
-  /// Bytes of parameters it holds: the shard, plus the full buffer while it exists.
+  /// Bytes of parameters it holds on the device: the shard (unless it lives on the host), plus the full
+  /// buffer while it exists.
   std::int64_t parameter_bytes() const;
 
  private:
+  /// The shard the all-gather sends, on the device: the shard itself, or with offload_param its host copy
+  /// brought up into the full buffer's own slot (h2d), where the all-gather needs no copy of its own.
+  Tensor shard_on_device();
+
   std::string name_;
   std::size_t bucket_;
   Partition& partition_;

@@ -46,7 +46,7 @@ std::string Setup::name() const {
 }
 
 std::string config_json(const Setup& s) {
-  const std::string offload = s.offload ? R"(, "offload_optimizer": {"device": "cpu", "pin_memory": true})" : "";
+  const std::string offload = s.offload ? R"(, "offload_optimizer": {"device": "cpu"})" : "";
   return R"({
     "train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 4, "gradient_clipping": 1.0,
     "optimizer": {"type": "AdamW", "params": {"lr": 2e-3, "betas": [0.9, 0.99], "eps": 1e-8, "weight_decay": 0.1}},

@@ -232,21 +232,42 @@ TEST(L09_Config, BadPipelineInputIsOneClearError) {
   EXPECT_TRUE(contains(msg, "pipeline.partition_method must be one of parameters, uniform")) << msg;
 }
 
-TEST(L03_Config, OffloadOptimizerToTheCpuAtStages1To3AndNothingElseYet) {
+TEST(L03_Config, OffloadOptimizerToTheCpuAtStages1To3AndParamsAtStage3WithIt) {
   const std::string key = "zero_optimization.offload_optimizer";
   for (int stage = 1; stage <= 3; ++stage) {
     Config on = parse(with(R"("zero_optimization": {"stage": )" + std::to_string(stage) +
-                           R"(, "offload_optimizer": {"device": "cpu", "pin_memory": true}})"));
+                           R"(, "offload_optimizer": {"device": "cpu"}})"));
     EXPECT_TRUE(on.zero.offload_optimizer.enabled()) << stage;
-    EXPECT_TRUE(on.zero.offload_optimizer.pin_memory);
+    EXPECT_TRUE(on.zero.offload_optimizer.pin_memory) << "DeepSpeed's default since PR #8207";
     EXPECT_TRUE(on.warnings.empty()) << on.warnings[0];
   }
   std::string msg = parse_error(with(R"("zero_optimization": {"stage": 0, "offload_optimizer": {"device": "cpu"}})"));
   EXPECT_TRUE(contains(msg, key + " needs ZeRO stage 1, 2 or 3 (stage is 0)")) << msg;
-  // ZeRO-Infinity's pieces stay errors until they land.
+  // offload_param (ZeRO-Infinity): stage 3, with offload_optimizer (our rules, docs/config.md departure 8).
+  Config both = parse(with(R"("zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu"},
+                                                     "offload_param": {"device": "cpu"}})"));
+  EXPECT_TRUE(both.zero.offload_param.enabled());
+  EXPECT_TRUE(both.warnings.empty()) << both.warnings[0];
   msg = parse_error(with(R"("zero_optimization": {"stage": 3, "offload_param": {"device": "cpu"}})"));
-  EXPECT_TRUE(contains(msg, "zero_optimization.offload_param is not implemented yet (zero_optimization.offload_param.device is \"cpu\")")) << msg;
-  EXPECT_TRUE(contains(msg, "\"device\": \"none\"")) << msg;  // what to do instead
+  EXPECT_TRUE(contains(msg, "zero_optimization.offload_param needs zero_optimization.offload_optimizer too")) << msg;
+  EXPECT_TRUE(contains(msg, R"(add "offload_optimizer": {"device": "cpu"})")) << msg;  // what to do instead
+  for (int stage = 1; stage <= 2; ++stage) {
+    msg = parse_error(with(R"("zero_optimization": {"stage": )" + std::to_string(stage) +
+                           R"(, "offload_optimizer": {"device": "cpu"}, "offload_param": {"device": "cpu"}})"));
+    EXPECT_TRUE(contains(msg, "zero_optimization.offload_param is only valid with stage 3 (stage is " +
+                                  std::to_string(stage) + ")")) << msg;
+  }
+  // pin_memory: page-locked memory matters to a GPU's copies only; written, it warns saying so.
+  for (std::string section : {"offload_optimizer", "offload_param"}) {
+    const std::string pin = R"({"device": "cpu", "pin_memory": true})", plain = R"({"device": "cpu"})";
+    const bool optimizer = section == "offload_optimizer";
+    Config pinned = parse(with(R"("zero_optimization": {"stage": 3, "offload_optimizer": )" + (optimizer ? pin : plain) +
+                               R"(, "offload_param": )" + (optimizer ? plain : pin) + "}"));
+    ASSERT_EQ(pinned.warnings.size(), 1u) << section;
+    EXPECT_TRUE(contains(pinned.warnings[0], "zero_optimization." + section + ".pin_memory")) << pinned.warnings[0];
+    EXPECT_TRUE(contains(pinned.warnings[0], "plain memcpy")) << pinned.warnings[0];
+    EXPECT_EQ(mz::find_config_key("zero_optimization." + section + ".pin_memory")->deepspeed_default, "true");
+  }
   msg = parse_error(with(R"("zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu", "ratio": 0.5}})"));
   EXPECT_TRUE(contains(msg, "partial offload (a share of the optimizer states) is not implemented yet")) << msg;
   for (std::string section : {"offload_optimizer", "offload_param"}) {
@@ -258,11 +279,9 @@ TEST(L03_Config, OffloadOptimizerToTheCpuAtStages1To3AndNothingElseYet) {
     EXPECT_TRUE(contains(msg, ".device \"nvme\" (ZeRO-Infinity's NVMe offload) is not implemented yet")) << msg;
     msg = parse_error(with(head + R"({"device": "gpu"}})"));
     EXPECT_TRUE(contains(msg, ".device must be one of none, cpu, nvme, got 'gpu'")) << msg;
+    EXPECT_EQ(mz::find_config_key("zero_optimization." + section + ".device")->deepspeed_default, "\"none\"");
+    EXPECT_EQ(mz::find_config_key("zero_optimization." + section + ".device")->status, KeyStatus::implemented);
   }
-  // DeepSpeed's defaults in the table: device "none", pin_memory false.
-  EXPECT_EQ(mz::find_config_key(key + ".device")->deepspeed_default, "\"none\"");
-  EXPECT_EQ(mz::find_config_key(key + ".pin_memory")->deepspeed_default, "false");
-  EXPECT_EQ(mz::find_config_key(key + ".pin_memory")->status, KeyStatus::implemented);
 }
 
 TEST(L03_Config, DeviceSectionNamesTheDeviceAndSimsCapacity) {

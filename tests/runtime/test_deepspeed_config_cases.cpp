@@ -33,6 +33,7 @@ const std::map<std::string, std::function<json(const Config&)>>& fields() {
       {"zero.stage3_param_persistence_threshold", [](const Config& c) { return json(c.zero.stage3_param_persistence_threshold); }},
       {"zero.offload_optimizer.device", [](const Config& c) { return json(c.zero.offload_optimizer.device); }},
       {"zero.offload_optimizer.ratio", [](const Config& c) { return json(c.zero.offload_optimizer.ratio); }},
+      {"zero.offload_param.device", [](const Config& c) { return json(c.zero.offload_param.device); }},
   };
   return f;
 }

@@ -79,9 +79,13 @@ TEST(L06_Estimate, OffloadMovesTheShardsOptimizerStatesAndGradientsToTheCpu) {
     EXPECT_DOUBLE_EQ(p.cpu.total(), 16 * psi / n);
     EXPECT_DOUBLE_EQ(p.device.total() + b.K * psi / n, model_state_bytes(stage, psi, n, b).total()) << "stage " << stage;
   }
+  // offload_param with it (ZeRO-Infinity): the shards join the optimizer on the host, (P+G+K)Ψ/N = 16Ψ/N;
+  // the device keeps the reduced gradient shards, GΨ/N.
   const Placement infinity = offload_placement(3, psi, n, b, Offload::param);
-  EXPECT_DOUBLE_EQ(infinity.device.total(), 0);
+  EXPECT_DOUBLE_EQ(infinity.device.total(), b.G * psi / n);
+  EXPECT_DOUBLE_EQ(infinity.device.param, 0);
   EXPECT_DOUBLE_EQ(infinity.cpu.total(), 16 * psi / n);
+  EXPECT_DOUBLE_EQ(infinity.cpu.param, b.P * psi / n);
   EXPECT_FALSE(offload_placement(2, psi, n, b, Offload::param).valid);
 }
 

@@ -1,4 +1,4 @@
-// A resume for every ZeRO stage × precision × offload (issue 41): on the ranks that saved it, the run goes on
+// A resume for every ZeRO stage × precision × offload (issue 41; offload_param, issue 43): on the ranks that saved it, the run goes on
 // bit for bit as if never stopped, and a save taken right after the resume holds the very tensors of the save
 // it came from (the f32 masters of a 16-bit run included); on one rank, it goes on within the N-vs-1
 // equivalence bounds of docs/design.md §8 (f32 1e-5, bf16 and fp16 2e-2).
@@ -20,21 +20,24 @@ namespace fs = std::filesystem;
 namespace {
 
 enum class Precision { f32, bf16, fp16 };
+/// What is offloaded: nothing, the optimizer (ZeRO-Offload), or the optimizer and the parameters (stage 3).
+enum class Offload { none, optimizer, optimizer_and_param };
 
 struct Combination {
   int stage;
   Precision precision;
-  bool offload;
+  Offload offload;
   std::string name() const {
     std::ostringstream os;
     os << "stage " << stage << (precision == Precision::f32 ? " f32" : precision == Precision::bf16 ? " bf16" : " fp16")
-       << (offload ? " offload" : "");
+       << (offload == Offload::optimizer ? " offload" : offload == Offload::optimizer_and_param ? " offload param" : "");
     return os.str();
   }
   /// The config: micro-batch 2 × `accumulation` per rank, a baby GPT.
   std::string json(int accumulation) const {
     std::string zero = stage == 3 ? R"(, "stage3_param_persistence_threshold": 0)" : "";
-    if (offload) zero += R"(, "offload_optimizer": {"device": "cpu"})";
+    if (offload != Offload::none) zero += R"(, "offload_optimizer": {"device": "cpu"})";
+    if (offload == Offload::optimizer_and_param) zero += R"(, "offload_param": {"device": "cpu"})";
     std::string j = zero_test::config_json(stage, 2, accumulation, precision == Precision::bf16, 2500, zero);
     // A learning rate from the first step on, so the f32 masters part from the 16-bit weights before the save.
     const std::string min_lr = R"("warmup_min_lr": 0,)";
@@ -43,13 +46,14 @@ struct Combination {
   }
 };
 
-/// Stages 0..3 × {f32, bf16, fp16} × offload {off, on where allowed: stages 1-3}.
+/// Stages 0..3 × {f32, bf16, fp16} × offload {none, the optimizer at stages 1-3, and the parameters at stage 3}.
 std::vector<Combination> every_combination() {
   std::vector<Combination> all;
   for (int stage : {0, 1, 2, 3})
     for (Precision p : {Precision::f32, Precision::bf16, Precision::fp16})
-      for (bool offload : {false, true})
-        if (!offload || stage > 0) all.push_back({stage, p, offload});
+      for (Offload offload : {Offload::none, Offload::optimizer, Offload::optimizer_and_param})
+        if (offload == Offload::none || (offload == Offload::optimizer && stage > 0) || stage == 3)
+          all.push_back({stage, p, offload});
   return all;
 }
 

@@ -84,15 +84,15 @@ TEST(L03_TrainCli, BatchMismatchGivesDeepSpeedsMessage) {
 }
 
 TEST(L03_TrainCli, NotImplementedFeatureIsAConfigErrorWithStatus2) {
-  // offload_param (ZeRO-Infinity's parameter offload) must never look as if it ran: one error line, exit 2,
+  // Partial offload (offload_optimizer.ratio below 1) must never look as if it ran: one error line, exit 2,
   // no training step.
   mt_test::TempDir dir;
   std::string text = kTinyConfig;
-  text.insert(text.rfind('}'), R"(, "zero_optimization": {"stage": 3, "offload_param": {"device": "cpu"}})");
+  text.insert(text.rfind('}'), R"(, "zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu", "ratio": 0.5}})");
   auto r = run_command(train_cmd(dir.write("c.json", text), corpus(dir)));
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_EQ(mt_test::error_lines(r.output), 1) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("zero_optimization.offload_param is not implemented yet"));
+  EXPECT_THAT(r.output, HasSubstr("partial offload (a share of the optimizer states) is not implemented yet"));
   EXPECT_THAT(r.output, testing::Not(HasSubstr("step ")));
 }
 

@@ -53,7 +53,8 @@ void plan_ranks(const nn::NamedTensors& meta, ConfigRow* row) {
     for (OffloadBytes& off : row->offload) {
       const bool three = off.stage == 3;
       add_run(off.exact, span, runtime::exact_offload_states(off.stage, three ? unit_partition : partition, b,
-                                                             three ? units.persistent : none));
+                                                             three ? units.persistent : none, off.param,
+                                                             cfg.gradient_accumulation_steps));
     }
   }
   for (StageBytes& st : row->stages)
@@ -68,7 +69,8 @@ ConfigRow config_row(const ConfigRequest& q, runtime::Config cfg, std::int64_t v
   row.config = std::move(cfg);
   for (int s : q.stages) {
     row.stages.push_back({s, {}, {}});
-    if (row.plan.offload_optimizer && s >= 1) row.offload.push_back({s, {}});  // offload needs a sharded optimizer
+    // Offload needs a sharded optimizer; the config's offload_param acts at stage 3 only.
+    if (row.plan.offload_optimizer && s >= 1) row.offload.push_back({s, s == 3 && row.plan.offload_param, {}});
   }
   const auto shapes = nn::GPT::parameter_shapes(row.model);
   plan_ranks(runtime::meta_parameters(shapes), &row);
@@ -80,7 +82,9 @@ ConfigRow config_row(const ConfigRequest& q, runtime::Config cfg, std::int64_t v
   if (columns.zero2 || columns.zero3) {
     const auto [layer, module] = runtime::largest_layer(shapes);
     const DeepSpeedSetup setup{q.gpus_per_node, layer,
-                               row.plan.offload_optimizer ? runtime::Offload::optimizer : runtime::Offload::none,
+                               row.plan.offload_param       ? runtime::Offload::param
+                               : row.plan.offload_optimizer ? runtime::Offload::optimizer
+                                                            : runtime::Offload::none,
                                columns, q.ds_options};
     row.deepspeed = deepspeed_row(static_cast<double>(row.psi), world, setup, inputs);
     row.largest_layer_module = module;
@@ -136,7 +140,7 @@ json offload_json(const OffloadBytes& off) {
     runs.push_back(run_json(run.first, run.last,
                             {{"device", bytes_json(e.device)}, {"host", bytes_json(e.host)}, {"d2h", e.d2h}, {"h2d", e.h2d}}));
   }
-  return {{"stage", off.stage}, {"exact", runs}};
+  return {{"stage", off.stage}, {"offload_param", off.param}, {"exact", runs}};
 }
 
 json row_json(const ConfigRow& row) {

@@ -49,6 +49,7 @@ struct StageBytes {
 /// One stage's ZeRO-Offload bytes on every rank (stages 1-3).
 struct OffloadBytes {
   int stage = 0;
+  bool param = false;  ///< stage 3 with the config's offload_param: the parameter shards on the host too
   std::vector<RankRun<runtime::ExactOffload>> exact;  ///< runs of ranks, in rank order, covering all
 };
 

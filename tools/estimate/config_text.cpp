@@ -96,7 +96,8 @@ void print_offload(const ConfigRow& row) {
   for (const OffloadBytes& off : row.offload) {
     // std::string(" "): GCC 12's -Wrestrict misfires on a literal + std::string here.
     const std::string formulas =
-        std::string(" ") + runtime::model_states_text(off.stage, /*offload=*/true) + ", 16Ψ/N, GΨ/N, PΨ/N";
+        off.param ? std::string(" GΨ/N, (P+G+K)Ψ/N, GΨ/N, 2A·PΨ/N (+ offload_param: the shards on the host)")
+                  : std::string(" ") + runtime::model_states_text(off.stage, /*offload=*/true) + ", 16Ψ/N, GΨ/N, PΨ/N";
     for (const auto& [from, to, b] : table_runs(off.exact, same)) {
       print_line((from == 0 ? marker(row, off.stage) : "    ") + pad(from == 0 ? kStageName[off.stage] : "", 15) +
                  pad(rank_span(from, to), ranks_width(row)) +

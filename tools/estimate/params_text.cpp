@@ -40,8 +40,9 @@ void print_header(const ParamsRequest& q, const ParamsEstimate& e) {
                 q.offload == runtime::Offload::optimizer
                     ? "each rank's optimizer states (fp32 master, m, v) and a staging copy of its gradient shard live on the "
                       "CPU, which runs AdamW (ZeRO-Offload); the device keeps the stage's parameters and gradients"
-                    : "parameters, gradients and optimizer states of each rank's shard on the CPU (ZeRO-Infinity); "
-                      "the device holds only the units it gathers",
+                    : "parameters, a staging copy of the gradients and optimizer states of each rank's shard on the CPU "
+                      "(ZeRO-Infinity's offload_param with offload_optimizer); the device holds the reduced gradient "
+                      "shards and the units it gathers",
                 kOffloadNote);
   std::printf("\n");
   std::string names = pad("Ψ", kPsiWidth, true) + pad("N", kRanksWidth, true), formulas = blank_psi_and_ranks();
