@@ -335,6 +335,15 @@ bench-offload: configure
 	@/usr/bin/python3 bench/pytorch_adamw.py --ratio $(BUILD)/bench-offload.txt
 	@set -o pipefail; /usr/bin/python3 bench/offload_steps.py --build $(BUILD) --ranks 2 --steps 12 --runs 3 | tee -a $(BUILD)/bench-offload.txt
 
+# ZeRO-Infinity (bench/infinity.py): the small GPT on 2 sim ranks, ZeRO-3 plain, + offload_optimizer cpu,
+# + offload_param cpu, the optimizer on NVMe serial and pipelined (its swap in $(BUILD)/nvme-bench, on this machine's
+# disk): step time, device and host peaks, the swap's O_DIRECT throughput beside dd's on the same folder, the I/O
+# share the pipeline hid. Medians of 3 runs. The lines go to $(BUILD)/bench-infinity.txt.
+.PHONY: bench-infinity
+bench-infinity: configure
+	cmake --build $(BUILD) -j$(JOBS) --target minitorch-train
+	@set -o pipefail; /usr/bin/python3 bench/infinity.py --build $(BUILD) --runs 3 | tee $(BUILD)/bench-infinity.txt
+
 # The GPU check (docs/build.md, "The GPU check"): `make gpu-check` on the rented GPU machine, whose
 # packages come from .device/ (tools/device_setup.sh, run here once): it depends on nothing here, since
 # `deps` would call apt-get there. `make gpu-check-dry` proves the same script here, on the build of

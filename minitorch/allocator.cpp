@@ -151,6 +151,34 @@ TransferStats transfer_stats() {
   return s.transfers;
 }
 
+DiskTransfer::DiskTransfer(bool writing, std::int64_t bytes) : writing_(writing), bytes_(bytes) {
+  if (events::enabled()) {
+    events::Event e;
+    e.category = events::Category::transfer;
+    e.kind = events::Kind::begin;
+    e.name = writing ? "disk_write" : "disk_read";
+    e.scope = "model";
+    e.bytes = bytes;
+    e.id = id_ = events::next_id();
+    events::emit(std::move(e));
+  }
+  auto& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  (writing ? s.transfers.disk_write : s.transfers.disk_read) += bytes;
+}
+
+DiskTransfer::~DiskTransfer() {
+  if (id_ == 0 || !events::enabled()) return;
+  events::Event e;
+  e.category = events::Category::transfer;
+  e.kind = events::Kind::end;
+  e.name = writing_ ? "disk_write" : "disk_read";
+  e.scope = "model";
+  e.bytes = bytes_;
+  e.id = id_;
+  events::emit(std::move(e));
+}
+
 void copy_between(void* dst, Device to, const void* src, Device from, std::size_t bytes, MemTag tag) {
   if (!to.is_cpu() && !from.is_cpu())
     throw std::invalid_argument("copy_between: " + from.str() + " -> " + to.str() + ": one side must be the host (cpu)");

@@ -104,11 +104,27 @@ class TransferScope {
  private:
   TransferPurpose previous_;
 };
-/// Bytes copied host to device (h2d) and device to host (d2h) since the process started, by purpose.
+/// Bytes copied host to device (h2d) and device to host (d2h) since the process started, by purpose; and
+/// bytes read from and written to disk by ZeRO-Infinity's swap (zero/nvme_store.h).
 struct TransferStats {
   std::int64_t h2d = 0, d2h = 0, io_h2d = 0, io_d2h = 0;
+  std::int64_t disk_read = 0, disk_write = 0;
 };
 TransferStats transfer_stats();
+/// One read from or write to disk of `bytes` bytes (the NVMe swap): counted in TransferStats at once, and
+/// reported to the event sink as a `transfer` span named "disk_read" / "disk_write" while it lives.
+class DiskTransfer {
+ public:
+  DiskTransfer(bool writing, std::int64_t bytes);
+  ~DiskTransfer();
+  DiskTransfer(const DiskTransfer&) = delete;
+  DiskTransfer& operator=(const DiskTransfer&) = delete;
+
+ private:
+  bool writing_;
+  std::int64_t bytes_;
+  std::uint64_t id_ = 0;  // the span's, when traced
+};
 /// The one function through which bytes cross between host memory and a device (Tensor::to calls it):
 /// copies `bytes` from `src` on `from` to `dst` on `to` (one of them the host, `cpu`), counts them as h2d or
 /// d2h under this thread's TransferScope, and reports a `transfer` span to the event sink. `tag`: what the

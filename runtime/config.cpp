@@ -140,6 +140,7 @@ Config Config::from_json(const std::string& text, int world_size, const std::str
            " blocks (model.n_layer): a segment is at most the whole stack");
   if (const json* t = r.object("training")) parse_training(*t, c);
   if (const json* cm = r.object("comm")) parse_comm(*cm, c);
+  if (const json* a = r.object("aio")) parse_aio(*a, c);
   if (const json* d = r.object("device")) parse_device(*d, c);
   r.finish(c.warnings, c.zero.stage);  // unknown top-level keys: warnings
   if (c.pipeline.stages > c.model.n_layer)
@@ -169,6 +170,7 @@ zero::StrategyConfig Config::strategy() const {
   s.adamw.beta2 = static_cast<float>(optimizer.beta2);
   s.adamw.eps = static_cast<float>(optimizer.eps);
   s.adamw.weight_decay = static_cast<float>(optimizer.weight_decay);
+  s.aio = aio;
   return s;
 }
 

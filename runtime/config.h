@@ -49,6 +49,7 @@
 namespace minitorch::runtime {
 
 // The zero_optimization section's values are the strategies' own (zero/config.h); this file reads them.
+using zero::AioConfig;
 using zero::OffloadConfig;
 using zero::ZeroConfig;
 
@@ -161,6 +162,7 @@ struct Config {
   ActivationCheckpointingConfig activation_checkpointing;
   CommConfig comm;
   DeviceConfig device;
+  zero::AioConfig aio;  ///< DeepSpeed's `aio`: the NVMe swap's I/O (zero/nvme_store.h)
 
   std::vector<std::string> warnings;  ///< unknown top-level keys, keys accepted without effect
   std::string source = "<string>";    ///< file name, for messages

@@ -5,6 +5,9 @@
 namespace minitorch::runtime::key_rows {
 
 namespace {
+constexpr std::string_view kNoLibaio =
+    "minitorch's swap is synchronous pread/pwrite (O_DIRECT) split over intra_op_parallelism threads: no libaio "
+    "queue to tune";
 constexpr std::string_view kNoFeature = "minitorch does not have this DeepSpeed feature";
 constexpr std::string_view kMonitor = "monitoring is not implemented; the training log is stdout";
 }  // namespace
@@ -95,8 +98,19 @@ std::span<const ConfigKey> top_level_rows() {
           .what("its elastic training (batch sizes chosen per world size)"),
       noop("autotuning", "{}", kNoFeature).ds("{}")
           .what("its autotuner"),
-      noop("aio", "{}", "it tunes NVMe offload, which minitorch does not have").ds("{}")
-          .what("its async I/O for NVMe offload"),
+      // ---- aio (DeepSpeed's AioConfig): the NVMe swap's I/O, zero/nvme_store.h ----
+      ok("aio", "{}").ds("{}"),
+      ok("aio.block_size", "1048576").ds("1048576").ge(4096),  // a multiple of 4096: runtime/config_sections.cpp
+      ok("aio.intra_op_parallelism", "1").ds("1").ge(1),
+      dep("aio.thread_count", "1", "aio.intra_op_parallelism").ds("1").type(T::integer).ge(1),
+      noop("aio.queue_depth", "8", kNoLibaio).ds("8").ge(1)
+          .what("requests libaio keeps in flight"),
+      noop("aio.single_submit", "false", kNoLibaio).ds("false")
+          .what("submit libaio requests one at a time"),
+      noop("aio.overlap_events", "true", kNoLibaio).ds("true")
+          .what("overlap libaio's submission and completion"),
+      noop("aio.use_gds", "false", "there is no GPUDirect Storage here: the swap reads into host memory").ds("false")
+          .what("read NVMe straight into GPU memory (GPUDirect Storage)"),
       noop("nebula", "{}", "DeepSpeed's Nebula checkpoint service; minitorch writes training.checkpoint").ds("{}")
           .what("its Nebula checkpoint service"),
       noop("datastates", "{}", "DeepSpeed's DataStates checkpoint engine; minitorch writes training.checkpoint").ds("{}")

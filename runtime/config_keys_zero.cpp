@@ -8,7 +8,10 @@ namespace {
 constexpr StageMask k12 = stage_bit(1) | stage_bit(2), k123 = k12 | stage_bit(3), k3 = stage_bit(3),
                     k23 = stage_bit(2) | stage_bit(3);
 constexpr std::string_view kUnused = "minitorch's ZeRO does not use it yet";
-constexpr std::string_view kOffload = "it tunes NVMe offload (ZeRO-Infinity), which is not implemented yet";
+constexpr std::string_view kOffload = "it tunes offload_param's NVMe swap, which is not implemented yet";
+constexpr std::string_view kOwnTiles =
+    "minitorch's tiled NVMe step allocates its own buffers: a tile's master, m and v for each tile in flight, and one "
+    "tile's gradient (docs/design.md §10)";
 constexpr std::string_view kReleaseAtOnce =
     "minitorch's ZeRO-3 releases a unit right after its forward and its backward and bounds the units gathered "
     "ahead by stage3_prefetch_bucket_size alone";
@@ -108,18 +111,18 @@ std::span<const ConfigKey> zero_optimization_rows() {
       ok("zero_optimization.offload_optimizer.device", R"("none")").ds(R"("none")"),
       noop("zero_optimization.offload_optimizer.pin_memory", "true", kPinned).ds("true")
           .what("page-locked host buffers"),
-      noop("zero_optimization.offload_optimizer.nvme_path", R"("/local_nvme")", kOffload).ds("null")
-          .what("NVMe directory (ZeRO-Infinity)"),
-      noop("zero_optimization.offload_optimizer.buffer_count", "4", kOffload).ds("4").ge(0)
+      // With device "cpu" a warning says nvme_path and the pipeline keys do nothing (runtime/config_sections.cpp).
+      ok("zero_optimization.offload_optimizer.nvme_path", R"("/local_nvme")").ds("null"),
+      noop("zero_optimization.offload_optimizer.buffer_count", "4", kOwnTiles).ds("4").ge(0)
           .what("NVMe buffers"),
-      noop("zero_optimization.offload_optimizer.fast_init", "false", kOffload).ds("false")
+      noop("zero_optimization.offload_optimizer.fast_init", "false",
+           "minitorch's swap files start as zeros (posix_fallocate), with nothing to write at start-up but the masters")
+          .ds("false")
           .what("fast NVMe optimizer initialisation"),
       todo("zero_optimization.offload_optimizer.ratio", "0.5", "1.0", "partial offload (a share of the optimizer states)",
            "remove it or set 1.0: minitorch offloads all of them").ds("1.0").ge(0, 1),
-      noop("zero_optimization.offload_optimizer.pipeline_read", "false", kOffload).ds("false")
-          .what("overlap NVMe reads with the step"),
-      noop("zero_optimization.offload_optimizer.pipeline_write", "false", kOffload).ds("false")
-          .what("overlap NVMe writes with the step"),
+      ok("zero_optimization.offload_optimizer.pipeline_read", "false").ds("false"),
+      ok("zero_optimization.offload_optimizer.pipeline_write", "false").ds("false"),
       noop("zero_optimization.offload_optimizer.super_offload", "false", kCpuAdam).ds("false")
           .what("CPU offload tuned for Superchips (stage 3)"),
       noop("zero_optimization.offload_optimizer.cpuadam_cores_perc", "0.8", kCpuAdam).ds("0.8").ge(0, 1)
@@ -130,7 +133,7 @@ std::span<const ConfigKey> zero_optimization_rows() {
       noop("zero_optimization.offload_param.pin_memory", "true", kPinned).ds("true")
           .what("page-locked host buffers"),
       noop("zero_optimization.offload_param.nvme_path", R"("/local_nvme")", kOffload).ds("null")
-          .what("NVMe directory (ZeRO-Infinity)"),
+          .what("NVMe directory for the parameter swap files"),
       noop("zero_optimization.offload_param.buffer_count", "5", kOffload).ds("5").ge(0)
           .what("NVMe buffers"),
       noop("zero_optimization.offload_param.buffer_size", "100000000", kOffload).ds("100000000").ge(0)

@@ -17,11 +17,26 @@ namespace {
 
 void parse_offload(const json& j, const std::string& name, Config& c, OffloadConfig& out) {
   SectionReader r(j, name, c.source);
+  const bool optimizer = name.ends_with("offload_optimizer");
   r.get("device", out.device, {"none", "cpu", "nvme"});  // DeepSpeed's OffloadDeviceEnum
-  if (out.device == "nvme")
-    r.fail(name + ".device \"nvme\" (ZeRO-Infinity's NVMe offload) is not implemented yet; use \"none\"");
-  r.get("pin_memory", out.pin_memory);
-  if (name.ends_with("offload_optimizer")) r.get("ratio", out.ratio);
+  if (out.device == "nvme" && !optimizer)
+    r.fail(name + ".device \"nvme\" (ZeRO-Infinity's parameter swap) is not implemented yet; use \"cpu\" or \"none\"");
+  r.get("pin_memory", out.pin_memory);  // the table warns: there is nothing to pin here
+  if (optimizer) {
+    r.get("ratio", out.ratio);
+    r.get("nvme_path", out.nvme_path);
+    r.get("pipeline_read", out.pipeline_read);
+    r.get("pipeline_write", out.pipeline_write);
+    // DeepSpeed reads these with device "nvme" only: with "cpu" they do nothing, and a user should know (with
+    // "none" the section is off, as silent as any feature set to off).
+    if (out.device == "cpu")
+      for (const char* key : {"nvme_path", "pipeline_read", "pipeline_write"})
+        if (r.has(key) && j.at(key) != json(false))
+          c.warnings.push_back(name + "." + key + " only affects device \"nvme\" and this section's device is \"" +
+                               out.device + "\": accepted, as DeepSpeed does, but it has no effect here");
+    if (out.on_nvme() && out.nvme_path.empty())
+      r.fail(name + ".device \"nvme\" needs " + name + ".nvme_path: the folder (on an NVMe disk) for the swap files");
+  }
   r.finish(c.warnings, c.zero.stage);  // a ratio below 1 (partial offload): not implemented yet, the table says
 }
 
@@ -50,6 +65,9 @@ void parse_zero(const json& j, Config& c) {
   // DeepSpeed's placement rules.
   if (z.offload_optimizer.enabled() && z.stage == 0)
     r.fail("zero_optimization.offload_optimizer needs ZeRO stage 1, 2 or 3 (stage is 0)");
+  if (z.offload_optimizer.on_nvme() && z.stage != 3)  // as DeepSpeed: its optimizer swapper is stage 3's
+    r.fail("zero_optimization.offload_optimizer.device \"nvme\" needs ZeRO stage 3 (stage is " + std::to_string(z.stage) +
+           "): the optimizer's tiles are swapped by stage 3's step; use \"cpu\" at stages 1 and 2");
   if (z.offload_param.enabled() && z.stage != 3)
     r.fail("zero_optimization.offload_param is only valid with stage 3 (stage is " + std::to_string(z.stage) + ")");
   // Our rule (docs/config.md, departure 8): AdamW writes the updated shard in place, so it runs where the shard is.
@@ -218,6 +236,33 @@ void parse_small_sections(SectionReader& r, Config& c) {
               "activation_checkpointing.enabled true (minitorch checkpoints only when enabled)");
     ar.finish(c.warnings);
   }
+}
+
+void parse_aio(const json& j, Config& c) {
+  SectionReader r(j, "aio", c.source);
+  AioConfig& a = c.aio;
+  r.get("block_size", a.block_size);
+  if (a.block_size % 4096 != 0)
+    r.fail("aio.block_size " + std::to_string(a.block_size) + " is not a multiple of 4096: O_DIRECT reads and writes "
+           "whole 4 KiB blocks through buffers of this size (1048576, DeepSpeed's default, is one)");
+  r.get("intra_op_parallelism", a.intra_op_parallelism);
+  if (r.has("thread_count")) {  // DeepSpeed's old name (PR #7056); the table's deprecation warning names the new one
+    int threads = 1;
+    r.get("thread_count", threads);
+    if (r.has("intra_op_parallelism") && threads != a.intra_op_parallelism)
+      r.fail("aio.thread_count (" + std::to_string(threads) + ") and aio.intra_op_parallelism (" +
+             std::to_string(a.intra_op_parallelism) + ") are one key, DeepSpeed's old and new names, with different "
+             "values: keep intra_op_parallelism");
+    a.intra_op_parallelism = threads;
+  }
+  r.get("queue_depth", a.queue_depth);  // the table warns: these four tune libaio / GPUDirect, not used here
+  r.get("single_submit", a.single_submit);
+  r.get("overlap_events", a.overlap_events);
+  r.get("use_gds", a.use_gds);
+  r.finish(c.warnings);
+  if (!c.zero.offload_optimizer.on_nvme() && !j.empty())
+    c.warnings.push_back("aio only affects ZeRO-Infinity's NVMe swap (zero_optimization.offload_optimizer.device "
+                         "\"nvme\") and this config has none: accepted, as DeepSpeed does, but it has no effect here");
 }
 
 void parse_comm(const json& j, Config& c) {

@@ -24,6 +24,8 @@ void parse_training(const nlohmann::json& j, Config& c);
 void parse_small_sections(SectionReader& r, Config& c);
 /// `comm` (minitorch's own section).
 void parse_comm(const nlohmann::json& j, Config& c);
+/// `aio`: the NVMe swap's I/O (zero/nvme_store.h).
+void parse_aio(const nlohmann::json& j, Config& c);
 /// `device` (minitorch's own section).
 void parse_device(const nlohmann::json& j, Config& c);
 

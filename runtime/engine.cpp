@@ -1,5 +1,7 @@
 #include "runtime/engine.h"
 
+#include "runtime/run_id.h"
+
 #include <cmath>
 #include <sstream>
 #include <stdexcept>
@@ -7,6 +9,7 @@
 #include "autograd/engine.h"
 #include "minitorch/events.h"
 #include "runtime/out_of_memory.h"
+#include "runtime/run_id.h"
 #include "zero/make_strategy.h"
 #include "zero/step_frames.h"
 
@@ -61,6 +64,8 @@ Engine::Engine(std::shared_ptr<nn::GPT> model, Config config, Plan plan, dist::P
   if (group_) group_->set_timeout(config_.comm.timeout_s);  // before the strategy's first broadcast
   zero::StrategyConfig strategy_config = config_.strategy();
   strategy_config.zero.stage = plan_.zero_stage;  // the stage that runs (the plan's one-rank rule)
+  if (config_.zero.offload_optimizer.on_nvme())  // one swap folder per run, its ranks' folders side by side
+    strategy_config.swap_run_id = group_ ? new_run_id(*group_) : new_run_id();
   try {
     strategy_ = zero::make_strategy(model_, strategy_config, group_, part_.params.empty() ? nullptr : &part_.params);
   } catch (const OutOfMemory& e) {

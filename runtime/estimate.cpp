@@ -286,22 +286,24 @@ zero::ModelStateBytes exact_model_states(int stage, const zero::Partition& plan,
 }
 
 ExactOffload exact_offload_states(int stage, const zero::Partition& plan, BytesPerParameter b,
-                                  const std::vector<bool>& persistent, bool offload_param, std::int64_t micro_steps) {
+                                  const std::vector<bool>& persistent, const OffloadShape& how) {
   if (stage < 1 || stage > 3)
     throw std::invalid_argument("exact_offload_states: offload_optimizer needs stage 1, 2 or 3, got " + std::to_string(stage));
-  if (offload_param && stage != 3)
-    throw std::invalid_argument("exact_offload_states: offload_param needs stage 3, got " + std::to_string(stage));
+  if ((how.param || how.nvme) && stage != 3)
+    throw std::invalid_argument("exact_offload_states: offload_param and NVMe need stage 3, got " + std::to_string(stage));
   if (stage == 3 && persistent.size() != plan.buckets().size())
     throw std::invalid_argument("exact_offload_states: stage 3 needs the persistent flag of every bucket (zero::plan_units)");
   const std::int64_t n = plan.world(), flat = plan.numel() + plan.padding();
   const auto is_unit = [&](std::size_t bucket) { return stage == 3 && !persistent[bucket]; };
-  // This rank's owned elements (AdamW keeps master, m, v for the pieces only, never for padding), and of
-  // them those in a unit's shard (stage 3).
-  std::int64_t mine = 0, mine_in_units = 0;
+  // This rank's owned elements (AdamW keeps master, m, v for the pieces only, never for padding), of them those
+  // in a unit's shard (stage 3), and the largest piece (a tile of sub_group_size 0).
+  std::int64_t mine = 0, mine_in_units = 0, largest_piece = 0;
   for (const zero::ShardPiece& piece : plan.pieces()) {
     mine += piece.range.size();
+    largest_piece = std::max(largest_piece, piece.range.size());
     if (is_unit(piece.bucket)) mine_in_units += piece.range.size();
   }
+  const std::int64_t mine_on_device = mine - (how.param ? mine_in_units : 0);
   std::int64_t param = b.P * flat, unit_shards = 0;  // stages 1 and 2: every parameter; stage 3: below
   if (stage == 3) {
     param = 0;
@@ -309,18 +311,25 @@ ExactOffload exact_offload_states(int stage, const zero::Partition& plan, BytesP
       if (is_unit(i)) unit_shards += plan.buckets()[i].numel / n;
       else param += b.P * plan.buckets()[i].numel;  // a persistent bucket, whole
     }
-    if (!offload_param) param += b.P * unit_shards;
+    if (!how.param) param += b.P * unit_shards;
   }
   ExactOffload e;
   e.device = {param, stage == 1 ? b.G * flat : b.G * flat / n, 0};
-  e.host = {b.P == 2 ? 2 * mine : 0, b.G * mine, 12 * mine};
   e.d2h = b.G * mine;
-  e.h2d = b.P * mine;
-  if (offload_param) {  // the units' shards live on the host, updated in place
-    const std::int64_t mine_on_device = mine - mine_in_units;
-    e.host.param = b.P * unit_shards + (b.P == 2 ? 2 * mine_on_device : 0);
-    e.host.optim = (b.P == 2 ? 12 : 8) * mine_in_units + 12 * mine_on_device;
-    e.h2d = 2 * micro_steps * b.P * unit_shards + b.P * mine_on_device;
+  // Up: the new values of the pieces on the device; with offload_param each unit's shard before its two gathers.
+  e.h2d = b.P * mine_on_device + (how.param ? 2 * how.micro_steps * b.P * unit_shards : 0);
+  const std::int64_t host_param = how.param ? b.P * unit_shards : 0;
+  if (how.nvme) {  // master, m, v on disk; nothing staged on the host between steps
+    constexpr std::int64_t kBlock = 4096;
+    e.host = {host_param, 0, 0};
+    e.disk = {0, 0, 3 * ((4 * mine + kBlock - 1) / kBlock * kBlock)};
+    e.disk_read = e.disk_write = 12 * mine;
+    const std::int64_t tile = how.tile_elements > 0 ? std::min(how.tile_elements, mine) : largest_piece;
+    e.host_step = (12 * how.slots + 4 + (b.P == 2 ? b.G + b.P : 0)) * tile;
+  } else {  // ZeRO-Offload's staging and AdamW on the host (an f32 unit piece on the host is its own master)
+    const std::int64_t in_place = mine - mine_on_device;  // offload_param's unit pieces, updated where they live
+    e.host = {host_param + (b.P == 2 ? 2 * mine_on_device : 0), b.G * mine,
+              (b.P == 2 ? 12 : 8) * in_place + 12 * mine_on_device};
   }
   return e;
 }

@@ -148,18 +148,30 @@ zero::ModelStateBytes exact_model_states(int stage, const zero::Partition& plan,
 /// (per owned element: optim 12, grad G, param 2 in 16-bit training), and the bytes each optimizer step
 /// copies down (G per owned element) and up (P per owned element). What the run report measures.
 ///
-/// With `offload_param` (stage 3; runtime/formulas.h: offload_param_state_bytes) the units' shards are on
-/// the host, P·(Σ units numel/N), updated in place: an f32 piece of a unit is its own master (8 bytes of
-/// optim per element, 12 for a 16-bit one), and no 16-bit staging or copy up for them; `micro_steps` A:
-/// each unit's shard goes up twice per micro-step (h2d 2A·P·Σ units numel/N). The persistent buckets stay
-/// on the device and move as without it.
+/// With `how.param` (offload_param, stage 3; runtime/formulas.h: offload_param_state_bytes) the units' shards are on
+/// the host, P·(Σ units numel/N), updated in place: an f32 piece of a unit is its own master (8 bytes of optim
+/// per element, 12 for a 16-bit one), and no 16-bit staging or copy up for them; each unit's shard goes up twice
+/// per micro-step (h2d 2A·P·Σ units numel/N, A = `how.micro_steps`). The persistent buckets stay on the device
+/// and move as without it.
+///
+/// With `how.nvme` (offload_optimizer "nvme", stage 3; zero/nvme_optimizer.h) master, m and v are on disk, three
+/// files of 4·(owned elements) bytes each rounded up to 4 KiB; the host holds no staging (each tile's gradient
+/// comes down and its values go up as the tile is updated) and, during the step, `host_step` bytes: (12·slots
+/// + 4 + (G + P in 16-bit training))·t, t the largest tile (`how.tile_elements`, 0: the largest piece), slots
+/// = 1 + pipeline_read + pipeline_write. Per step 12 bytes per owned element are read and written.
+struct OffloadShape {
+  bool param = false;              ///< offload_param "cpu"
+  bool nvme = false;               ///< offload_optimizer "nvme"
+  std::int64_t micro_steps = 1;    ///< A, gradient_accumulation_steps
+  std::int64_t tile_elements = 0;  ///< sub_group_size
+  int slots = 1;                   ///< NVMe state buffers in flight
+};
 struct ExactOffload {
-  zero::ModelStateBytes device, host;
-  std::int64_t d2h = 0, h2d = 0;
+  zero::ModelStateBytes device, host, disk;
+  std::int64_t d2h = 0, h2d = 0, disk_read = 0, disk_write = 0, host_step = 0;
 };
 ExactOffload exact_offload_states(int stage, const zero::Partition& plan, BytesPerParameter b,
-                                  const std::vector<bool>& persistent = {}, bool offload_param = false,
-                                  std::int64_t micro_steps = 1);
+                                  const std::vector<bool>& persistent = {}, const OffloadShape& how = {});
 
 /// One row of the ZeRO paper's Table 1 (GB, K = 12) as printed: P_os, P_os+g, P_os+g+p for one Ψ and N.
 struct PaperTable1Row {

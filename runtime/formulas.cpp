@@ -2,6 +2,7 @@
 
 #include "minitorch/not_implemented.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -54,6 +55,23 @@ OffloadEstimate offload_param_state_bytes(double psi, int world, BytesPerParamet
   e.host = {b.P * shard, b.G * shard, b.K * shard};
   e.d2h = b.G * shard;
   e.h2d = 2.0 * micro_steps * b.P * shard;
+  return e;
+}
+
+NvmeEstimate nvme_state_bytes(double psi, int world, BytesPerParameter b, int micro_steps, bool offload_param,
+                              double tile_elements, int slots) {
+  if (world < 1 || micro_steps < 1 || slots < 1)
+    throw std::invalid_argument("nvme_state_bytes: world, micro_steps and slots must be >= 1");
+  const double shard = psi / static_cast<double>(world);
+  NvmeEstimate e;
+  e.device = {offload_param ? 0 : b.P * shard, b.G * shard, 0};
+  e.host = {offload_param ? b.P * shard : 0, 0, 0};
+  e.disk = {0, 0, 12 * shard};
+  e.d2h = b.G * shard;
+  e.h2d = offload_param ? 2.0 * micro_steps * b.P * shard : b.P * shard;
+  e.disk_read = e.disk_write = 12 * shard;
+  const double tile = tile_elements > 0 ? std::min(tile_elements, shard) : shard;
+  e.host_step = (12.0 * slots + 4 + (b.P == 2 ? b.G + b.P : 0)) * tile;
   return e;
 }
 

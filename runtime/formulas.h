@@ -61,6 +61,22 @@ OffloadEstimate offload_state_bytes(int stage, double psi, int world, BytesPerPa
 ///   d2h GΨ/N, h2d 2A·PΨ/N per step
 OffloadEstimate offload_param_state_bytes(double psi, int world, BytesPerParameter b, int micro_steps);
 
+/// ZeRO-Infinity's optimizer on NVMe (offload_optimizer "nvme", stage 3; docs/design.md §10): master, m and v
+/// on disk, 12Ψ/N, read and written once per step, tile by tile; nothing of the optimizer stays in memory
+/// between steps, and the step's host buffers are a few tiles (NvmeEstimate::host_step). Per rank:
+///
+///   device   (P+G)Ψ/N (GΨ/N with offload_param: the shards on the host, PΨ/N)
+///   disk     12Ψ/N: master, m, v in f32, in either precision
+///   disk_read, disk_write 12Ψ/N per step; d2h GΨ/N; h2d PΨ/N (2A·PΨ/N with offload_param)
+///   host_step (12·slots + 4 + (G+P in 16-bit))·t, t = min(sub_group_size, Ψ/N), slots = 1 + pipeline_read
+///            + pipeline_write: each tile's master, m, v per tile in flight, one tile's gradient and copies
+struct NvmeEstimate {
+  ModelStateEstimate device, host, disk;
+  double d2h = 0, h2d = 0, disk_read = 0, disk_write = 0, host_step = 0;
+};
+NvmeEstimate nvme_state_bytes(double psi, int world, BytesPerParameter b, int micro_steps, bool offload_param,
+                              double tile_elements, int slots);
+
 /// The formula of `stage`'s model states on the device, in the paper's letters: "(P+G)Ψ + KΨ/N"; with
 /// `offload` (stages 1-3) ZeRO-Offload's: "(P+G)Ψ", "PΨ + GΨ/N", "(P+G)Ψ/N".
 std::string model_states_text(int stage, bool offload = false);

@@ -56,7 +56,8 @@ std::string run_and_levers(const MemoryRun& run, double activations_in_use, std:
   const int n = run.dp_size, stage = run.zero_stage;
   std::ostringstream os;
   os << "  this run: ZeRO stage " << stage << (stage == 0 ? (n > 1 ? " (DDP)" : " (one rank)") : "")
-     << (off ? " + offload_optimizer" : "") << (run.offload_param ? " + offload_param" : "") << ", " << (c.bf16 ? "bf16" : c.fp16.enabled ? "fp16" : "f32")
+     << (off ? (run.nvme ? " + offload_optimizer (nvme)" : " + offload_optimizer") : "")
+     << (run.offload_param ? " + offload_param" : "") << ", " << (c.bf16 ? "bf16" : c.fp16.enabled ? "fp16" : "f32")
      << " (P, G, K = " << b.P << ", " << b.G << ", " << b.K << " bytes per parameter), Ψ = "
      << static_cast<std::int64_t>(run.psi) << ", N = " << n << ": model states "
      << (run.offload_param ? std::string("GΨ/N") : model_states_text(stage, off)) << " = "
@@ -112,6 +113,7 @@ MemoryRun memory_run_for(const Plan& plan, const Config& config, const nn::GPTCo
   run.pipeline_stages = plan.grid.pipeline;
   run.offload = plan.offload_optimizer;
   run.offload_param = plan.offload_param;
+  run.nvme = config.zero.offload_optimizer.on_nvme();
   run.psi = static_cast<double>(model.num_parameters());
   run.model = model;
   run.config = &config;
@@ -120,6 +122,9 @@ MemoryRun memory_run_for(const Plan& plan, const Config& config, const nn::GPTCo
 
 double device_model_state_bytes(const MemoryRun& run) {
   const BytesPerParameter b = bytes_per_parameter(run.config->mixed_precision());
+  if (run.nvme)  // as ZeRO-Offload's device (the states are on disk instead of the host)
+    return nvme_state_bytes(run.psi, run.dp_size, b, static_cast<int>(run.config->gradient_accumulation_steps),
+                            run.offload_param, 0, 1).device.total();
   if (run.offload_param)  // the gradient shards; the units computing are activations' company, not states
     return offload_param_state_bytes(run.psi, run.dp_size, b, static_cast<int>(run.config->gradient_accumulation_steps)).device.total();
   return states(run.zero_stage, run.offload, run.psi, run.dp_size, b);

@@ -41,6 +41,7 @@ struct MemoryRun {
   int zero_stage = 0;         ///< the stage that runs (the plan's)
   bool offload = false;       ///< ZeRO-Offload runs (the plan's)
   bool offload_param = false; ///< and ZeRO-Infinity's offload_param with it (stage 3)
+  bool nvme = false;          ///< the optimizer on NVMe (stage 3): no optimizer state on the device either
   double psi = 0;             ///< Ψ: the parameters this rank's engine trains (a pipeline stage's own)
   int pipeline_stages = 1;    ///< > 1: a stage of a pipeline (its activations are not the whole model's)
   nn::GPTConfig model;        ///< B·T·C sizes for the activation levers

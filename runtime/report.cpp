@@ -27,8 +27,12 @@ void RunReport::on_event(const events::Event& e) {
   }
   if (e.category == events::Category::transfer && e.kind == events::Kind::begin) {
     std::lock_guard<std::mutex> lock(mutex_);
-    const bool up = e.name == "h2d", io = e.scope == "io";
     TransferStats& t = this_step_transfers_;
+    if (e.name == "disk_read" || e.name == "disk_write") {  // the NVMe swap (zero/nvme_store.h)
+      (e.name == "disk_read" ? t.disk_read : t.disk_write) += e.bytes;
+      return;
+    }
+    const bool up = e.name == "h2d", io = e.scope == "io";
     (up ? (io ? t.io_h2d : t.h2d) : (io ? t.io_d2h : t.d2h)) += e.bytes;
     return;
   }
@@ -71,6 +75,25 @@ ordered_json RunReport::rank_json() const {
     const zero::ModelStateBytes& h = engine_.measured_host_model_states();
     r["host_model_states"] = {{"param", h.param}, {"grad", h.grad}, {"optim", h.optim}};
   }
+  const zero::ModelStateBytes disk = engine_.strategy().disk_model_state_bytes();  // NVMe's swap files
+  r["disk_model_states"] = {{"param", disk.param}, {"grad", disk.grad}, {"optim", disk.optim}};
+  if (const std::optional<zero::SwapStats> sw = engine_.strategy().swap_stats()) {  // ZeRO-Infinity's NVMe swap
+    const double read_gbs = sw->read_seconds > 0 ? static_cast<double>(sw->bytes_read) / sw->read_seconds / 1e9 : 0;
+    const double write_gbs = sw->write_seconds > 0 ? static_cast<double>(sw->bytes_written) / sw->write_seconds / 1e9 : 0;
+    r["nvme"] = {{"folder", sw->folder},
+                 {"direct", sw->direct},
+                 {"why_not_direct", sw->why_not_direct},
+                 {"bytes_read", sw->bytes_read},
+                 {"bytes_written", sw->bytes_written},
+                 {"read_seconds", sw->read_seconds},
+                 {"write_seconds", sw->write_seconds},
+                 {"read_gb_per_s", read_gbs},
+                 {"write_gb_per_s", write_gbs},
+                 {"tiles", sw->tiles},
+                 {"host_step_bytes", sw->host_step_bytes},
+                 {"io_seconds_last_step", sw->io_seconds_last_step},
+                 {"waited_seconds_last_step", sw->waited_seconds_last_step}};
+  }
   r["memory"] = memory_json(memory_stats(engine_.device()));  // the pool the rank computes in
   if (!engine_.device().is_cpu()) r["host_memory"] = memory_json(memory_stats(Device::cpu()));
   ordered_json comm;
@@ -82,12 +105,12 @@ ordered_json RunReport::rank_json() const {
   r["comm_last_step"] = comm;
   // Every copy between host and device memory goes through minitorch::copy_between (Tensor::to), which
   // reports it; the run's input and output (batches up, the loss down) are counted apart as io_*.
-  // Nothing is written to disk during a step yet (NVMe offload is not implemented): zeros.
+  // ZeRO-Infinity's NVMe swap counts its reads and writes of the step as disk_read / disk_write.
   {
     std::lock_guard<std::mutex> lock(mutex_);
     const TransferStats& t = last_step_transfers_;
     r["transfers_last_step"] = {{"h2d", t.h2d}, {"d2h", t.d2h}, {"io_h2d", t.io_h2d}, {"io_d2h", t.io_d2h},
-                                {"disk_read", 0}, {"disk_write", 0}};
+                                {"disk_read", t.disk_read}, {"disk_write", t.disk_write}};
   }
   return r;
 }
@@ -162,6 +185,27 @@ ordered_json RunReport::formulas_json() const {
                                           {"total", o.host.total()}};
     f["host_model_states_text"] = "16Ψ/N";
     f["transfers_per_step"] = {{"d2h", o.d2h}, {"h2d", o.h2d}, {"d2h_text", "GΨ/N"}, {"h2d_text", "PΨ/N"}};
+  }
+  if (c.zero.offload_optimizer.on_nvme()) {  // ZeRO-Infinity's optimizer on NVMe (formulas.h)
+    const zero::OffloadConfig& o = c.zero.offload_optimizer;
+    const int slots = 1 + o.pipeline_read + o.pipeline_write;
+    const NvmeEstimate e = nvme_state_bytes(static_cast<double>(psi), n, b, G, plan.offload_param,
+                                            static_cast<double>(c.zero.sub_group_size), slots);
+    auto states = [](const ModelStateEstimate& m) {
+      return ordered_json{{"param", m.param}, {"grad", m.grad}, {"optim", m.optim}, {"total", m.total()}};
+    };
+    f["model_states"] = states(e.device);
+    f["model_states_text"] = plan.offload_param ? "GΨ/N" : "(P+G)Ψ/N";
+    f["host_model_states"] = states(e.host);
+    f["host_model_states_text"] = plan.offload_param ? "PΨ/N" : "0";
+    f["disk_model_states"] = states(e.disk);
+    f["disk_model_states_text"] = "12Ψ/N";
+    f["transfers_per_step"] = {{"d2h", e.d2h}, {"h2d", e.h2d}, {"d2h_text", "GΨ/N"},
+                               {"h2d_text", plan.offload_param ? "2A·PΨ/N" : "PΨ/N"}};
+    f["disk_per_step"] = {{"read", e.disk_read}, {"write", e.disk_write}, {"text", "12Ψ/N each way"}};
+    f["host_step_bytes"] = {{"bytes", e.host_step}, {"slots", slots},
+                            {"text", "(12·slots + 4 + (G+P in 16-bit))·min(sub_group_size, Ψ/N)"}};
+    return f;
   }
   if (plan.offload_param) {  // ZeRO-Infinity's offload_param (formulas.h): the shards on the host too
     const OffloadEstimate o = offload_param_state_bytes(static_cast<double>(psi), n, b, G);

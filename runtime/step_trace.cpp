@@ -23,9 +23,10 @@ json frames_run(const Engine& engine, int world_size) {
           {"gradient_accumulation_steps", c.gradient_accumulation_steps},
           {"device", engine.device().str()},
           {"capacity_bytes", memory_capacity(engine.device()) > 0 ? json(memory_capacity(engine.device())) : json(nullptr)},
-          // where each state lives: ZeRO-Offload keeps the optimizer's on the host (docs/design.md §10)
-          {"pools", {{"params", "device"}, {"grads", "device"},
-                     {"optim", plan.offload_optimizer ? "host" : "device"}}}};
+          // where each state lives (docs/design.md §10): ZeRO-Offload keeps the optimizer's on the host, ZeRO-Infinity
+          // the parameter shards there too (offload_param) and the optimizer's on disk (NVMe)
+          {"pools", {{"params", plan.offload_param ? "host" : "device"}, {"grads", "device"},
+                     {"optim", c.zero.offload_optimizer.on_nvme() ? "disk" : plan.offload_optimizer ? "host" : "device"}}}};
 }
 
 json gather_frames(const std::vector<events::Event>& evs, dist::ProcessGroup* group, const Engine& engine) {

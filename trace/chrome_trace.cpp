@@ -59,10 +59,11 @@ int comm_thread(const std::string& op) {
   return 0;
 }
 
-/// The thread of a span: a collective's stream, the copies' (6 h2d, 7 d2h), the host step's (8), else 0.
+/// The thread of a span: a collective's stream, the copies' (6 h2d, 7 d2h), the host step's (8), the NVMe
+/// swap's reads and writes (9 disk), else 0.
 int stream_of(const events::Event& b) {
   if (b.category == events::Category::comm) return comm_thread(b.name);
-  if (b.category == events::Category::transfer) return b.name == "h2d" ? 6 : 7;
+  if (b.category == events::Category::transfer) return b.name == "h2d" ? 6 : b.name == "d2h" ? 7 : 9;
   if (b.category == events::Category::compute && b.name == "host_optimizer_step") return 8;
   return 0;
 }
@@ -202,6 +203,7 @@ json chrome_trace(const std::vector<json>& per_rank, const json& about) {
                        : stream == 6 ? "h2d"
                        : stream == 7 ? "d2h"
                        : stream == 8 ? "host"
+                       : stream == 9 ? "disk"
                                      : kCommOps[stream - 1];
     if (tid >= 10) name += " (" + std::to_string(tid % 10 + 1) + ")";
     all.push_back(thread_name(pid, tid, name));

@@ -136,7 +136,13 @@ FramesDoc parse_frames(const json& j, const std::string& what) {
   if (const json* v = c.optional(run, "zero_stage")) d.zero_stage = static_cast<int>(c.integer(*v, "run.zero_stage", 0, 3));
   if (const json* v = c.optional(run, "capacity_bytes")) d.capacity_bytes = c.integer(*v, "run.capacity_bytes", 1);
   if (const json* pools = c.optional(run, "pools"))
-    if (const json* where = c.optional(*pools, "optim")) d.optim_on_host = c.text(*where, "run.pools.optim") == "host";
+    for (auto [key, into] : {std::pair{"params", &d.params_pool}, std::pair{"optim", &d.optim_pool}})
+      if (const json* where = c.optional(*pools, key)) {
+        const std::string at = std::string("run.pools.") + key;
+        *into = c.text(*where, at);
+        if (*into != "device" && *into != "host" && *into != "disk")
+          c.fail(at, "expected \"device\", \"host\" or \"disk\", got " + json_excerpt(*where));
+      }
   if (const json* v = c.optional(run, "gradient_accumulation_steps"))
     d.accumulation = c.integer(*v, "run.gradient_accumulation_steps", 1);
 

@@ -93,7 +93,9 @@ struct FramesDoc {
   std::int64_t num_parameters = 0;
   std::int64_t accumulation = 0;  ///< run.gradient_accumulation_steps (G); 0 when the file does not say
   std::optional<std::int64_t> capacity_bytes;
-  bool optim_on_host = false;  ///< run.pools.optim == "host": ZeRO-Offload keeps the optimizer states there
+  /// run.pools: where each state lives, "device", "host" (ZeRO-Offload's optimizer, offload_param's shards) or
+  /// "disk" (the optimizer on NVMe).
+  std::string params_pool = "device", optim_pool = "device";
   std::int64_t numel = 0;  ///< the flat space: Ψ + padding
   std::vector<Bucket> buckets;
   std::vector<Frame> frames;

@@ -189,10 +189,11 @@ std::string render_frame_text(const FramesDoc& doc, std::size_t i, const Termina
 
   for (const RankState& rs : f.ranks) {
     for (const char* kind : {"params", "grads", "optim"}) {
-      // ZeRO-Offload's optimizer states live on the host (run.pools): the row says so
-      std::string line = kind[0] == 'p'                           ? "rank " + std::to_string(rs.rank) + " params"
-                         : kind[0] == 'o' && doc.optim_on_host ? "  host optim"
-                                                                 : "       " + std::string(kind);
+      // where a state lives off the device (run.pools: ZeRO-Offload's host, NVMe's disk), the row says so
+      const std::string& pool = kind[0] == 'p' ? doc.params_pool : kind[0] == 'o' ? doc.optim_pool : std::string("device");
+      std::string line = kind[0] == 'p'  ? "rank " + std::to_string(rs.rank) + (pool == "device" ? " params" : " " + pool + " p")
+                         : pool != "device" ? "  " + pool + " " + std::string(kind)
+                                            : "       " + std::string(kind);
       line = pad(line, kPrefix);
       const std::vector<Range>& ranges = rs.kind(kind);
       for (const auto& cells : l.per_bucket) {

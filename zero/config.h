@@ -62,6 +62,9 @@ struct StrategyConfig {
   ZeroConfig zero;
   optim::AdamWOptions adamw;
   AioConfig aio;  ///< the NVMe swap's I/O (device "nvme")
+  /// Names this run's swap folder, `<nvme_path>/minitorch-swap/<swap_run_id>/` (zero/nvme_store.h); the same on
+  /// every rank (the runtime's run id, runtime/run_id.h). Needed with device "nvme" only.
+  std::string swap_run_id;
 };
 
 }  // namespace minitorch::zero

@@ -1,5 +1,7 @@
 #include "zero/nvme_store.h"
 
+#include "minitorch/allocator.h"
+
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -347,6 +349,7 @@ void NvmeStore::transfer(File& f, std::int64_t offset, char* user, std::int64_t 
                                 " bytes at byte " + std::to_string(offset) + " of '" + f.path + "' goes past its " +
                                 std::to_string(f.bytes.load()) + " reserved bytes: reserve() more first");
   if (bytes == 0) return;
+  const DiskTransfer counted(writing, bytes);  // TransferStats' disk_read / disk_write, a span in the trace
   const auto start = std::chrono::steady_clock::now();
   // The aligned window over the request, in chunks of block_size bytes; worker w takes a contiguous run of them.
   const std::int64_t lo = offset / kAlignment * kAlignment, hi = round_up(offset + bytes, kAlignment);

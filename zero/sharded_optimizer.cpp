@@ -20,6 +20,17 @@ ShardedOptimizer::ShardedOptimizer(Partition& partition, const StrategyConfig& c
       // DeepSpeed tiles the step by sub_group_size at stage 3 only; below it the shard is one tile.
       tile_elements_(config.zero.stage == 3 ? config.zero.sub_group_size : std::numeric_limits<std::int64_t>::max()) {
   const optim::AdamWOptions& opts = config.adamw;
+  if (config.zero.offload_optimizer.on_nvme()) {  // ZeRO-Infinity: the states in this rank's swap files
+    if (config.zero.stage != 3)
+      throw std::invalid_argument("ShardedOptimizer: offload_optimizer \"nvme\" needs ZeRO stage 3, got " +
+                                  std::to_string(config.zero.stage));
+    swap_ = std::make_unique<NvmeStore>(config.zero.offload_optimizer.nvme_path, config.swap_run_id, partition_.rank(),
+                                        config.aio);
+    const OffloadConfig& o = config.zero.offload_optimizer;
+    nvme_ = std::make_unique<NvmeOptimizer>(partition_.optimizer_groups(opts.lr, opts.weight_decay), opts, *swap_,
+                                            NvmeOptimizer::Options{tile_elements_, o.pipeline_read, o.pipeline_write});
+    return;
+  }
   if (config.zero.offload_optimizer.enabled()) {  // ZeRO-Offload: the same groups over host copies
     std::set<std::string> on_host;  // offload_param: the pieces of shards that live on the host already
     for (const ShardPiece& piece : partition_.pieces())
@@ -35,11 +46,12 @@ ShardedOptimizer::ShardedOptimizer(Partition& partition, const StrategyConfig& c
 // ---- checkpoints: the optimizer state of my pieces ----
 
 nn::NamedTensors ShardedOptimizer::state_tensors() const {
-  return offload_ ? offload_->state_tensors() : adamw_->state_tensors();
+  return offload_ ? offload_->state_tensors() : nvme_ ? nvme_->state_tensors() : adamw_->state_tensors();
 }
 
 void ShardedOptimizer::load_state(const nn::NamedTensors& state, std::int64_t steps) {
   if (offload_) offload_->load_state(state, steps);
+  else if (nvme_) nvme_->load_state(state, steps);
   else adamw_->load_state(state, steps);
 }
 
@@ -59,6 +71,7 @@ StepResult ShardedOptimizer::step(const StepRequest& r) {
     .update = [&](double clip) {
       const auto grad_multiplier = static_cast<float>(clip / r.loss_scale);
       if (offload_) offload_->update(grad_multiplier, tile_elements_);  // on the host, the values back up
+      else if (nvme_) nvme_->update(grad_multiplier);  // tile by tile through the swap files
       else tiled_adamw_step(*adamw_, grad_multiplier, tile_elements_);
       if (frame_source_) sharded_update_frame(*frame_source_, group_);
       gather_parameters();
@@ -90,6 +103,7 @@ void ShardedOptimizer::load_parameters(const nn::NamedTensors& whole) {
     views[i].second.copy_(it->second.reshape({it->second.numel()}).narrow(0, piece.param_offset, piece.range.size()));
   }
   if (offload_) offload_->refresh_masters();
+  if (nvme_) nvme_->refresh_masters();
   gather_parameters();
 }
 

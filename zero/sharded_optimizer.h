@@ -14,13 +14,17 @@
 ///   zero      the gradient buffers (they stay attached)
 ///
 /// With ZeRO-Offload the AdamW runs on the host, over host copies of my pieces (zero/offload_optimizer.h):
-/// the reduced gradients go down before the norm, the updated values come up before the gather.
+/// the reduced gradients go down before the norm, the updated values come up before the gather. With
+/// ZeRO-Infinity's NVMe (stage 3) the states live in this rank's swap files and the update walks them tile by
+/// tile (zero/nvme_optimizer.h); the norm reads the device's gradients, as without offload.
 #include <memory>
 #include <vector>
 
 #include "dist/process_group.h"
 #include "optim/adamw.h"
 #include "zero/config.h"
+#include "zero/nvme_optimizer.h"
+#include "zero/nvme_store.h"
 #include "zero/offload_optimizer.h"
 #include "zero/partition.h"
 #include "zero/strategy.h"
@@ -53,10 +57,13 @@ class ShardedOptimizer {
   /// The strategy whose holdings the step's frames show (zero/step_frames.h); none: no frames.
   void set_frame_source(const GradientStrategy* strategy) { frame_source_ = strategy; }
 
-  optim::AdamW& adamw() { return offload_ ? offload_->adamw() : *adamw_; }
-  const optim::AdamW& adamw() const { return offload_ ? offload_->adamw() : *adamw_; }
-  /// Whether the optimizer runs on the host (ZeRO-Offload).
-  bool offloaded() const { return offload_ != nullptr; }
+  optim::AdamW& adamw() { return offload_ ? offload_->adamw() : nvme_ ? nvme_->adamw() : *adamw_; }
+  const optim::AdamW& adamw() const { return offload_ ? offload_->adamw() : nvme_ ? nvme_->adamw() : *adamw_; }
+  /// Whether the optimizer's states live off the device (ZeRO-Offload's host, or NVMe).
+  bool offloaded() const { return offload_ != nullptr || nvme_ != nullptr; }
+  /// ZeRO-Infinity's NVMe optimizer and this rank's swap space (nullptr without device "nvme").
+  const NvmeOptimizer* nvme() const { return nvme_.get(); }
+  const NvmeStore* swap() const { return swap_.get(); }
   /// The optimizer state a checkpoint saves: AdamW's, plus with offload in 16-bit training each piece's
   /// host master as "master.<piece>" — the names a run without offload saves, so either resumes the other.
   nn::NamedTensors state_tensors() const;
@@ -67,6 +74,8 @@ class ShardedOptimizer {
   dist::ProcessGroup& group_;
   std::unique_ptr<optim::AdamW> adamw_;         ///< on the device (none with offload)
   std::unique_ptr<OffloadOptimizer> offload_;   ///< ZeRO-Offload: the AdamW on the host (none without)
+  std::unique_ptr<NvmeStore> swap_;             ///< device "nvme": this rank's swap folder (before nvme_, which uses it)
+  std::unique_ptr<NvmeOptimizer> nvme_;         ///< device "nvme": the tiled step over the swap files
   std::vector<bool> gather_after_step_;
   std::int64_t tile_elements_;
   const GradientStrategy* frame_source_ = nullptr;

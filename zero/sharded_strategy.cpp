@@ -56,4 +56,22 @@ ModelStateBytes ShardedStrategy::model_state_bytes() const {
   return bytes;
 }
 
+ModelStateBytes ShardedStrategy::disk_model_state_bytes() const {
+  ModelStateBytes bytes;
+  if (const NvmeOptimizer* nvme = optimizer_->nvme()) bytes.optim = nvme->disk_bytes();
+  return bytes;
+}
+
+std::optional<SwapStats> ShardedStrategy::swap_stats() const {
+  const NvmeOptimizer* nvme = optimizer_->nvme();
+  const NvmeStore* swap = optimizer_->swap();
+  if (!nvme || !swap) return std::nullopt;
+  const NvmeStore::Counters c = swap->counters();
+  const NvmeOptimizer::StepTimes t = nvme->last_step_times();
+  return SwapStats{swap->folder(),      swap->direct(),          swap->why_not_direct(),
+                   c.bytes_read,        c.bytes_written,         c.read_seconds,
+                   c.write_seconds,     static_cast<std::int64_t>(nvme->tiles()), nvme->host_step_bytes(),
+                   t.io_seconds,        t.waited_seconds};
+}
+
 }  // namespace minitorch::zero

@@ -42,9 +42,14 @@ class ShardedStrategy : public GradientStrategy {
   trace::RankHoldings holdings() const override;
   /// Bytes of model states: every bucket's as its stage counts them (bucket_bytes), then the optimizer's.
   ModelStateBytes model_state_bytes() const override;
+  /// The NVMe optimizer's swap files (offload_optimizer "nvme"): master, m, v under `optim`.
+  ModelStateBytes disk_model_state_bytes() const override;
+  std::optional<SwapStats> swap_stats() const override;
 
   const Partition& partition() const { return partition_; }
   const BucketReducer& reducer() const { return *reducer_; }
+  /// The optimizer over this rank's shard (its offload or NVMe parts included).
+  const ShardedOptimizer& sharded_optimizer() const { return *optimizer_; }
 
  protected:
   /// What the stage holds of bucket b now, read from its buffers: where the stages differ.

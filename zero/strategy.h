@@ -21,6 +21,7 @@
 /// \endcode
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "dist/process_group.h"
@@ -32,6 +33,17 @@
 namespace minitorch::zero {
 
 /// Bytes of model states one rank holds, by what they are (docs/design.md §8: P·Ψ, G·Ψ, K·Ψ and shards).
+/// ZeRO-Infinity's NVMe swap of one rank (zero/nvme_optimizer.h, zero/nvme_store.h), for the run report.
+struct SwapStats {
+  std::string folder;           ///< the rank's swap folder
+  bool direct = false;          ///< the files are opened O_DIRECT
+  std::string why_not_direct;   ///< if not, what the filesystem said
+  std::int64_t bytes_read = 0, bytes_written = 0;  ///< since the start
+  double read_seconds = 0, write_seconds = 0;      ///< spent inside the store's reads and writes
+  std::int64_t tiles = 0, host_step_bytes = 0;     ///< of the optimizer step
+  double io_seconds_last_step = 0, waited_seconds_last_step = 0;  ///< 1 − waited / io: the I/O the step hid
+};
+
 struct ModelStateBytes {
   std::int64_t param = 0, grad = 0, optim = 0;
   std::int64_t total() const { return param + grad + optim; }
@@ -80,6 +92,10 @@ class GradientStrategy {
   /// Bytes of parameters, gradients and optimizer states this rank holds, counted from the tensors
   /// it owns (the run report sets them beside the allocator's tags and the formulas).
   virtual ModelStateBytes model_state_bytes() const = 0;
+  /// Bytes of model states this rank keeps on disk (ZeRO-Infinity's NVMe swap files, as reserved); none elsewhere.
+  virtual ModelStateBytes disk_model_state_bytes() const { return {}; }
+  /// The NVMe swap's figures (nullopt: no swap).
+  virtual std::optional<SwapStats> swap_stats() const { return std::nullopt; }
   /// The flat parameter space this strategy lays the model out in (buckets end to end), and what this
   /// rank holds of it now, read from the buffers it owns: frames.json (trace/frames.h, zero/step_frames.h).
   virtual trace::FlatSpace flat_space() const = 0;

@@ -127,7 +127,7 @@ TEST(L03_Config, UnknownTopLevelKeyFarFromOursIsAWarning) {
   ASSERT_EQ(d.warnings.size(), 4u);  // the section's own first, then the top-level keys in sorted order
   EXPECT_TRUE(contains(d.warnings[0], "zero_optimization.stage3_max_live_parameters only affects ZeRO stage 3"))
       << d.warnings[0];
-  EXPECT_TRUE(contains(d.warnings[1], "aio is accepted but has no effect here")) << d.warnings[1];
+  EXPECT_TRUE(contains(d.warnings[1], "aio only affects ZeRO-Infinity's NVMe swap")) << d.warnings[1];
   EXPECT_TRUE(contains(d.warnings[2], "elasticity is accepted but has no effect here")) << d.warnings[2];
   EXPECT_TRUE(contains(d.warnings[3], "prescale_gradients is accepted but has no effect here")) << d.warnings[3];
 }

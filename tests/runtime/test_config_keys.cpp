@@ -62,6 +62,11 @@ TEST(L03_Config, EveryTableKeyBehavesAsItsStatusSays) {
       Config c;
       const int world = path == "pipeline.stages" ? 2 : 1;  // the example's 2 stages need ranks to divide
       ASSERT_NO_THROW(c = parse(text, world));
+      if (path.starts_with("aio.")) {  // the aio section alone, without NVMe offload, also says that it does nothing
+        ASSERT_FALSE(c.warnings.empty());
+        EXPECT_TRUE(contains(c.warnings.back(), "aio only affects ZeRO-Infinity's NVMe swap")) << c.warnings.back();
+        c.warnings.pop_back();
+      }
       if (expected == KeyStatus::implemented) {
         EXPECT_TRUE(c.warnings.empty()) << c.warnings[0];
         continue;
@@ -271,17 +276,70 @@ TEST(L03_Config, OffloadOptimizerToTheCpuAtStages1To3AndParamsAtStage3WithIt) {
   msg = parse_error(with(R"("zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu", "ratio": 0.5}})"));
   EXPECT_TRUE(contains(msg, "partial offload (a share of the optimizer states) is not implemented yet")) << msg;
   for (std::string section : {"offload_optimizer", "offload_param"}) {
+    const bool optimizer = section == "offload_optimizer";
     const std::string head = R"("zero_optimization": {"stage": 3, ")" + section + R"(": )";
     Config off = parse(with(head + R"({"device": "none"}})"));
     EXPECT_TRUE(off.warnings.empty()) << off.warnings[0];
     EXPECT_FALSE(off.zero.offload_optimizer.enabled() || off.zero.offload_param.enabled());
     msg = parse_error(with(head + R"({"device": "nvme"}})"));
-    EXPECT_TRUE(contains(msg, ".device \"nvme\" (ZeRO-Infinity's NVMe offload) is not implemented yet")) << msg;
+    EXPECT_TRUE(optimizer ? contains(msg, ".device \"nvme\" needs zero_optimization.offload_optimizer.nvme_path")
+                          : contains(msg, ".device \"nvme\" (ZeRO-Infinity's parameter swap) is not implemented yet"))
+        << msg;
     msg = parse_error(with(head + R"({"device": "gpu"}})"));
     EXPECT_TRUE(contains(msg, ".device must be one of none, cpu, nvme, got 'gpu'")) << msg;
     EXPECT_EQ(mz::find_config_key("zero_optimization." + section + ".device")->deepspeed_default, "\"none\"");
     EXPECT_EQ(mz::find_config_key("zero_optimization." + section + ".device")->status, KeyStatus::implemented);
   }
+}
+
+TEST(L03_Config, NvmeOffloadOfTheOptimizerAtStage3WithItsPathAndTheAioSection) {
+  const std::string nvme = R"("offload_optimizer": {"device": "nvme", "nvme_path": "/local_nvme")";
+  Config c = parse(with(R"("zero_optimization": {"stage": 3, )" + nvme +
+                        R"(, "pipeline_read": true, "pipeline_write": true}},
+                           "aio": {"block_size": 262144, "intra_op_parallelism": 2})"));
+  EXPECT_TRUE(c.warnings.empty()) << c.warnings[0];
+  EXPECT_TRUE(c.zero.offload_optimizer.on_nvme());
+  EXPECT_EQ(c.zero.offload_optimizer.nvme_path, "/local_nvme");
+  EXPECT_TRUE(c.zero.offload_optimizer.pipeline_read && c.zero.offload_optimizer.pipeline_write);
+  EXPECT_EQ(c.aio.block_size, 262144);
+  EXPECT_EQ(c.aio.intra_op_parallelism, 2);
+  EXPECT_EQ(c.strategy().aio.block_size, 262144) << "the strategy gets the section";
+  // DeepSpeed's defaults (deepspeed/runtime/swap_tensor/aio_config.py).
+  const minitorch::zero::AioConfig d;
+  EXPECT_EQ(d.block_size, 1048576);
+  EXPECT_EQ(d.queue_depth, 8);
+  EXPECT_EQ(d.intra_op_parallelism, 1);
+  EXPECT_FALSE(d.single_submit);
+  EXPECT_TRUE(d.overlap_events);
+  EXPECT_FALSE(d.use_gds);
+  for (const char* key : {"block_size", "queue_depth", "intra_op_parallelism", "single_submit", "overlap_events", "use_gds"})
+    EXPECT_NE(mz::find_config_key(std::string("aio.") + key), nullptr) << key;
+  EXPECT_FALSE(mz::find_config_key("zero_optimization.offload_optimizer.pipeline_read")->deepspeed_default != "false");
+  // Stage 3 only, and the path is required.
+  std::string msg = parse_error(with(R"("zero_optimization": {"stage": 2, )" + nvme + "}}"));
+  EXPECT_TRUE(contains(msg, R"(offload_optimizer.device "nvme" needs ZeRO stage 3 (stage is 2))")) << msg;
+  msg = parse_error(with(R"("zero_optimization": {"stage": 3, "offload_optimizer": {"device": "nvme"}})"));
+  EXPECT_TRUE(contains(msg, "needs zero_optimization.offload_optimizer.nvme_path")) << msg;
+  // The NVMe keys with device "cpu": accepted, each said to do nothing.
+  Config cpu = parse(with(R"("zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu", "nvme_path": "/x",
+                                                   "pipeline_read": true}})"));
+  ASSERT_EQ(cpu.warnings.size(), 2u);
+  EXPECT_TRUE(contains(cpu.warnings[0], R"(offload_optimizer.nvme_path only affects device "nvme")")) << cpu.warnings[0];
+  EXPECT_TRUE(contains(cpu.warnings[1], "offload_optimizer.pipeline_read only affects")) << cpu.warnings[1];
+  // aio: thread_count is DeepSpeed's old name (read, with a warning naming the new one); the four libaio keys warn.
+  Config old_name = parse(with(R"("zero_optimization": {"stage": 3, )" + nvme + R"(}}, "aio": {"thread_count": 3})"));
+  EXPECT_EQ(old_name.aio.intra_op_parallelism, 3);
+  ASSERT_EQ(old_name.warnings.size(), 1u);
+  EXPECT_TRUE(contains(old_name.warnings[0], "aio.thread_count is deprecated use aio.intra_op_parallelism")) << old_name.warnings[0];
+  msg = parse_error(with(R"("zero_optimization": {"stage": 3, )" + nvme +
+                         R"(}}, "aio": {"thread_count": 3, "intra_op_parallelism": 2})"));
+  EXPECT_TRUE(contains(msg, "aio.thread_count (3) and aio.intra_op_parallelism (2) are one key")) << msg;
+  Config libaio = parse(with(R"("zero_optimization": {"stage": 3, )" + nvme + R"(}}, "aio": {"queue_depth": 32, "use_gds": true})"));
+  ASSERT_EQ(libaio.warnings.size(), 2u);
+  EXPECT_TRUE(contains(libaio.warnings[0], "aio.queue_depth")) << libaio.warnings[0];
+  EXPECT_TRUE(contains(libaio.warnings[1], "GPUDirect")) << libaio.warnings[1];
+  msg = parse_error(with(R"("aio": {"block_size": 5000})"));
+  EXPECT_TRUE(contains(msg, "aio.block_size 5000 is not a multiple of 4096")) << msg;
 }
 
 TEST(L03_Config, DeviceSectionNamesTheDeviceAndSimsCapacity) {

@@ -20,8 +20,10 @@ namespace fs = std::filesystem;
 namespace {
 
 enum class Precision { f32, bf16, fp16 };
-/// What is offloaded: nothing, the optimizer (ZeRO-Offload), or the optimizer and the parameters (stage 3).
-enum class Offload { none, optimizer, optimizer_and_param };
+/// What is offloaded: nothing, the optimizer (ZeRO-Offload), the optimizer and the parameters (stage 3), or the
+/// optimizer to NVMe (stage 3, its swap files under nvme_path_).
+enum class Offload { none, optimizer, optimizer_and_param, nvme };
+std::string nvme_path_;  // the test's folder, shared by its ranks
 
 struct Combination {
   int stage;
@@ -30,13 +32,19 @@ struct Combination {
   std::string name() const {
     std::ostringstream os;
     os << "stage " << stage << (precision == Precision::f32 ? " f32" : precision == Precision::bf16 ? " bf16" : " fp16")
-       << (offload == Offload::optimizer ? " offload" : offload == Offload::optimizer_and_param ? " offload param" : "");
+       << (offload == Offload::optimizer             ? " offload"
+           : offload == Offload::optimizer_and_param ? " offload param"
+           : offload == Offload::nvme                ? " nvme"
+                                                     : "");
     return os.str();
   }
   /// The config: micro-batch 2 × `accumulation` per rank, a baby GPT.
   std::string json(int accumulation) const {
     std::string zero = stage == 3 ? R"(, "stage3_param_persistence_threshold": 0)" : "";
-    if (offload != Offload::none) zero += R"(, "offload_optimizer": {"device": "cpu"})";
+    if (offload == Offload::nvme)
+      zero += R"(, "sub_group_size": 1000, "offload_optimizer": {"device": "nvme", "nvme_path": ")" + nvme_path_ + R"("})";
+    else if (offload != Offload::none)
+      zero += R"(, "offload_optimizer": {"device": "cpu"})";
     if (offload == Offload::optimizer_and_param) zero += R"(, "offload_param": {"device": "cpu"})";
     std::string j = zero_test::config_json(stage, 2, accumulation, precision == Precision::bf16, 2500, zero);
     // A learning rate from the first step on, so the f32 masters part from the 16-bit weights before the save.
@@ -46,12 +54,13 @@ struct Combination {
   }
 };
 
-/// Stages 0..3 × {f32, bf16, fp16} × offload {none, the optimizer at stages 1-3, and the parameters at stage 3}.
+/// Stages 0..3 × {f32, bf16, fp16} × offload {none, the optimizer at stages 1-3, and the parameters or NVMe at
+/// stage 3}.
 std::vector<Combination> every_combination() {
   std::vector<Combination> all;
   for (int stage : {0, 1, 2, 3})
     for (Precision p : {Precision::f32, Precision::bf16, Precision::fp16})
-      for (Offload offload : {Offload::none, Offload::optimizer, Offload::optimizer_and_param})
+      for (Offload offload : {Offload::none, Offload::optimizer, Offload::optimizer_and_param, Offload::nvme})
         if (offload == Offload::none || (offload == Offload::optimizer && stage > 0) || stage == 3)
           all.push_back({stage, p, offload});
   return all;
@@ -85,6 +94,7 @@ std::map<std::string, std::vector<float>> tensors_of(const std::string& path) {
 
 TEST(L06_ResumeEveryCombination, OnTheSameRanksBitIdenticalAndOnOneRankWithinTheEquivalenceBound) {
   SharedDir dir;
+  nvme_path_ = dir.dir;
   auto& world = dist::world();
   auto alone = world.split(world.rank(), 0);  // every rank a group of its own: the "one rank" run
   int k = 0;

@@ -5,6 +5,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -319,16 +321,24 @@ TEST(L10_EstimateCli, OffloadConfigPredictionIsWhatSimRunsMeasureToTheByte) {
   std::string text;
   for (int i = 0; i < 40; ++i) text += "In the beginning God created the heaven and the earth.\n";
   const std::string corpus = dir.write("corpus.txt", text);
+  const std::string nvme_path = dir.path("nvme");
+  std::filesystem::create_directories(nvme_path);
   struct Case {
     int n, stage;
     bool bf16, param = false;  // param: offload_param too (ZeRO-Infinity, stage 3)
+    bool nvme = false, pipelined = false;  // the optimizer on NVMe, its reads and writes pipelined
   };
   for (const Case& c : {Case{2, 1, false}, Case{4, 2, true}, Case{4, 3, false}, Case{2, 3, true}, Case{4, 3, false, true},
-                        Case{2, 3, true, true}}) {
+                        Case{2, 3, true, true}, Case{2, 3, false, false, true}, Case{4, 3, true, true, true, true}}) {
     SCOPED_TRACE("N = " + std::to_string(c.n) + ", stage " + std::to_string(c.stage) + (c.bf16 ? ", bf16" : "") +
-                 (c.param ? ", offload_param" : ""));
+                 (c.param ? ", offload_param" : "") + (c.nvme ? ", nvme" : "") + (c.pipelined ? " pipelined" : ""));
+    const std::string optimizer =
+        c.nvme ? R"(, "sub_group_size": 100, "offload_optimizer": {"device": "nvme", "nvme_path": ")" + nvme_path +
+                     R"(", "pipeline_read": )" + (c.pipelined ? "true" : "false") + R"(, "pipeline_write": )" +
+                     (c.pipelined ? "true" : "false") + "}"
+               : std::string(R"(, "offload_optimizer": {"device": "cpu"})");
     const std::string config = dir.write(
-        "offload.json", config_json(c.stage, c.bf16, std::string(R"(, "stage3_param_persistence_threshold": 0, "offload_optimizer": {"device": "cpu"})") +
+        "offload.json", config_json(c.stage, c.bf16, R"(, "stage3_param_persistence_threshold": 0)" + optimizer +
                                                          (c.param ? R"(, "offload_param": {"device": "cpu"})" : "")));
     const nlohmann::json est = run_json("--config " + config + " --ranks " + std::to_string(c.n) + " --data " + corpus);
     const nlohmann::json* predicted = nullptr;
@@ -355,6 +365,21 @@ TEST(L10_EstimateCli, OffloadConfigPredictionIsWhatSimRunsMeasureToTheByte) {
       }
       EXPECT_EQ(rank["transfers_last_step"]["d2h"], p["d2h"]) << "rank " << r;
       EXPECT_EQ(rank["transfers_last_step"]["h2d"], p["h2d"]) << "rank " << r;
+      if (c.nvme) {  // the swap files, their reads and writes, and the host's tiles
+        for (const char* tag : {"param", "grad", "optim"})
+          EXPECT_EQ(rank["disk_model_states"][tag], p["disk"][tag]) << "rank " << r << " disk " << tag;
+        EXPECT_EQ(rank["transfers_last_step"]["disk_read"], p["disk_read"]) << "rank " << r;
+        EXPECT_EQ(rank["transfers_last_step"]["disk_write"], p["disk_write"]) << "rank " << r;
+        const std::int64_t host_peak = rank["host_memory"]["optim"]["peak"].get<std::int64_t>() +
+                                       rank["host_memory"]["optim_temp"]["peak"].get<std::int64_t>();
+        EXPECT_EQ(host_peak, p["host_step"]) << "rank " << r << ": the step's tiles, the host's whole optimizer";
+      } else {
+        EXPECT_EQ(rank["transfers_last_step"]["disk_read"], 0) << "rank " << r;
+      }
+    }
+    if (c.nvme) {
+      EXPECT_EQ(measured["offload"]["optimizer"], "nvme");
+      EXPECT_EQ(measured["formulas"]["disk_model_states_text"], "12Ψ/N");
     }
   }
 }

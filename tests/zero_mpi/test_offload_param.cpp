@@ -50,8 +50,8 @@ runtime::ExactOffload predicted(const ZeroRun& run, bool params) {
   const zero::Partition& partition = stage3->partition();
   std::vector<bool> persistent(partition.buckets().size(), true);
   for (const zero::Unit& unit : stage3->units()) persistent[unit.bucket_index()] = false;
-  return runtime::exact_offload_states(3, partition, run.engine->plan().bytes, persistent, params,
-                                       run.cfg.gradient_accumulation_steps);
+  return runtime::exact_offload_states(3, partition, run.engine->plan().bytes, persistent,
+                                       {.param = params, .micro_steps = run.cfg.gradient_accumulation_steps});
 }
 
 }  // namespace

@@ -19,7 +19,8 @@ bool same(const zero::ModelStateBytes& a, const zero::ModelStateBytes& b) {
   return a.param == b.param && a.grad == b.grad && a.optim == b.optim;
 }
 bool same(const runtime::ExactOffload& a, const runtime::ExactOffload& b) {
-  return same(a.device, b.device) && same(a.host, b.host) && a.d2h == b.d2h && a.h2d == b.h2d;
+  return same(a.device, b.device) && same(a.host, b.host) && same(a.disk, b.disk) && a.d2h == b.d2h && a.h2d == b.h2d &&
+         a.disk_read == b.disk_read && a.disk_write == b.disk_write && a.host_step == b.host_step;
 }
 
 /// Appends ranks `span` holding `bytes`, into the last run when it holds the same.
@@ -52,9 +53,11 @@ void plan_ranks(const nn::NamedTensors& meta, ConfigRow* row) {
     }
     for (OffloadBytes& off : row->offload) {
       const bool three = off.stage == 3;
+      const zero::OffloadConfig& o = cfg.zero.offload_optimizer;
+      const runtime::OffloadShape how{off.param, three && o.on_nvme(), cfg.gradient_accumulation_steps,
+                                      cfg.zero.sub_group_size, 1 + o.pipeline_read + o.pipeline_write};
       add_run(off.exact, span, runtime::exact_offload_states(off.stage, three ? unit_partition : partition, b,
-                                                             three ? units.persistent : none, off.param,
-                                                             cfg.gradient_accumulation_steps));
+                                                             three ? units.persistent : none, how));
     }
   }
   for (StageBytes& st : row->stages)
@@ -70,7 +73,8 @@ ConfigRow config_row(const ConfigRequest& q, runtime::Config cfg, std::int64_t v
   for (int s : q.stages) {
     row.stages.push_back({s, {}, {}});
     // Offload needs a sharded optimizer; the config's offload_param acts at stage 3 only.
-    if (row.plan.offload_optimizer && s >= 1) row.offload.push_back({s, s == 3 && row.plan.offload_param, {}});
+    if (row.plan.offload_optimizer && s >= 1)
+      row.offload.push_back({s, s == 3 && row.plan.offload_param, s == 3 && row.config.zero.offload_optimizer.on_nvme(), {}});
   }
   const auto shapes = nn::GPT::parameter_shapes(row.model);
   plan_ranks(runtime::meta_parameters(shapes), &row);
@@ -137,10 +141,13 @@ json offload_json(const OffloadBytes& off) {
   json runs = json::array();
   for (const auto& run : off.exact) {
     const runtime::ExactOffload& e = run.bytes;
-    runs.push_back(run_json(run.first, run.last,
-                            {{"device", bytes_json(e.device)}, {"host", bytes_json(e.host)}, {"d2h", e.d2h}, {"h2d", e.h2d}}));
+    json fields = {{"device", bytes_json(e.device)}, {"host", bytes_json(e.host)}, {"d2h", e.d2h}, {"h2d", e.h2d}};
+    if (off.nvme)
+      fields.update({{"disk", bytes_json(e.disk)}, {"disk_read", e.disk_read}, {"disk_write", e.disk_write},
+                     {"host_step", e.host_step}});
+    runs.push_back(run_json(run.first, run.last, fields));
   }
-  return {{"stage", off.stage}, {"offload_param", off.param}, {"exact", runs}};
+  return {{"stage", off.stage}, {"offload_param", off.param}, {"nvme", off.nvme}, {"exact", runs}};
 }
 
 json row_json(const ConfigRow& row) {

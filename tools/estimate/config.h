@@ -50,6 +50,7 @@ struct StageBytes {
 struct OffloadBytes {
   int stage = 0;
   bool param = false;  ///< stage 3 with the config's offload_param: the parameter shards on the host too
+  bool nvme = false;   ///< stage 3 with the config's offload_optimizer "nvme": master, m, v on disk
   std::vector<RankRun<runtime::ExactOffload>> exact;  ///< runs of ranks, in rank order, covering all
 };
 

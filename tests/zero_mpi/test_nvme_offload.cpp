@@ -1,0 +1,204 @@
+// ZeRO-Infinity's optimizer on NVMe (offload_optimizer.device "nvme", docs/design.md §10) on 2 and 4 `sim`
+// ranks: master, m and v in each rank's swap files under nvme_path, the step walking them in tiles of
+// sub_group_size; the run trains as plain ZeRO-3 does (with and without offload_param, with and without the
+// pipelined reads and writes), every step reads and writes 12 bytes per owned element and copies the
+// gradients down and the parameters up once, the host holds tiles only (to the byte), and the files go at
+// the end of the run.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "minitorch/allocator.h"
+#include "runtime/save_and_resume.h"
+#include "zero/sharded_strategy.h"
+#include "zero/stage3.h"
+#include "zero_test_util.h"
+
+using namespace minitorch;
+using zero_test::config_json;
+using zero_test::SharedDir;
+using zero_test::ZeroRun;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::int64_t kTile = 400;  // sub_group_size: a rank's shard of the baby GPT (2 or 4 ranks) is 8 or more tiles
+
+struct Variant {
+  bool bf16 = false, param_on_host = false, pipeline_read = false, pipeline_write = false;
+  std::string name() const {
+    return std::string(bf16 ? "bf16" : "f32") + (param_on_host ? ", offload_param cpu" : "") +
+           (pipeline_read ? ", pipeline_read" : "") + (pipeline_write ? ", pipeline_write" : "");
+  }
+};
+
+/// The ZeRO section's extra keys: every tensor in a unit, the step in tiles of kTile, and the optimizer on
+/// NVMe under `nvme_path` (empty: plain ZeRO-3).
+std::string zero_extra(const Variant& s, const std::string& nvme_path) {
+  std::string z = R"(, "stage3_param_persistence_threshold": 0, "sub_group_size": )" + std::to_string(kTile);
+  if (nvme_path.empty()) return z;
+  z += R"(, "offload_optimizer": {"device": "nvme", "nvme_path": ")" + nvme_path + R"(", "pipeline_read": )" +
+       (s.pipeline_read ? "true" : "false") + R"(, "pipeline_write": )" + (s.pipeline_write ? "true" : "false") + "}";
+  if (s.param_on_host) z += R"(, "offload_param": {"device": "cpu"})";
+  return z;
+}
+
+/// The whole model's parameters, flattened: every unit gathered for the read and released again.
+std::vector<float> all_params(ZeroRun& run) {
+  auto* stage3 = const_cast<zero::Stage3*>(run.engine->strategy_as<zero::Stage3>());
+  stage3->gather_all();
+  std::vector<float> p = run.params();
+  stage3->release_all();
+  return p;
+}
+
+const zero::ShardedOptimizer& sharded_optimizer_of(const ZeroRun& run) {
+  return run.engine->strategy_as<zero::ShardedStrategy>()->sharded_optimizer();
+}
+
+TransferStats one_step(ZeroRun& run) {
+  const TransferStats before = transfer_stats();
+  run.engine->train_batch(*run.sampler);
+  const TransferStats after = transfer_stats();
+  return {after.h2d - before.h2d, after.d2h - before.d2h, after.io_h2d - before.io_h2d,
+          after.io_d2h - before.io_d2h, after.disk_read - before.disk_read, after.disk_write - before.disk_write};
+}
+
+}  // namespace
+
+TEST(L11_NvmeOptimizer, TrainsAsPlainZero3WhereverTheParametersLiveAndHoweverTheIoOverlaps) {
+  auto& world = dist::world();
+  SharedDir dir;
+  for (const Variant& s : {Variant{false}, Variant{true}, Variant{false, true}, Variant{true, true, true, true},
+                         Variant{false, false, true, false}, Variant{false, false, false, true}}) {
+    SCOPED_TRACE(s.name());
+    std::vector<float> plain_losses, plain_params;
+    {
+      ZeroRun plain(config_json(3, 2, 2, s.bf16, 2500, zero_extra(s, "")), &world, 11, Device::sim());
+      plain_losses = plain.train(4);
+      plain_params = all_params(plain);
+    }
+    ZeroRun run(config_json(3, 2, 2, s.bf16, 2500, zero_extra(s, dir.dir)), &world, 11, Device::sim());
+    const zero::NvmeOptimizer* nvme = sharded_optimizer_of(run).nvme();
+    ASSERT_NE(nvme, nullptr);
+    EXPECT_GE(nvme->tiles(), 8u) << "the test should walk several tiles";
+    const std::vector<float> losses = run.train(4);
+    // The host AdamW (minitorch/host_adamw.h) computes what the device's does; tiles split the work otherwise
+    // than the device's tiled step: f32 within 1e-6 relative, bf16's rounding of it within 1e-3.
+    const double tol = s.bf16 ? 1e-3 : 1e-6;
+    for (std::size_t k = 0; k < losses.size(); ++k)
+      EXPECT_LE(std::abs(losses[k] - plain_losses[k]), tol * std::abs(plain_losses[k])) << "step " << k;
+    EXPECT_LT(zero_test::rel_norm(all_params(run), plain_params), tol);
+  }
+}
+
+TEST(L11_NvmeOptimizer, PipelinedIoChangesWhenNotWhat) {
+  // The same reads, updates and writes in the same order of arithmetic: bit for bit.
+  auto& world = dist::world();
+  SharedDir dir;
+  std::vector<float> serial;
+  for (const Variant& s : {Variant{}, Variant{false, false, true, true}}) {
+    ZeroRun run(config_json(3, 2, 2, false, 2500, zero_extra(s, dir.dir)), &world, 11, Device::sim());
+    const std::vector<float> losses = run.train(3);
+    if (serial.empty()) serial = losses;
+    else EXPECT_EQ(losses, serial);
+    const zero::NvmeOptimizer::StepTimes t = sharded_optimizer_of(run).nvme()->last_step_times();
+    EXPECT_GT(t.io_seconds, 0.0);
+    EXPECT_GE(t.waited_seconds, 0.0);
+  }
+}
+
+TEST(L11_NvmeOptimizer, EveryStepMovesItsBytesToTheByteAndTheHostHoldsTilesOnly) {
+  auto& world = dist::world();
+  SharedDir dir;
+  for (const Variant& s : {Variant{false}, Variant{true}, Variant{false, false, true, true}, Variant{true, true, true, false}}) {
+    SCOPED_TRACE(s.name());
+    ZeroRun run(config_json(3, 2, 2, s.bf16, 2500, zero_extra(s, dir.dir)), &world, 11, Device::sim());
+    run.train(1);
+    const zero::NvmeOptimizer& nvme = *sharded_optimizer_of(run).nvme();
+    const std::int64_t owned = nvme.owned(), P = s.bf16 ? 2 : 4, G = P;
+    reset_peak_memory(Device::cpu());
+    const TransferStats t = one_step(run);
+    EXPECT_EQ(t.disk_read, 12 * owned) << "master, m, v of every owned element read once";
+    EXPECT_EQ(t.disk_write, 12 * owned) << "and written back once";
+    EXPECT_EQ(t.d2h, G * owned) << "each gradient down once";
+    // Up: the new values of every owned element, unless the shard lives on the host (offload_param), where
+    // the gathers copy each unit's shard up twice per micro-step instead.
+    if (!s.param_on_host) {
+      EXPECT_EQ(t.h2d, P * owned);
+    }
+    // The host: tiles only. The state buffers (tag optim) and one tile's gradient and copies (optim_temp).
+    const std::int64_t slots = 1 + s.pipeline_read + s.pipeline_write, tile = kTile;
+    const MemoryStats host = memory_stats(Device::cpu());
+    EXPECT_EQ(host.peak(MemTag::optim), slots * 12 * tile);
+    EXPECT_EQ(host.peak(MemTag::optim_temp), (4 + (s.bf16 ? G + P : 0)) * tile);
+    EXPECT_EQ(host.peak(MemTag::optim) + host.peak(MemTag::optim_temp), nvme.host_step_bytes());
+    EXPECT_EQ(host.current(MemTag::optim), 0) << "freed after the step";
+    // Between steps nothing of the optimizer is in memory: not on the device, not on the host.
+    EXPECT_EQ(run.engine->measured_model_states().optim, 0);
+    EXPECT_EQ(run.engine->measured_host_model_states().optim, 0);
+    EXPECT_EQ(run.engine->measured_host_model_states().grad, 0) << "no gradient staging: a tile at a time";
+    // On disk: three f32 files of the owned elements, each rounded up to 4 KiB.
+    const zero::NvmeStore& swap = *sharded_optimizer_of(run).swap();
+    for (const char* f : {"optim.master", "optim.exp_avg", "optim.exp_avg_sq"})
+      EXPECT_EQ(swap.reserved(f), (4 * owned + 4095) / 4096 * 4096) << f;
+  }
+}
+
+TEST(L11_NvmeOptimizer, SwapFilesLiveUnderNvmePathForTheRunAndGoWithIt) {
+  auto& world = dist::world();
+  SharedDir dir;
+  std::string folder;
+  {
+    ZeroRun run(config_json(3, 2, 2, false, 2500, zero_extra(Variant{}, dir.dir)), &world, 11, Device::sim());
+    folder = sharded_optimizer_of(run).swap()->folder();
+    EXPECT_TRUE(folder.starts_with(dir.dir + "/minitorch-swap/")) << folder;
+    EXPECT_TRUE(folder.ends_with("/rank" + std::to_string(world.rank()))) << folder;
+    run.train(1);
+    for (const char* f : {"optim.master", "optim.exp_avg", "optim.exp_avg_sq"})
+      EXPECT_TRUE(fs::exists(folder + "/" + std::string(f) + ".swap")) << f;
+  }
+  EXPECT_FALSE(fs::exists(folder)) << "a clean end removes the rank's folder";
+  world.barrier();
+  EXPECT_FALSE(fs::exists(dir.dir + "/minitorch-swap")) << "and the swap root, once empty";
+}
+
+TEST(L11_NvmeOptimizer, CheckpointsResumeAcrossNvmeAndPlainZero3) {
+  // A sharded save of an NVMe run holds AdamW's names (the states read back from disk): a plain run resumes it,
+  // and an NVMe run resumes a plain one, each going on as the run that saved it.
+  auto& world = dist::world();
+  SharedDir dir;
+  for (bool bf16 : {false, true}) {
+    SCOPED_TRACE(bf16 ? "bf16" : "f32");
+    for (bool nvme_saves : {true, false}) {
+      const std::string path = dir.path(std::string("ckpt") + (bf16 ? "16" : "32") + (nvme_saves ? "n" : "p"));
+      const std::string saver = zero_extra(Variant{bf16}, nvme_saves ? dir.dir : ""),
+                        loader = zero_extra(Variant{bf16}, nvme_saves ? "" : dir.dir);
+      std::vector<float> continued;
+      {
+        ZeroRun run(config_json(3, 2, 2, bf16, 2500, saver), &world, 11, Device::sim());
+        run.train(2);
+        runtime::save_checkpoint(path, *run.engine, run.ds.tokenizer(), "run-a");
+        world.barrier();
+        continued = run.train(2);
+      }
+      ZeroRun resumed(config_json(3, 2, 2, bf16, 2500, loader), &world, 99, Device::sim());
+      runtime::resume_from(path, *resumed.engine);
+      const std::vector<float> losses = resumed.train(2);
+      for (std::size_t k = 0; k < losses.size(); ++k)
+        EXPECT_LE(std::abs(losses[k] - continued[k]), (bf16 ? 1e-3 : 1e-6) * std::abs(continued[k]))
+            << (nvme_saves ? "nvme saved, plain resumed" : "plain saved, nvme resumed") << ", step " << k + 3;
+    }
+  }
+}
+
+TEST(L11_NvmeOptimizer, AMissingNvmePathIsOneErrorNamingIt) {
+  auto& world = dist::world();
+  const std::string missing = "/nonexistent/minitorch-nvme";
+  try {
+    ZeroRun run(config_json(3, 2, 2, false, 2500, zero_extra(Variant{}, missing)), &world, 11, Device::sim());
+    ADD_FAILURE() << "the run started without its swap folder";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find(missing), std::string::npos) << e.what();
+  }
+}
