@@ -27,7 +27,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }
 }  // namespace
 
-/// One worker that runs jobs in the order they are submitted (reads and writes of the pipelined step).
+/// One worker that runs jobs in the order they are submitted (the pipelined step's reads, or its writes).
 class NvmeOptimizer::IoThread {
  public:
   IoThread() : thread_([this] { run(); }) {}
@@ -105,7 +105,8 @@ NvmeOptimizer::NvmeOptimizer(std::vector<optim::ParamGroup> groups, const optim:
     max_tile_ = std::max(max_tile_, e - b);
   }
   for (const char* f : kFiles) store_.reserve(f, kF32 * owned_);  // a full disk: one error now, naming the file
-  io_ = std::make_unique<IoThread>();
+  if (tiles.pipeline_read) reader_ = std::make_unique<IoThread>();
+  if (tiles.pipeline_write) writer_ = std::make_unique<IoThread>();
   refresh_masters();
 }
 
@@ -227,18 +228,18 @@ void NvmeOptimizer::update(float grad_multiplier) {
       }
       if (options_.pipeline_read && k + 1 < n) {
         if (k + 1 >= slots) wait(writes[k + 1 - slots]);
-        reads[k + 1] = io_->submit([&read, k] { read(k + 1); });
+        reads[k + 1] = reader_->submit([&read, k] { read(k + 1); });
       }
       compute_tile(tiles_[k], state[k % slots], grad_multiplier, grad32, grad_in, copy16);
       if (options_.pipeline_write) {
-        writes[k] = io_->submit([&write, k] { write(k); });
+        writes[k] = writer_->submit([&write, k] { write(k); });
       } else {
         write(k);
         times_.waited_seconds += io[2 * k + 1];
       }
     }
     for (std::future<void>& w : writes) wait(w);
-  } catch (...) {  // the I/O thread must be done with the buffers before they are freed
+  } catch (...) {  // the I/O threads must be done with the buffers before they are freed
     for (auto* jobs : {&reads, &writes})
       for (std::future<void>& f : *jobs)
         if (f.valid()) f.wait();

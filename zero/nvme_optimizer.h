@@ -14,12 +14,13 @@
 ///
 /// So the host holds tiles, never the shard: a 12-byte-per-element state buffer per tile in flight, and one
 /// tile's gradient (4 bytes per element; 16-bit training adds G for the copy down and P for the rounded copy
-/// up). With `pipeline_read` the next tile's read, with `pipeline_write` the last tile's write, runs on the
-/// I/O thread while this tile updates (one more state buffer each):
+/// up). With `pipeline_read` the next tile's read runs on a reader thread, with `pipeline_write` the last
+/// tile's write on a writer thread, while this tile updates (one more state buffer each):
 ///
 /// \verbatim
-///   main  | down 0  update 0  up 0 | down 1  update 1  up 1 | down 2  update 2  up 2 |
-///   i/o   | read 1 ............... | write 0, read 2 ...... | write 1 .............. | write 2
+///   main    | down 0  update 0  up 0 | down 1  update 1  up 1 | down 2  update 2  up 2 |
+///   reader  | read 1 ............... | read 2 ............... |
+///   writer  |                        | write 0 .............. | write 1 .............. | write 2
 /// \endverbatim
 ///
 /// Host bytes of the step (tag optim: the state buffers; optim_temp: the rest), t = min(tile, shard):
@@ -77,8 +78,8 @@ class NvmeOptimizer {
   std::int64_t host_step_bytes() const;
   /// Bytes its three files hold on disk (as reserved: each rounded up to 4 KiB).
   std::int64_t disk_bytes() const;
-  /// Of the last step: seconds the main thread waited for the I/O thread, and the seconds of I/O it ran
-  /// (the store's reads and writes issued by the step): 1 − waited / io is the share the pipeline hid.
+  /// Of the last step: the seconds the main thread waited for I/O (its own reads and writes, and the reader's
+  /// and writer's jobs), and the seconds of I/O the step ran: 1 − waited / io is the share the pipeline hid.
   struct StepTimes {
     double io_seconds = 0, waited_seconds = 0;
   };
@@ -101,7 +102,7 @@ class NvmeOptimizer {
     std::int64_t begin = 0, end = 0;  ///< in the flat owned space
     std::vector<Segment> segments;
   };
-  class IoThread;  // the one thread that runs the pipelined reads and writes, in order
+  class IoThread;  // a thread that runs its jobs in order: the pipelined reads, or the pipelined writes
 
   /// State buffer `slot` as three f32 views of `length` elements: master, m, v.
   Tensor state_view(const Tensor& slot, int which, std::int64_t length) const;
@@ -118,7 +119,7 @@ class NvmeOptimizer {
   Options options_;
   NvmeStore& store_;
   std::unique_ptr<optim::AdamW> adamw_;
-  std::unique_ptr<IoThread> io_;
+  std::unique_ptr<IoThread> reader_, writer_;
   StepTimes times_;
 };
 
