@@ -8,7 +8,9 @@ namespace {
 constexpr StageMask k12 = stage_bit(1) | stage_bit(2), k123 = k12 | stage_bit(3), k3 = stage_bit(3),
                     k23 = stage_bit(2) | stage_bit(3);
 constexpr std::string_view kUnused = "minitorch's ZeRO does not use it yet";
-constexpr std::string_view kOffload = "it tunes offload_param's NVMe swap, which is not implemented yet";
+constexpr std::string_view kParamSwap =
+    "minitorch reads each unit's shard from disk into a host buffer of the shard's size right before its gather, "
+    "one at a time, and writes the updated values straight from the optimizer's tile";
 constexpr std::string_view kOwnTiles =
     "minitorch's tiled NVMe step allocates its own buffers: a tile's master, m and v for each tile in flight, and one "
     "tile's gradient (docs/design.md §10)";
@@ -132,13 +134,14 @@ std::span<const ConfigKey> zero_optimization_rows() {
       ok("zero_optimization.offload_param.device", R"("none")").ds(R"("none")"),
       noop("zero_optimization.offload_param.pin_memory", "true", kPinned).ds("true")
           .what("page-locked host buffers"),
-      noop("zero_optimization.offload_param.nvme_path", R"("/local_nvme")", kOffload).ds("null")
-          .what("NVMe directory for the parameter swap files"),
-      noop("zero_optimization.offload_param.buffer_count", "5", kOffload).ds("5").ge(0)
+      ok("zero_optimization.offload_param.nvme_path", R"("/local_nvme")").ds("null"),
+      noop("zero_optimization.offload_param.buffer_count", "5", kParamSwap).ds("5").ge(0)
           .what("NVMe buffers"),
-      noop("zero_optimization.offload_param.buffer_size", "100000000", kOffload).ds("100000000").ge(0)
+      noop("zero_optimization.offload_param.buffer_size", "100000000", kParamSwap).ds("100000000").ge(0)
           .what("elements per NVMe buffer"),
-      noop("zero_optimization.offload_param.max_in_cpu", "1000000000", kOffload).ds("1000000000").ge(0)
+      noop("zero_optimization.offload_param.max_in_cpu", "1000000000",
+           "with device \"nvme\" every unit's shard is on disk; for shards in host memory use device \"cpu\"")
+          .ds("1000000000").ge(0)
           .what("parameter elements kept in CPU memory"),
   };
   return rows;

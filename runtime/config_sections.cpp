@@ -19,12 +19,15 @@ void parse_offload(const json& j, const std::string& name, Config& c, OffloadCon
   SectionReader r(j, name, c.source);
   const bool optimizer = name.ends_with("offload_optimizer");
   r.get("device", out.device, {"none", "cpu", "nvme"});  // DeepSpeed's OffloadDeviceEnum
-  if (out.device == "nvme" && !optimizer)
-    r.fail(name + ".device \"nvme\" (ZeRO-Infinity's parameter swap) is not implemented yet; use \"cpu\" or \"none\"");
   r.get("pin_memory", out.pin_memory);  // the table warns: there is nothing to pin here
+  r.get("nvme_path", out.nvme_path);
+  if (out.on_nvme() && out.nvme_path.empty())
+    r.fail(name + ".device \"nvme\" needs " + name + ".nvme_path: the folder (on an NVMe disk) for the swap files");
+  if (!optimizer && out.device == "cpu" && r.has("nvme_path"))
+    c.warnings.push_back(name + ".nvme_path only affects device \"nvme\" and this section's device is \"cpu\": "
+                         "accepted, as DeepSpeed does, but it has no effect here");
   if (optimizer) {
     r.get("ratio", out.ratio);
-    r.get("nvme_path", out.nvme_path);
     r.get("pipeline_read", out.pipeline_read);
     r.get("pipeline_write", out.pipeline_write);
     // DeepSpeed reads these with device "nvme" only: with "cpu" they do nothing, and a user should know (with
@@ -34,8 +37,6 @@ void parse_offload(const json& j, const std::string& name, Config& c, OffloadCon
         if (r.has(key) && j.at(key) != json(false))
           c.warnings.push_back(name + "." + key + " only affects device \"nvme\" and this section's device is \"" +
                                out.device + "\": accepted, as DeepSpeed does, but it has no effect here");
-    if (out.on_nvme() && out.nvme_path.empty())
-      r.fail(name + ".device \"nvme\" needs " + name + ".nvme_path: the folder (on an NVMe disk) for the swap files");
   }
   r.finish(c.warnings, c.zero.stage);  // a ratio below 1 (partial offload): not implemented yet, the table says
 }
@@ -71,6 +72,14 @@ void parse_zero(const json& j, Config& c) {
   if (z.offload_param.enabled() && z.stage != 3)
     r.fail("zero_optimization.offload_param is only valid with stage 3 (stage is " + std::to_string(z.stage) + ")");
   // Our rule (docs/config.md, departure 8): AdamW writes the updated shard in place, so it runs where the shard is.
+  // Our rules for the parameter swap: with the optimizer's, in one swap folder per rank.
+  if (z.offload_param.on_nvme() && !z.offload_optimizer.on_nvme())
+    r.fail("zero_optimization.offload_param.device \"nvme\" needs zero_optimization.offload_optimizer.device \"nvme\" "
+           "too (the optimizer step writes the updated shards into their swap files): set both to \"nvme\"");
+  if (z.offload_param.on_nvme() && z.offload_param.nvme_path != z.offload_optimizer.nvme_path)
+    r.fail("zero_optimization.offload_param.nvme_path (\"" + z.offload_param.nvme_path + "\") and "
+           "zero_optimization.offload_optimizer.nvme_path (\"" + z.offload_optimizer.nvme_path + "\") differ: minitorch "
+           "keeps one swap folder per rank, so give both the same path");
   if (z.offload_param.enabled() && !z.offload_optimizer.enabled())
     r.fail("zero_optimization.offload_param needs zero_optimization.offload_optimizer too (minitorch's AdamW "
            "updates the parameter shard in place, so both live on the host): add \"offload_optimizer\": "

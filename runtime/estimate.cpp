@@ -304,12 +304,18 @@ ExactOffload exact_offload_states(int stage, const zero::Partition& plan, BytesP
     if (is_unit(piece.bucket)) mine_in_units += piece.range.size();
   }
   const std::int64_t mine_on_device = mine - (how.param ? mine_in_units : 0);
-  std::int64_t param = b.P * flat, unit_shards = 0;  // stages 1 and 2: every parameter; stage 3: below
+  constexpr std::int64_t kBlock = 4096;  // a swap file's size is rounded up to it
+  auto file_bytes = [](std::int64_t bytes) { return (bytes + kBlock - 1) / kBlock * kBlock; };
+  std::int64_t param = b.P * flat, unit_shards = 0, unit_files = 0;  // stages 1 and 2: every parameter; 3: below
   if (stage == 3) {
     param = 0;
     for (std::size_t i = 0; i < plan.buckets().size(); ++i) {
-      if (is_unit(i)) unit_shards += plan.buckets()[i].numel / n;
-      else param += b.P * plan.buckets()[i].numel;  // a persistent bucket, whole
+      if (is_unit(i)) {
+        unit_shards += plan.buckets()[i].numel / n;
+        unit_files += file_bytes(b.P * (plan.buckets()[i].numel / n));
+      } else {
+        param += b.P * plan.buckets()[i].numel;  // a persistent bucket, whole
+      }
     }
     if (!how.param) param += b.P * unit_shards;
   }
@@ -318,12 +324,13 @@ ExactOffload exact_offload_states(int stage, const zero::Partition& plan, BytesP
   e.d2h = b.G * mine;
   // Up: the new values of the pieces on the device; with offload_param each unit's shard before its two gathers.
   e.h2d = b.P * mine_on_device + (how.param ? 2 * how.micro_steps * b.P * unit_shards : 0);
-  const std::int64_t host_param = how.param ? b.P * unit_shards : 0;
+  const bool on_disk = how.param && how.param_on_disk;
+  const std::int64_t host_param = how.param && !on_disk ? b.P * unit_shards : 0;
   if (how.nvme) {  // master, m, v on disk; nothing staged on the host between steps
-    constexpr std::int64_t kBlock = 4096;
     e.host = {host_param, 0, 0};
-    e.disk = {0, 0, 3 * ((4 * mine + kBlock - 1) / kBlock * kBlock)};
-    e.disk_read = e.disk_write = 12 * mine;
+    e.disk = {on_disk ? unit_files : 0, 0, 3 * file_bytes(4 * mine)};
+    e.disk_read = 12 * mine + (on_disk ? 2 * how.micro_steps * b.P * unit_shards : 0);
+    e.disk_write = 12 * mine + (on_disk ? b.P * mine_in_units : 0);
     const std::int64_t tile = how.tile_elements > 0 ? std::min(how.tile_elements, mine) : largest_piece;
     e.host_step = (12 * how.slots + 4 + (b.P == 2 ? b.G + b.P : 0)) * tile;
   } else {  // ZeRO-Offload's staging and AdamW on the host (an f32 unit piece on the host is its own master)

@@ -159,8 +159,12 @@ zero::ModelStateBytes exact_model_states(int stage, const zero::Partition& plan,
 /// comes down and its values go up as the tile is updated) and, during the step, `host_step` bytes: (12·slots
 /// + 4 + (G + P in 16-bit training))·t, t the largest tile (`how.tile_elements`, 0: the largest piece), slots
 /// = 1 + pipeline_read + pipeline_write. Per step 12 bytes per owned element are read and written.
+/// With `how.param_on_disk` too (offload_param "nvme") the units' shards are in files instead, each rounded up to
+/// 4 KiB: each gather reads its shard (disk_read + 2A·P·Σ units numel/N) and the step writes the owned values
+/// (disk_write + P per owned unit element); the host keeps none of them.
 struct OffloadShape {
-  bool param = false;              ///< offload_param "cpu"
+  bool param = false;              ///< offload_param "cpu" or "nvme"
+  bool param_on_disk = false;      ///< offload_param "nvme"
   bool nvme = false;               ///< offload_optimizer "nvme"
   std::int64_t micro_steps = 1;    ///< A, gradient_accumulation_steps
   std::int64_t tile_elements = 0;  ///< sub_group_size

@@ -58,18 +58,23 @@ OffloadEstimate offload_param_state_bytes(double psi, int world, BytesPerParamet
   return e;
 }
 
-NvmeEstimate nvme_state_bytes(double psi, int world, BytesPerParameter b, int micro_steps, bool offload_param,
+NvmeEstimate nvme_state_bytes(double psi, int world, BytesPerParameter b, int micro_steps, const std::string& param_device,
                               double tile_elements, int slots) {
   if (world < 1 || micro_steps < 1 || slots < 1)
     throw std::invalid_argument("nvme_state_bytes: world, micro_steps and slots must be >= 1");
+  if (param_device != "none" && param_device != "cpu" && param_device != "nvme")
+    throw std::invalid_argument("nvme_state_bytes: offload_param's device is none, cpu or nvme, got " + param_device);
   const double shard = psi / static_cast<double>(world);
+  const bool off = param_device != "none", on_disk = param_device == "nvme";
+  const double gathers = 2.0 * micro_steps * b.P * shard;  // each unit's shard, before its two gathers per micro-step
   NvmeEstimate e;
-  e.device = {offload_param ? 0 : b.P * shard, b.G * shard, 0};
-  e.host = {offload_param ? b.P * shard : 0, 0, 0};
-  e.disk = {0, 0, 12 * shard};
+  e.device = {off ? 0 : b.P * shard, b.G * shard, 0};
+  e.host = {param_device == "cpu" ? b.P * shard : 0, 0, 0};
+  e.disk = {on_disk ? b.P * shard : 0, 0, 12 * shard};
   e.d2h = b.G * shard;
-  e.h2d = offload_param ? 2.0 * micro_steps * b.P * shard : b.P * shard;
-  e.disk_read = e.disk_write = 12 * shard;
+  e.h2d = off ? gathers : b.P * shard;
+  e.disk_read = 12 * shard + (on_disk ? gathers : 0);
+  e.disk_write = 12 * shard + (on_disk ? b.P * shard : 0);
   const double tile = tile_elements > 0 ? std::min(tile_elements, shard) : shard;
   e.host_step = (12.0 * slots + 4 + (b.P == 2 ? b.G + b.P : 0)) * tile;
   return e;

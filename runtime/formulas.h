@@ -65,16 +65,18 @@ OffloadEstimate offload_param_state_bytes(double psi, int world, BytesPerParamet
 /// on disk, 12Ψ/N, read and written once per step, tile by tile; nothing of the optimizer stays in memory
 /// between steps, and the step's host buffers are a few tiles (NvmeEstimate::host_step). Per rank:
 ///
-///   device   (P+G)Ψ/N (GΨ/N with offload_param: the shards on the host, PΨ/N)
-///   disk     12Ψ/N: master, m, v in f32, in either precision
-///   disk_read, disk_write 12Ψ/N per step; d2h GΨ/N; h2d PΨ/N (2A·PΨ/N with offload_param)
+///   device   (P+G)Ψ/N (GΨ/N with offload_param: the shards on the host, PΨ/N, or on disk)
+///   disk     12Ψ/N: master, m, v in f32, in either precision (+ PΨ/N, the shards, with offload_param "nvme")
+///   disk_read, disk_write 12Ψ/N per step; d2h GΨ/N; h2d PΨ/N (2A·PΨ/N with offload_param); with offload_param
+///            "nvme" each gather reads its shard (+ 2A·PΨ/N read) and the step writes the new values (+ PΨ/N)
 ///   host_step (12·slots + 4 + (G+P in 16-bit))·t, t = min(sub_group_size, Ψ/N), slots = 1 + pipeline_read
 ///            + pipeline_write: each tile's master, m, v per tile in flight, one tile's gradient and copies
 struct NvmeEstimate {
   ModelStateEstimate device, host, disk;
   double d2h = 0, h2d = 0, disk_read = 0, disk_write = 0, host_step = 0;
 };
-NvmeEstimate nvme_state_bytes(double psi, int world, BytesPerParameter b, int micro_steps, bool offload_param,
+/// `param_device`: offload_param's device, "none", "cpu" or "nvme".
+NvmeEstimate nvme_state_bytes(double psi, int world, BytesPerParameter b, int micro_steps, const std::string& param_device,
                               double tile_elements, int slots);
 
 /// The formula of `stage`'s model states on the device, in the paper's letters: "(P+G)Ψ + KΨ/N"; with

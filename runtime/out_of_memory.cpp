@@ -124,7 +124,7 @@ double device_model_state_bytes(const MemoryRun& run) {
   const BytesPerParameter b = bytes_per_parameter(run.config->mixed_precision());
   if (run.nvme)  // as ZeRO-Offload's device (the states are on disk instead of the host)
     return nvme_state_bytes(run.psi, run.dp_size, b, static_cast<int>(run.config->gradient_accumulation_steps),
-                            run.offload_param, 0, 1).device.total();
+                            run.config->zero.offload_param.device, 0, 1).device.total();
   if (run.offload_param)  // the gradient shards; the units computing are activations' company, not states
     return offload_param_state_bytes(run.psi, run.dp_size, b, static_cast<int>(run.config->gradient_accumulation_steps)).device.total();
   return states(run.zero_stage, run.offload, run.psi, run.dp_size, b);

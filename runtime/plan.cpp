@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "minitorch/allocator.h"
+#include "nn/gpt.h"
 #include "runtime/byte_size.h"
 #include "runtime/config_error.h"
 #if MINITORCH_WITH_CUDA
@@ -88,6 +89,26 @@ Plan make_plan(const Config& c, const PlanOverrides& o) {
   p.save_kind = p.zero_stage >= 1 || p.pipelined() ? SaveKind::sharded : SaveKind::single_file;
   p.warnings = warnings_of(c, p);
   return p;
+}
+
+std::vector<std::string> model_warnings(const Plan& plan, const Config& c, const nn::GPTConfig& model) {
+  std::vector<std::string> w;
+  if (!plan.offload_param || plan.zero_stage != 3) return w;
+  const std::int64_t threshold = c.zero.stage3_param_persistence_threshold;
+  std::int64_t kept = 0, total = 0, tensors = 0;
+  for (const auto& [name, shape] : nn::GPT::parameter_shapes(model)) {
+    std::int64_t n = 1;
+    for (std::int64_t d : shape) n *= d;
+    total += n;
+    if (n <= threshold) kept += n, ++tensors;
+  }
+  if (kept > 0)
+    w.push_back("zero_optimization.offload_param: " + std::to_string(kept) + " of the model's " + std::to_string(total) +
+                " parameters (" + std::to_string(tensors) + " tensors of at most stage3_param_persistence_threshold = " +
+                std::to_string(threshold) + " elements) stay whole on the device, as DeepSpeed keeps persistent "
+                "parameters; only the rest goes to " + (c.zero.offload_param.on_nvme() ? "NVMe" : "the host") +
+                ". Set stage3_param_persistence_threshold to 0 to offload every tensor");
+  return w;
 }
 
 std::string Plan::describe() const {

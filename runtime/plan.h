@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "minitorch/device.h"
+#include "nn/gpt_config.h"
 #include "runtime/config.h"
 #include "runtime/formulas.h"
 #include "runtime/save_target.h"
@@ -87,6 +88,11 @@ struct PlanOverrides {
 /// Touches no device. A device name that is none, a capacity that is not a size or not on sim: one
 /// ConfigError naming the flag or key and what to give instead.
 Plan make_plan(const Config& config, const PlanOverrides& overrides = {});
+
+/// What the plan cannot say before the model's shapes are known, one line each: with offload_param, the tensors
+/// of at most stage3_param_persistence_threshold elements that stay whole on the device (as DeepSpeed keeps its
+/// persistent parameters), so that a run which offloads little or nothing says so.
+std::vector<std::string> model_warnings(const Plan& plan, const Config& config, const nn::GPTConfig& model);
 
 /// Makes the plan's device ready on this rank and returns it (also into plan.device): sim gets its
 /// capacity; a GPU is chosen by local rank for "cuda" (OMPI_COMM_WORLD_LOCAL_RANK), its kernels

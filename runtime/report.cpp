@@ -189,20 +189,22 @@ ordered_json RunReport::formulas_json() const {
   if (c.zero.offload_optimizer.on_nvme()) {  // ZeRO-Infinity's optimizer on NVMe (formulas.h)
     const zero::OffloadConfig& o = c.zero.offload_optimizer;
     const int slots = 1 + o.pipeline_read + o.pipeline_write;
-    const NvmeEstimate e = nvme_state_bytes(static_cast<double>(psi), n, b, G, plan.offload_param,
+    const NvmeEstimate e = nvme_state_bytes(static_cast<double>(psi), n, b, G, c.zero.offload_param.device,
                                             static_cast<double>(c.zero.sub_group_size), slots);
+    const bool params_on_disk = c.zero.offload_param.on_nvme();
     auto states = [](const ModelStateEstimate& m) {
       return ordered_json{{"param", m.param}, {"grad", m.grad}, {"optim", m.optim}, {"total", m.total()}};
     };
     f["model_states"] = states(e.device);
     f["model_states_text"] = plan.offload_param ? "GΨ/N" : "(P+G)Ψ/N";
     f["host_model_states"] = states(e.host);
-    f["host_model_states_text"] = plan.offload_param ? "PΨ/N" : "0";
+    f["host_model_states_text"] = plan.offload_param && !params_on_disk ? "PΨ/N" : "0";
     f["disk_model_states"] = states(e.disk);
-    f["disk_model_states_text"] = "12Ψ/N";
+    f["disk_model_states_text"] = params_on_disk ? "PΨ/N + 12Ψ/N" : "12Ψ/N";
     f["transfers_per_step"] = {{"d2h", e.d2h}, {"h2d", e.h2d}, {"d2h_text", "GΨ/N"},
                                {"h2d_text", plan.offload_param ? "2A·PΨ/N" : "PΨ/N"}};
-    f["disk_per_step"] = {{"read", e.disk_read}, {"write", e.disk_write}, {"text", "12Ψ/N each way"}};
+    f["disk_per_step"] = {{"read", e.disk_read}, {"write", e.disk_write},
+                          {"text", params_on_disk ? "read 12Ψ/N + 2A·PΨ/N, write 12Ψ/N + PΨ/N" : "12Ψ/N each way"}};
     f["host_step_bytes"] = {{"bytes", e.host_step}, {"slots", slots},
                             {"text", "(12·slots + 4 + (G+P in 16-bit))·min(sub_group_size, Ψ/N)"}};
     return f;

@@ -25,7 +25,7 @@ json frames_run(const Engine& engine, int world_size) {
           {"capacity_bytes", memory_capacity(engine.device()) > 0 ? json(memory_capacity(engine.device())) : json(nullptr)},
           // where each state lives (docs/design.md §10): ZeRO-Offload keeps the optimizer's on the host, ZeRO-Infinity
           // the parameter shards there too (offload_param) and the optimizer's on disk (NVMe)
-          {"pools", {{"params", plan.offload_param ? "host" : "device"}, {"grads", "device"},
+          {"pools", {{"params", c.zero.offload_param.on_nvme() ? "disk" : plan.offload_param ? "host" : "device"}, {"grads", "device"},
                      {"optim", c.zero.offload_optimizer.on_nvme() ? "disk" : plan.offload_optimizer ? "host" : "device"}}}};
 }
 

@@ -254,6 +254,8 @@ void train(Flags flags) {
   if (world.rank() == 0) check_outputs(flags, out, plan);
   const data::TextDataset ds = load_data(cfg, data_path, flags.resume);
   const nn::GPTConfig mcfg = runtime::model_config(cfg, ds.tokenizer().vocab_size());
+  if (world.rank() == 0)
+    for (const auto& w : runtime::model_warnings(plan, cfg, mcfg)) tools::warn(w);
   // The device budget before anything is allocated on it: model states that cannot fit are said at once.
   runtime::check_model_states_fit(pipeline::memory_run_for_rank(plan, cfg, mcfg, world.rank()), plan.device,
                                   plan.device_capacity);

@@ -72,7 +72,7 @@ class NvmeOptimizer::IoThread {
 };
 
 NvmeOptimizer::NvmeOptimizer(std::vector<optim::ParamGroup> groups, const optim::AdamWOptions& options,
-                             NvmeStore& store, Options tiles)
+                             NvmeStore& store, Options tiles, const std::map<std::string, ParamFile>& on_disk)
     : options_(tiles), store_(store) {
   if (tiles.tile_elements < 0)
     throw std::invalid_argument("NvmeOptimizer: tile_elements must be >= 0, got " + std::to_string(tiles.tile_elements));
@@ -80,7 +80,8 @@ NvmeOptimizer::NvmeOptimizer(std::vector<optim::ParamGroup> groups, const optim:
     for (const auto& [name, piece] : groups[g].params) {
       if (!piece.grad().defined())
         throw std::logic_error("NvmeOptimizer: piece '" + name + "' has no gradient buffer (Partition::optimizer_groups)");
-      pieces_.push_back({name, piece, piece.grad(), g, owned_});
+      auto disk = on_disk.find(name);
+      pieces_.push_back({name, piece, disk == on_disk.end() ? ParamFile{} : disk->second, piece.grad(), g, owned_});
       owned_ += piece.numel();
       param_dtype_ = piece.dtype(), grad_dtype_ = piece.grad().dtype();
     }
@@ -176,10 +177,18 @@ void NvmeOptimizer::compute_tile(const Tile& t, const Tensor& slot, float grad_m
                     copy ? copy + at : nullptr, param_dtype_);
     a = b;
   }
-  // up: the new values into the pieces (h2d to the device; in place where offload_param keeps them on the host)
+  // up: the new values into the pieces (h2d to the device; in place where offload_param keeps them on the host;
+  // into the shard's file where it keeps them on disk)
   for (const Segment& s : t.segments) {
-    Tensor dst = pieces_[s.piece].param.narrow(0, s.begin, s.length);
-    dst.copy_(copy16.defined() ? copy16.narrow(0, s.at, s.length) : state_view(slot, 0, n).narrow(0, s.at, s.length));
+    const Tensor src = copy16.defined() ? copy16.narrow(0, s.at, s.length) : state_view(slot, 0, n).narrow(0, s.at, s.length);
+    const Piece& p = pieces_[s.piece];
+    if (!p.file.file.empty()) {
+      const auto width = static_cast<std::int64_t>(dtype_size(param_dtype_));
+      store_.write(p.file.file, p.file.offset + s.begin * width, src.raw_data(), s.length * width);
+      continue;
+    }
+    Tensor dst = p.param.narrow(0, s.begin, s.length);
+    dst.copy_(src);
   }
 }
 
@@ -258,7 +267,15 @@ void NvmeOptimizer::refresh_masters() {
     for (const Segment& s : t.segments) {
       Tensor into = buf.narrow(0, s.at, s.length);
       TagScope scope(MemTag::optim_temp);  // a 16-bit piece widens through a temporary
-      into.copy_(pieces_[s.piece].param.narrow(0, s.begin, s.length));
+      const Piece& p = pieces_[s.piece];
+      if (p.file.file.empty()) {
+        into.copy_(p.param.narrow(0, s.begin, s.length));
+        continue;
+      }
+      Tensor stored = Tensor::empty({s.length}, param_dtype_, Device::cpu());  // on disk: read it back
+      const auto width = static_cast<std::int64_t>(dtype_size(param_dtype_));
+      store_.read(p.file.file, p.file.offset + s.begin * width, stored.raw_data(), s.length * width);
+      into.copy_(stored);
     }
     store_.write(kFiles[0], kF32 * t.begin, buf.raw_data(), kF32 * (t.end - t.begin));
   }

@@ -9,7 +9,8 @@
 ///   down     its gradient, device → host, widened to f32 × the multiplier   d2h         G B per element
 ///   update   AdamW on the host (minitorch/host_adamw.h), in one pass
 ///   up       the updated values into the parameters (rounded to P in 16-bit training): device h2d, P B per
-///            element; a shard that lives on the host (offload_param) is written in place
+///            element; a shard that lives on the host (offload_param "cpu") is written in place, one on disk
+///            (offload_param "nvme") into its file (disk_write P B per element)
 ///   write    master, m, v back to disk                                       disk_write 12 B per element
 ///
 /// So the host holds tiles, never the shard: a 12-byte-per-element state buffer per tile in flight, and one
@@ -31,6 +32,7 @@
 /// states back whole, under AdamW's names (exp_avg.<piece>, exp_avg_sq.<piece>, master.<piece> in 16-bit), so a
 /// run with or without NVMe resumes the other.
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -53,8 +55,15 @@ class NvmeOptimizer {
   /// views that must outlive this), its states in three files of `store` ("optim.master", "optim.exp_avg",
   /// "optim.exp_avg_sq"), reserved now: a full disk fails here, before the first step. The masters are written
   /// from the pieces; m and v start as the files' zeros.
+  /// A piece whose shard lives on disk (offload_param "nvme"): its file in the store and its first byte there.
+  struct ParamFile {
+    std::string file;
+    std::int64_t offset = 0;
+  };
+  /// `on_disk`: the pieces (by name) whose values live in a file of `store`, not in memory: the step writes their
+  /// new values there (disk_write P bytes per element) and reads them back for the masters.
   NvmeOptimizer(std::vector<optim::ParamGroup> groups, const optim::AdamWOptions& options, NvmeStore& store,
-                Options tiles);
+                Options tiles, const std::map<std::string, ParamFile>& on_disk = {});
   ~NvmeOptimizer();
   NvmeOptimizer(const NvmeOptimizer&) = delete;
   NvmeOptimizer& operator=(const NvmeOptimizer&) = delete;
@@ -88,7 +97,8 @@ class NvmeOptimizer {
  private:
   struct Piece {
     std::string name;
-    Tensor param;           ///< (n) the piece on the device, or on the host under offload_param
+    Tensor param;           ///< (n) the piece on the device, or on the host under offload_param (released: on disk)
+    ParamFile file;         ///< offload_param "nvme": where its values live (file empty: in `param`)
     Tensor grad;            ///< (n) its reduced gradient, on the device
     std::size_t group = 0;  ///< its AdamW group (lr, weight decay)
     std::int64_t offset = 0;  ///< where it starts in the flat owned space

@@ -100,7 +100,7 @@ void Partition::shard_parameters(std::size_t bucket, bool on_host) {
   TagScope scope(MemTag::param);
   const Tensor& first = params_[b.members.front()].second;
   b.param_shard = Tensor::zeros({b.numel / world_}, first.dtype(), on_host ? Device::cpu() : first.device());
-  b.shard_on_host = on_host;
+  b.home = on_host ? ShardHome::host : ShardHome::device;
   const std::int64_t mine_begin = b.shard_begin(rank_, world_), mine_end = mine_begin + b.numel / world_;
   std::int64_t offset = 0;
   for (std::size_t p : b.members) {  // copy what falls in my shard, then drop the whole tensor

@@ -32,6 +32,13 @@
 
 namespace minitorch::zero {
 
+/// Where a stage-3 shard of parameters lives between its gathers: on the device, in host memory
+/// (offload_param "cpu") or in a file of the rank's swap space (offload_param "nvme").
+enum class ShardHome { device, host, disk };
+
+/// The swap file (zero/nvme_store.h) of bucket `bucket`'s parameter shard when its home is disk.
+inline std::string shard_swap_file(std::size_t bucket) { return "param." + std::to_string(bucket); }
+
 /// One bucket of parameters, reduced and gathered together.
 struct ShardedBucket {
   std::vector<std::size_t> members;  ///< indices into the model's named_parameters(), slot order
@@ -41,7 +48,8 @@ struct ShardedBucket {
                                      ///< (stages 1-2: adopt_parameters; stage 3: only while gathered)
   Tensor param_shard;                ///< (numel / N) this rank's shard of the parameters: a view of
                                      ///< `params` (stages 1-2) or its own buffer (stage 3)
-  bool shard_on_host = false;        ///< stage 3 with offload_param: `param_shard` lives in host memory
+  ShardHome home = ShardHome::device;  ///< stage 3 with offload_param: host memory, or disk (`param_shard` is
+                                       ///< then released: its shape only; the values are in the swap file)
   FlatBuffer grads;                  ///< stage 1: the full gradients' storage (adopt_gradients): dtype G, tag grad
   Tensor grad_shard;                 ///< (numel / N) this rank's reduced gradient: the shard of `grads`
                                      ///< (stage 1) or its own buffer (stage 2, allocate_gradient_shards)
@@ -73,7 +81,8 @@ class Partition {
   /// Stage 3: allocates this rank's parameter shards (P × (Ψ + padding) / N bytes, tag param), copies
   /// its part of every parameter in, and releases the parameters' own data (Tensor::release_data).
   void shard_parameters();
-  /// The same for one bucket; `on_host` (offload_param): the shard is allocated in host memory instead.
+  /// The same for one bucket; `on_host` (offload_param): the shard is allocated in host memory instead (home
+  /// ShardHome::host; a caller that moves it to disk sets home and releases it).
   void shard_parameters(std::size_t bucket, bool on_host = false);
   /// Stage 3: points bucket b's parameters into its gathered `params` buffer.
   void attach_gathered(std::size_t bucket);

@@ -13,28 +13,37 @@
 
 namespace minitorch::zero {
 
-ShardedOptimizer::ShardedOptimizer(Partition& partition, const StrategyConfig& config, dist::ProcessGroup& group)
+ShardedOptimizer::ShardedOptimizer(Partition& partition, const StrategyConfig& config, dist::ProcessGroup& group,
+                                   NvmeStore* swap)
     : partition_(partition),
       group_(group),
+      swap_(swap),
       gather_after_step_(partition.buckets().size(), true),
       // DeepSpeed tiles the step by sub_group_size at stage 3 only; below it the shard is one tile.
       tile_elements_(config.zero.stage == 3 ? config.zero.sub_group_size : std::numeric_limits<std::int64_t>::max()) {
   const optim::AdamWOptions& opts = config.adamw;
   if (config.zero.offload_optimizer.on_nvme()) {  // ZeRO-Infinity: the states in this rank's swap files
-    if (config.zero.stage != 3)
-      throw std::invalid_argument("ShardedOptimizer: offload_optimizer \"nvme\" needs ZeRO stage 3, got " +
-                                  std::to_string(config.zero.stage));
-    swap_ = std::make_unique<NvmeStore>(config.zero.offload_optimizer.nvme_path, config.swap_run_id, partition_.rank(),
-                                        config.aio);
+    if (config.zero.stage != 3 || !swap_)
+      throw std::invalid_argument("ShardedOptimizer: offload_optimizer \"nvme\" needs ZeRO stage 3 and the rank's "
+                                  "swap space (stage " + std::to_string(config.zero.stage) + ")");
+    // Pieces of shards that live on disk (offload_param "nvme"): their values are written to the shard's file.
+    std::map<std::string, NvmeOptimizer::ParamFile> on_disk;
+    for (const ShardPiece& piece : partition_.pieces()) {
+      const ShardedBucket& b = partition_.buckets()[piece.bucket];
+      if (b.home != ShardHome::disk) continue;
+      const std::int64_t at = piece.range.begin - b.shard_begin(partition_.rank(), partition_.world());
+      on_disk[piece.name] = {shard_swap_file(piece.bucket), at * static_cast<std::int64_t>(dtype_size(b.param_shard.dtype()))};
+    }
     const OffloadConfig& o = config.zero.offload_optimizer;
     nvme_ = std::make_unique<NvmeOptimizer>(partition_.optimizer_groups(opts.lr, opts.weight_decay), opts, *swap_,
-                                            NvmeOptimizer::Options{tile_elements_, o.pipeline_read, o.pipeline_write});
+                                            NvmeOptimizer::Options{tile_elements_, o.pipeline_read, o.pipeline_write},
+                                            on_disk);
     return;
   }
   if (config.zero.offload_optimizer.enabled()) {  // ZeRO-Offload: the same groups over host copies
     std::set<std::string> on_host;  // offload_param: the pieces of shards that live on the host already
     for (const ShardPiece& piece : partition_.pieces())
-      if (partition_.buckets()[piece.bucket].shard_on_host) on_host.insert(piece.name);
+      if (partition_.buckets()[piece.bucket].home == ShardHome::host) on_host.insert(piece.name);
     offload_ = std::make_unique<OffloadOptimizer>(partition_.optimizer_groups(opts.lr, opts.weight_decay), opts, on_host);
     return;
   }
@@ -100,11 +109,36 @@ void ShardedOptimizer::load_parameters(const nn::NamedTensors& whole) {
     auto it = by_name.find(name);
     if (it == by_name.end()) throw std::runtime_error("ShardedOptimizer::load_parameters: no values for '" + name + "'");
     // whole[a:b] of the flattened parameter -> this rank's piece
-    views[i].second.copy_(it->second.reshape({it->second.numel()}).narrow(0, piece.param_offset, piece.range.size()));
+    const Tensor values = it->second.reshape({it->second.numel()}).narrow(0, piece.param_offset, piece.range.size());
+    const ShardedBucket& b = partition_.buckets()[piece.bucket];
+    if (b.home != ShardHome::disk) {
+      views[i].second.copy_(values);
+      continue;
+    }
+    Tensor staged = Tensor::empty({piece.range.size()}, b.param_shard.dtype(), Device::cpu());  // on disk: its file
+    staged.copy_(values);
+    const auto width = static_cast<std::int64_t>(dtype_size(staged.dtype()));
+    swap_->write(shard_swap_file(piece.bucket), (piece.range.begin - b.shard_begin(partition_.rank(), partition_.world())) * width,
+                 staged.raw_data(), piece.range.size() * width);
   }
   if (offload_) offload_->refresh_masters();
   if (nvme_) nvme_->refresh_masters();
   gather_parameters();
+}
+
+nn::NamedTensors ShardedOptimizer::readable_pieces() const {
+  nn::NamedTensors pieces = partition_.piece_params();
+  for (std::size_t i = 0; i < pieces.size(); ++i) {
+    const ShardPiece& piece = partition_.pieces()[i];
+    const ShardedBucket& b = partition_.buckets()[piece.bucket];
+    if (b.home != ShardHome::disk) continue;
+    Tensor values = Tensor::empty({piece.range.size()}, b.param_shard.dtype(), Device::cpu());  // read back from disk
+    const auto width = static_cast<std::int64_t>(dtype_size(values.dtype()));
+    swap_->read(shard_swap_file(piece.bucket), (piece.range.begin - b.shard_begin(partition_.rank(), partition_.world())) * width,
+                values.raw_data(), piece.range.size() * width);
+    pieces[i].second = values;
+  }
+  return pieces;
 }
 
 void ShardedOptimizer::gather_parameters() {

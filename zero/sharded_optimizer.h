@@ -38,9 +38,11 @@ void adopt_parameters_from_rank0(Partition& partition, dist::ProcessGroup& group
 class ShardedOptimizer {
  public:
   /// AdamW with the config's `optimizer` settings over `partition`'s pieces; their gradients must be
-  /// in place (Partition::adopt_gradients or allocate_gradient_shards). Both must outlive this.
+  /// in place (Partition::adopt_gradients or allocate_gradient_shards). Both must outlive this, and so must
+  /// `swap`, the rank's swap space, which offload_optimizer "nvme" needs (stage 3).
   /// The step's tiles: zero_optimization.sub_group_size at stage 3, the whole shard below.
-  ShardedOptimizer(Partition& partition, const StrategyConfig& config, dist::ProcessGroup& group);
+  ShardedOptimizer(Partition& partition, const StrategyConfig& config, dist::ProcessGroup& group,
+                   NvmeStore* swap = nullptr);
 
   /// One step of this rank's shard, the gather, the gradients zeroed (strategy.h: StepRequest).
   StepResult step(const StepRequest& request);
@@ -51,6 +53,9 @@ class ShardedOptimizer {
   /// Copies this rank's pieces out of `whole` (name -> the parameter's values, any shape), then
   /// gather_parameters(): what a resumed run does, on any number of ranks. Every rank calls it.
   void load_parameters(const nn::NamedTensors& whole);
+  /// (b - a) this rank's pieces with their values, piece order: views of the shards, or for a shard on disk
+  /// (offload_param "nvme") host tensors read from its file. What a checkpoint saves.
+  nn::NamedTensors readable_pieces() const;
   /// Whether step() all-gathers bucket b (default: every bucket). ZeRO-3 keeps its units sharded:
   /// their next forward gathers them.
   void set_gather_after_step(std::size_t bucket, bool gather) { gather_after_step_.at(bucket) = gather; }
@@ -63,7 +68,7 @@ class ShardedOptimizer {
   bool offloaded() const { return offload_ != nullptr || nvme_ != nullptr; }
   /// ZeRO-Infinity's NVMe optimizer and this rank's swap space (nullptr without device "nvme").
   const NvmeOptimizer* nvme() const { return nvme_.get(); }
-  const NvmeStore* swap() const { return swap_.get(); }
+  const NvmeStore* swap() const { return swap_; }
   /// The optimizer state a checkpoint saves: AdamW's, plus with offload in 16-bit training each piece's
   /// host master as "master.<piece>" — the names a run without offload saves, so either resumes the other.
   nn::NamedTensors state_tensors() const;
@@ -74,7 +79,7 @@ class ShardedOptimizer {
   dist::ProcessGroup& group_;
   std::unique_ptr<optim::AdamW> adamw_;         ///< on the device (none with offload)
   std::unique_ptr<OffloadOptimizer> offload_;   ///< ZeRO-Offload: the AdamW on the host (none without)
-  std::unique_ptr<NvmeStore> swap_;             ///< device "nvme": this rank's swap folder (before nvme_, which uses it)
+  NvmeStore* swap_ = nullptr;                   ///< device "nvme": this rank's swap folder (the strategy's)
   std::unique_ptr<NvmeOptimizer> nvme_;         ///< device "nvme": the tiled step over the swap files
   std::vector<bool> gather_after_step_;
   std::int64_t tile_elements_;

@@ -8,6 +8,15 @@ ShardedStrategy::ShardedStrategy(std::shared_ptr<nn::GPT> model, dist::ProcessGr
   bucket_names_ = numbered_buckets(partition_);
 }
 
+void ShardedStrategy::open_swap(const StrategyConfig& config) {
+  const OffloadConfig& o = config.zero.offload_optimizer;
+  const OffloadConfig& p = config.zero.offload_param;
+  if (!o.on_nvme() && !p.on_nvme()) return;
+  // One swap folder per rank (the config holds both sections to one nvme_path).
+  swap_ = std::make_unique<NvmeStore>(o.on_nvme() ? o.nvme_path : p.nvme_path, config.swap_run_id, partition_.rank(),
+                                      config.aio);
+}
+
 void ShardedStrategy::start_reducer_and_optimizer(const StrategyConfig& config, BucketReducer::Launch launch,
                                                   BucketReducer::Finish finish) {
   // A launched bucket's shard is "reducing" in the frames until the stage's finish records it reduced.
@@ -18,7 +27,7 @@ void ShardedStrategy::start_reducer_and_optimizer(const StrategyConfig& config, 
   };
   reducer_ = std::make_unique<BucketReducer>(partition_, config.zero.overlap_comm, /*max_in_flight=*/2,
                                              std::move(launch_and_mark), std::move(finish));
-  optimizer_ = std::make_unique<ShardedOptimizer>(partition_, config, group_);
+  optimizer_ = std::make_unique<ShardedOptimizer>(partition_, config, group_, swap_.get());
   optimizer_->set_frame_source(this);
 }
 
@@ -59,6 +68,8 @@ ModelStateBytes ShardedStrategy::model_state_bytes() const {
 ModelStateBytes ShardedStrategy::disk_model_state_bytes() const {
   ModelStateBytes bytes;
   if (const NvmeOptimizer* nvme = optimizer_->nvme()) bytes.optim = nvme->disk_bytes();
+  for (std::size_t b = 0; b < partition_.buckets().size(); ++b)  // offload_param "nvme": the shards' files
+    if (partition_.buckets()[b].home == ShardHome::disk) bytes.param += swap_->reserved(shard_swap_file(b));
   return bytes;
 }
 

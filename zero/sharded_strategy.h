@@ -29,7 +29,7 @@ class ShardedStrategy : public GradientStrategy {
   StepResult step(const StepRequest& r) override;
   trace::FlatSpace flat_space() const override { return partition_space(partition_, bucket_names_); }
   bool shards_optimizer_state() const override { return true; }
-  nn::NamedTensors parameter_pieces() const override { return partition_.piece_params(); }
+  nn::NamedTensors parameter_pieces() const override { return optimizer_->readable_pieces(); }
   void load_parameters(const nn::NamedTensors& whole) override { optimizer_->load_parameters(whole); }
   optim::AdamW& optimizer() override { return optimizer_->adamw(); }
   const optim::AdamW& optimizer() const override { return optimizer_->adamw(); }
@@ -64,10 +64,14 @@ class ShardedStrategy : public GradientStrategy {
   /// over this rank's pieces.
   void start_reducer_and_optimizer(const StrategyConfig& config, BucketReducer::Launch launch,
                                    BucketReducer::Finish finish);
+  /// ZeRO-Infinity's NVMe (offload_optimizer or offload_param "nvme"): opens this rank's swap space, before
+  /// anything is put there (zero/nvme_store.h); nothing without it.
+  void open_swap(const StrategyConfig& config);
 
   std::shared_ptr<nn::GPT> model_;
   dist::ProcessGroup& group_;
   Partition partition_;
+  std::unique_ptr<NvmeStore> swap_;  ///< the rank's swap space (NVMe offload), declared before the optimizer that uses it
   /// Stages 2 and 3: per bucket, its buffers while it is reduced (declared before the reducer, whose
   /// destructor waits for the reductions still writing into them).
   std::vector<ShardReduction> reductions_;

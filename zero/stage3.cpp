@@ -83,7 +83,10 @@ Stage3::Stage3(std::shared_ptr<nn::GPT> model, const StrategyConfig& config, dis
     Tensor t = p;
     group_.broadcast(t, 0);
   }
-  const Unit::Shared shared{partition_, group_, *this, progress_, config.zero.offload_param.enabled()};
+  open_swap(config);  // NVMe: the rank's swap space, before the units put their shards there
+  const std::string& param_device = config.zero.offload_param.device;
+  const ShardHome home = param_device == "nvme" ? ShardHome::disk : param_device == "cpu" ? ShardHome::host : ShardHome::device;
+  const Unit::Shared shared{partition_, group_, *this, progress_, home, swap_.get()};
   units_.reserve(plan.units.size());
   for (std::size_t b : plan.units) units_.emplace_back(plan.names[b], b, shared);
   for (std::size_t b = 0; b < plan.buckets.size(); ++b)

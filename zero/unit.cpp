@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "minitorch/allocator.h"
+
 #include "minitorch/not_implemented.h"
 
 namespace minitorch::zero {
@@ -12,8 +14,18 @@ Unit::Unit(std::string name, std::size_t bucket, const Shared& shared)
       partition_(shared.partition),
       group_(shared.group),
       strategy_(shared.strategy),
-      progress_(shared.progress) {
-  partition_.shard_parameters(bucket_, shared.shards_on_host);
+      progress_(shared.progress),
+      swap_(shared.swap) {
+  partition_.shard_parameters(bucket_, shared.home != ShardHome::device);
+  if (shared.home == ShardHome::disk) {  // ZeRO-Infinity: the shard to its swap file, and out of memory
+    if (!swap_) throw std::invalid_argument("Unit " + name_ + ": offload_param \"nvme\" needs the rank's swap space");
+    ShardedBucket& b = partition_.buckets()[bucket_];
+    const auto bytes = static_cast<std::int64_t>(b.param_shard.nbytes());
+    swap_->reserve(shard_swap_file(bucket_), bytes);  // a full disk: one error now, before the first step
+    swap_->write(shard_swap_file(bucket_), 0, b.param_shard.raw_data(), bytes);
+    b.param_shard.release_data();  // its shape stays: the pieces are views of it, their values on disk
+    b.home = ShardHome::disk;
+  }
 }
 
 Unit::~Unit() {
@@ -46,9 +58,19 @@ void Unit::gather_async() {
 
 Tensor Unit::shard_on_device() {
   ShardedBucket& bucket = partition_.buckets()[bucket_];
-  if (!bucket.shard_on_host) return bucket.param_shard;
+  if (bucket.home == ShardHome::device) return bucket.param_shard;
   Tensor slot = bucket.params.shard_view(partition_.rank());
-  slot.copy_(bucket.param_shard);  // host → device: the copy offload_param adds to every gather
+  if (bucket.home == ShardHome::host) {
+    slot.copy_(bucket.param_shard);  // host → device: the copy offload_param adds to every gather
+    return slot;
+  }
+  Tensor staged;  // disk → host → device: one shard's buffer, freed once the copy is made
+  {
+    TagScope scope(MemTag::param);
+    staged = Tensor::empty(bucket.param_shard.shape(), bucket.param_shard.dtype(), Device::cpu());
+  }
+  swap_->read(shard_swap_file(bucket_), 0, staged.raw_data(), static_cast<std::int64_t>(staged.nbytes()));
+  slot.copy_(staged);
   return slot;
 }
 
@@ -91,7 +113,7 @@ void Unit::paint_parameters(trace::HeldRanges& params) const {
 }
 
 std::int64_t Unit::parameter_bytes() const {
-  std::int64_t bytes = bucket().shard_on_host ? 0 : static_cast<std::int64_t>(bucket().param_shard.nbytes());
+  std::int64_t bytes = bucket().home != ShardHome::device ? 0 : static_cast<std::int64_t>(bucket().param_shard.nbytes());
   if (bucket().params.numel() > 0) bytes += static_cast<std::int64_t>(bucket().params.flat().nbytes());
   return bytes;
 }

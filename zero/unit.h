@@ -18,7 +18,9 @@
 /// With offload_param (ZeRO-Infinity) the shard lives in host memory: gather_async() first copies it up
 /// into its own slot of the new full buffer (h2d, P·numel/N bytes), and the all-gather sends it from there;
 /// release() frees the device buffer, and the host shard, which only the optimizer step changes, stays.
-/// A prefetch therefore moves the copy ahead of need too.
+/// A prefetch therefore moves the copy ahead of need too. With offload_param "nvme" the shard lives in a
+/// file of the rank's swap space ("param.<bucket>"): gather_async() reads it into a host buffer of its size
+/// (disk_read, tag param, freed at once), then copies it up the same way.
 ///
 /// Reaching gathered and reaching sharded each record a frame (zero/step_frames.h); a release inside a
 /// gradient hook records its frame later (release(false), then released_frame()).
@@ -28,6 +30,7 @@
 
 #include "dist/process_group.h"
 #include "trace/frames.h"
+#include "zero/nvme_store.h"
 #include "zero/partition.h"
 #include "zero/step_frames.h"
 #include "zero/strategy.h"
@@ -45,8 +48,10 @@ class Unit {
     dist::ProcessGroup& group;
     const GradientStrategy& strategy;
     const ReductionProgress& progress;
-    bool shards_on_host = false;  ///< offload_param: every shard lives in host memory, copied up to be gathered
+    ShardHome home = ShardHome::device;  ///< offload_param: every shard in host memory, or on disk (in `swap`)
+    NvmeStore* swap = nullptr;           ///< the rank's swap space (home disk)
   };
+
 
   /// Bucket `bucket` of `shared.partition`, named `name` in the frames and the errors. Keeps this rank's
   /// shard of its parameters and releases the rest (Partition::shard_parameters): a unit starts sharded.
@@ -80,8 +85,9 @@ class Unit {
   std::int64_t parameter_bytes() const;
 
  private:
-  /// The shard the all-gather sends, on the device: the shard itself, or with offload_param its host copy
-  /// brought up into the full buffer's own slot (h2d), where the all-gather needs no copy of its own.
+  /// The shard the all-gather sends, on the device: the shard itself, or with offload_param its host copy (read
+  /// from disk first under "nvme") brought up into the full buffer's own slot (h2d), where the all-gather needs
+  /// no copy of its own.
   Tensor shard_on_device();
 
   std::string name_;
@@ -92,6 +98,7 @@ class Unit {
   const ReductionProgress& progress_;
   State state_ = State::sharded;
   std::unique_ptr<dist::Work> gather_;  ///< the all-gather in flight (gathering)
+  NvmeStore* swap_ = nullptr;           ///< home disk: where the shard lives
 };
 
 }  // namespace minitorch::zero

@@ -276,15 +276,12 @@ TEST(L03_Config, OffloadOptimizerToTheCpuAtStages1To3AndParamsAtStage3WithIt) {
   msg = parse_error(with(R"("zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu", "ratio": 0.5}})"));
   EXPECT_TRUE(contains(msg, "partial offload (a share of the optimizer states) is not implemented yet")) << msg;
   for (std::string section : {"offload_optimizer", "offload_param"}) {
-    const bool optimizer = section == "offload_optimizer";
     const std::string head = R"("zero_optimization": {"stage": 3, ")" + section + R"(": )";
     Config off = parse(with(head + R"({"device": "none"}})"));
     EXPECT_TRUE(off.warnings.empty()) << off.warnings[0];
     EXPECT_FALSE(off.zero.offload_optimizer.enabled() || off.zero.offload_param.enabled());
     msg = parse_error(with(head + R"({"device": "nvme"}})"));
-    EXPECT_TRUE(optimizer ? contains(msg, ".device \"nvme\" needs zero_optimization.offload_optimizer.nvme_path")
-                          : contains(msg, ".device \"nvme\" (ZeRO-Infinity's parameter swap) is not implemented yet"))
-        << msg;
+    EXPECT_TRUE(contains(msg, ".device \"nvme\" needs zero_optimization." + section + ".nvme_path")) << msg;
     msg = parse_error(with(head + R"({"device": "gpu"}})"));
     EXPECT_TRUE(contains(msg, ".device must be one of none, cpu, nvme, got 'gpu'")) << msg;
     EXPECT_EQ(mz::find_config_key("zero_optimization." + section + ".device")->deepspeed_default, "\"none\"");
@@ -340,6 +337,23 @@ TEST(L03_Config, NvmeOffloadOfTheOptimizerAtStage3WithItsPathAndTheAioSection) {
   EXPECT_TRUE(contains(libaio.warnings[1], "GPUDirect")) << libaio.warnings[1];
   msg = parse_error(with(R"("aio": {"block_size": 5000})"));
   EXPECT_TRUE(contains(msg, "aio.block_size 5000 is not a multiple of 4096")) << msg;
+  // The parameters on NVMe too: with the optimizer's, in the same folder (our rules, docs/config.md departure 8).
+  const std::string param_nvme = R"("offload_param": {"device": "nvme", "nvme_path": "/local_nvme"})";
+  Config both = parse(with(R"("zero_optimization": {"stage": 3, )" + nvme + "}, " + param_nvme + "}"));
+  EXPECT_TRUE(both.warnings.empty()) << both.warnings[0];
+  EXPECT_TRUE(both.zero.offload_param.on_nvme());
+  msg = parse_error(with(R"("zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu"}, )" + param_nvme + "}"));
+  EXPECT_TRUE(contains(msg, R"(offload_param.device "nvme" needs zero_optimization.offload_optimizer.device "nvme")")) << msg;
+  msg = parse_error(with(R"("zero_optimization": {"stage": 3, )" + nvme +
+                         R"(}, "offload_param": {"device": "nvme", "nvme_path": "/elsewhere"}})"));
+  EXPECT_TRUE(contains(msg, R"(offload_param.nvme_path ("/elsewhere") and zero_optimization.offload_optimizer.nvme_path ("/local_nvme") differ)"))
+      << msg;
+  // Its swap buffers' keys: minitorch sizes a shard's buffer from the shard; each warns, naming why.
+  Config buffers = parse(with(R"("zero_optimization": {"stage": 3, )" + nvme +
+                              R"(}, "offload_param": {"device": "nvme", "nvme_path": "/local_nvme", "buffer_size": 1e8}})"));
+  ASSERT_EQ(buffers.warnings.size(), 1u);
+  EXPECT_TRUE(contains(buffers.warnings[0], "offload_param.buffer_size")) << buffers.warnings[0];
+  EXPECT_TRUE(contains(buffers.warnings[0], "host buffer of the shard's size")) << buffers.warnings[0];
 }
 
 TEST(L03_Config, DeviceSectionNamesTheDeviceAndSimsCapacity) {

@@ -124,3 +124,27 @@ TEST(L09_Plan, TheGridTheBatchThePrecisionAndTheKindOfSave) {
             "ZeRO stage 2 + offload_optimizer on 2 ranks (data 2 x pipeline 1 x tensor 1), f32, sim (24.00 MiB), "
             "micro 2 x accumulation 2 x data 2 = 8, sharded save");
 }
+
+TEST(L11_Plan, OffloadParamSaysWhichTensorsStayOnTheDevice) {
+  // DeepSpeed's default stage3_param_persistence_threshold (1e5) keeps every tensor of the baby GPT whole on the
+  // device: offload_param then moves nothing, and the run must say so. At 0 every tensor is offloaded: no word.
+  const std::string both = R"(, "offload_optimizer": {"device": "cpu"}, "offload_param": {"device": "cpu"})";
+  const mr::Config c = config(2, zero(3, both));
+  const mr::Plan plan = mr::make_plan(c);
+  const minitorch::nn::GPTConfig model = mr::model_config(c, 63);
+  const std::vector<std::string> w = mr::model_warnings(plan, c, model);
+  ASSERT_EQ(w.size(), 1u);
+  std::int64_t psi = 0;
+  for (const auto& [name, shape] : minitorch::nn::GPT::parameter_shapes(model)) {
+    std::int64_t n = 1;
+    for (std::int64_t d : shape) n *= d;
+    psi += n;
+  }
+  EXPECT_TRUE(contains(w[0], std::to_string(psi) + " of the model's " + std::to_string(psi) + " parameters")) << w[0];
+  EXPECT_TRUE(contains(w[0], "stay whole on the device")) << w[0];
+  EXPECT_TRUE(contains(w[0], "Set stage3_param_persistence_threshold to 0")) << w[0];
+  const mr::Config all = config(2, zero(3, both + R"(, "stage3_param_persistence_threshold": 0)"));
+  EXPECT_TRUE(mr::model_warnings(mr::make_plan(all), all, model).empty());
+  const mr::Config none = config(2, zero(3));
+  EXPECT_TRUE(mr::model_warnings(mr::make_plan(none), none, model).empty()) << "without offload_param: nothing to say";
+}

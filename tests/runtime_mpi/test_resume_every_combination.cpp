@@ -21,7 +21,7 @@ namespace {
 
 enum class Precision { f32, bf16, fp16 };
 /// What is offloaded: nothing, the optimizer (ZeRO-Offload), the optimizer and the parameters (stage 3), or the
-/// optimizer to NVMe (stage 3, its swap files under nvme_path_).
+/// optimizer and the parameters to NVMe (stage 3, their swap files under nvme_path_).
 enum class Offload { none, optimizer, optimizer_and_param, nvme };
 std::string nvme_path_;  // the test's folder, shared by its ranks
 
@@ -42,7 +42,8 @@ struct Combination {
   std::string json(int accumulation) const {
     std::string zero = stage == 3 ? R"(, "stage3_param_persistence_threshold": 0)" : "";
     if (offload == Offload::nvme)
-      zero += R"(, "sub_group_size": 1000, "offload_optimizer": {"device": "nvme", "nvme_path": ")" + nvme_path_ + R"("})";
+      zero += R"(, "sub_group_size": 1000, "offload_optimizer": {"device": "nvme", "nvme_path": ")" + nvme_path_ +
+              R"("}, "offload_param": {"device": "nvme", "nvme_path": ")" + nvme_path_ + R"("})";
     else if (offload != Offload::none)
       zero += R"(, "offload_optimizer": {"device": "cpu"})";
     if (offload == Offload::optimizer_and_param) zero += R"(, "offload_param": {"device": "cpu"})";

@@ -327,11 +327,14 @@ TEST(L10_EstimateCli, OffloadConfigPredictionIsWhatSimRunsMeasureToTheByte) {
     int n, stage;
     bool bf16, param = false;  // param: offload_param too (ZeRO-Infinity, stage 3)
     bool nvme = false, pipelined = false;  // the optimizer on NVMe, its reads and writes pipelined
+    bool param_nvme = false;               // the parameter shards on NVMe too
   };
   for (const Case& c : {Case{2, 1, false}, Case{4, 2, true}, Case{4, 3, false}, Case{2, 3, true}, Case{4, 3, false, true},
-                        Case{2, 3, true, true}, Case{2, 3, false, false, true}, Case{4, 3, true, true, true, true}}) {
+                        Case{2, 3, true, true}, Case{2, 3, false, false, true}, Case{4, 3, true, true, true, true},
+                        Case{2, 3, true, true, true, false, true}}) {
     SCOPED_TRACE("N = " + std::to_string(c.n) + ", stage " + std::to_string(c.stage) + (c.bf16 ? ", bf16" : "") +
-                 (c.param ? ", offload_param" : "") + (c.nvme ? ", nvme" : "") + (c.pipelined ? " pipelined" : ""));
+                 (c.param ? (c.param_nvme ? ", offload_param nvme" : ", offload_param") : "") + (c.nvme ? ", nvme" : "") +
+                 (c.pipelined ? " pipelined" : ""));
     const std::string optimizer =
         c.nvme ? R"(, "sub_group_size": 100, "offload_optimizer": {"device": "nvme", "nvme_path": ")" + nvme_path +
                      R"(", "pipeline_read": )" + (c.pipelined ? "true" : "false") + R"(, "pipeline_write": )" +
@@ -339,7 +342,10 @@ TEST(L10_EstimateCli, OffloadConfigPredictionIsWhatSimRunsMeasureToTheByte) {
                : std::string(R"(, "offload_optimizer": {"device": "cpu"})");
     const std::string config = dir.write(
         "offload.json", config_json(c.stage, c.bf16, R"(, "stage3_param_persistence_threshold": 0)" + optimizer +
-                                                         (c.param ? R"(, "offload_param": {"device": "cpu"})" : "")));
+                                                         (!c.param       ? ""
+                                                          : c.param_nvme ? R"(, "offload_param": {"device": "nvme", "nvme_path": ")" +
+                                                                               nvme_path + R"("})"
+                                                                         : R"(, "offload_param": {"device": "cpu"})")));
     const nlohmann::json est = run_json("--config " + config + " --ranks " + std::to_string(c.n) + " --data " + corpus);
     const nlohmann::json* predicted = nullptr;
     for (const auto& st : est["rows"][0]["offload"])
@@ -349,7 +355,7 @@ TEST(L10_EstimateCli, OffloadConfigPredictionIsWhatSimRunsMeasureToTheByte) {
     auto run = run_ranks(c.n, "--config " + config + " --data " + corpus + " --device sim --steps 2 --out '' --report " + report);
     ASSERT_EQ(run.exit_code, 0) << run.output;
     const nlohmann::json measured = nlohmann::json::parse(std::ifstream(report));
-    EXPECT_EQ(measured["offload"]["param"], c.param ? "cpu" : "none");
+    EXPECT_EQ(measured["offload"]["param"], c.param ? (c.param_nvme ? "nvme" : "cpu") : "none");
     if (c.param) {
       EXPECT_EQ(measured["formulas"]["transfers_per_step"]["h2d_text"], "2A·PΨ/N") << "the report's formula is offload_param's";
     }
@@ -379,7 +385,7 @@ TEST(L10_EstimateCli, OffloadConfigPredictionIsWhatSimRunsMeasureToTheByte) {
     }
     if (c.nvme) {
       EXPECT_EQ(measured["offload"]["optimizer"], "nvme");
-      EXPECT_EQ(measured["formulas"]["disk_model_states_text"], "12Ψ/N");
+      EXPECT_EQ(measured["formulas"]["disk_model_states_text"], c.param_nvme ? "PΨ/N + 12Ψ/N" : "12Ψ/N");
     }
   }
 }

@@ -11,6 +11,7 @@
 #include "minitorch/allocator.h"
 #include "runtime/save_and_resume.h"
 #include "zero/sharded_strategy.h"
+#include "runtime/estimate.h"
 #include "zero/stage3.h"
 #include "zero_test_util.h"
 
@@ -25,10 +26,11 @@ namespace {
 constexpr std::int64_t kTile = 400;  // sub_group_size: a rank's shard of the baby GPT (2 or 4 ranks) is 8 or more tiles
 
 struct Variant {
-  bool bf16 = false, param_on_host = false, pipeline_read = false, pipeline_write = false;
+  bool bf16 = false, param_on_host = false, pipeline_read = false, pipeline_write = false, param_on_disk = false;
   std::string name() const {
     return std::string(bf16 ? "bf16" : "f32") + (param_on_host ? ", offload_param cpu" : "") +
-           (pipeline_read ? ", pipeline_read" : "") + (pipeline_write ? ", pipeline_write" : "");
+           (param_on_disk ? ", offload_param nvme" : "") + (pipeline_read ? ", pipeline_read" : "") +
+           (pipeline_write ? ", pipeline_write" : "");
   }
 };
 
@@ -40,6 +42,7 @@ std::string zero_extra(const Variant& s, const std::string& nvme_path) {
   z += R"(, "offload_optimizer": {"device": "nvme", "nvme_path": ")" + nvme_path + R"(", "pipeline_read": )" +
        (s.pipeline_read ? "true" : "false") + R"(, "pipeline_write": )" + (s.pipeline_write ? "true" : "false") + "}";
   if (s.param_on_host) z += R"(, "offload_param": {"device": "cpu"})";
+  if (s.param_on_disk) z += R"(, "offload_param": {"device": "nvme", "nvme_path": ")" + nvme_path + R"("})";
   return z;
 }
 
@@ -70,7 +73,8 @@ TEST(L11_NvmeOptimizer, TrainsAsPlainZero3WhereverTheParametersLiveAndHoweverThe
   auto& world = dist::world();
   SharedDir dir;
   for (const Variant& s : {Variant{false}, Variant{true}, Variant{false, true}, Variant{true, true, true, true},
-                         Variant{false, false, true, false}, Variant{false, false, false, true}}) {
+                         Variant{false, false, true, false}, Variant{false, false, false, true},
+                         Variant{false, false, false, false, true}, Variant{true, false, true, true, true}}) {
     SCOPED_TRACE(s.name());
     std::vector<float> plain_losses, plain_params;
     {
@@ -111,7 +115,8 @@ TEST(L11_NvmeOptimizer, PipelinedIoChangesWhenNotWhat) {
 TEST(L11_NvmeOptimizer, EveryStepMovesItsBytesToTheByteAndTheHostHoldsTilesOnly) {
   auto& world = dist::world();
   SharedDir dir;
-  for (const Variant& s : {Variant{false}, Variant{true}, Variant{false, false, true, true}, Variant{true, true, true, false}}) {
+  for (const Variant& s : {Variant{false}, Variant{true}, Variant{false, false, true, true}, Variant{true, true, true, false},
+                         Variant{false, false, false, false, true}, Variant{true, false, false, true, true}}) {
     SCOPED_TRACE(s.name());
     ZeroRun run(config_json(3, 2, 2, s.bf16, 2500, zero_extra(s, dir.dir)), &world, 11, Device::sim());
     run.train(1);
@@ -119,13 +124,38 @@ TEST(L11_NvmeOptimizer, EveryStepMovesItsBytesToTheByteAndTheHostHoldsTilesOnly)
     const std::int64_t owned = nvme.owned(), P = s.bf16 ? 2 : 4, G = P;
     reset_peak_memory(Device::cpu());
     const TransferStats t = one_step(run);
-    EXPECT_EQ(t.disk_read, 12 * owned) << "master, m, v of every owned element read once";
-    EXPECT_EQ(t.disk_write, 12 * owned) << "and written back once";
+    if (!s.param_on_disk) {
+      EXPECT_EQ(t.disk_read, 12 * owned) << "master, m, v of every owned element read once";
+      EXPECT_EQ(t.disk_write, 12 * owned) << "and written back once";
+    }
     EXPECT_EQ(t.d2h, G * owned) << "each gradient down once";
-    // Up: the new values of every owned element, unless the shard lives on the host (offload_param), where
+    // Up: the new values of every owned element, unless the shard lives off the device (offload_param), where
     // the gathers copy each unit's shard up twice per micro-step instead.
-    if (!s.param_on_host) {
+    if (!s.param_on_host && !s.param_on_disk) {
       EXPECT_EQ(t.h2d, P * owned);
+    }
+    // All of it as runtime::exact_offload_states predicts, the shards' files and their traffic included.
+    const auto* stage3 = run.engine->strategy_as<zero::Stage3>();
+    std::vector<bool> persistent(stage3->partition().buckets().size(), true);
+    for (const zero::Unit& unit : stage3->units()) persistent[unit.bucket_index()] = false;
+    const runtime::ExactOffload e = runtime::exact_offload_states(
+        3, stage3->partition(), run.engine->plan().bytes, persistent,
+        {.param = s.param_on_host || s.param_on_disk, .param_on_disk = s.param_on_disk, .nvme = true,
+         .micro_steps = run.cfg.gradient_accumulation_steps, .tile_elements = kTile,
+         .slots = static_cast<int>(1 + s.pipeline_read + s.pipeline_write)});
+    EXPECT_EQ(t.h2d, e.h2d);
+    EXPECT_EQ(t.d2h, e.d2h);
+    EXPECT_EQ(t.disk_read, e.disk_read);
+    EXPECT_EQ(t.disk_write, e.disk_write);
+    EXPECT_EQ(run.engine->measured_model_states().param, e.device.param);
+    EXPECT_EQ(run.engine->measured_host_model_states().param, e.host.param);
+    EXPECT_EQ(run.engine->strategy().disk_model_state_bytes().param, e.disk.param);
+    EXPECT_EQ(run.engine->strategy().disk_model_state_bytes().optim, e.disk.optim);
+    if (s.param_on_disk) {  // each gather reads its unit's shard; the step writes the new values into the files
+      EXPECT_EQ(t.disk_read - 12 * owned, t.h2d) << "each shard read from disk right before it goes up";
+      EXPECT_EQ(t.disk_write, 12 * owned + P * owned);
+      EXPECT_EQ(run.engine->measured_model_states().param, 0);
+      EXPECT_EQ(run.engine->measured_host_model_states().param, 0) << "the shards live on disk, not in host memory";
     }
     // The host: tiles only. The state buffers (tag optim) and one tile's gradient and copies (optim_temp).
     const std::int64_t slots = 1 + s.pipeline_read + s.pipeline_write, tile = kTile;
@@ -158,6 +188,17 @@ TEST(L11_NvmeOptimizer, SwapFilesLiveUnderNvmePathForTheRunAndGoWithIt) {
     for (const char* f : {"optim.master", "optim.exp_avg", "optim.exp_avg_sq"})
       EXPECT_TRUE(fs::exists(folder + "/" + std::string(f) + ".swap")) << f;
   }
+  {  // offload_param "nvme": each unit's shard in a file of the same folder
+    ZeroRun run(config_json(3, 2, 2, false, 2500, zero_extra(Variant{false, false, false, false, true}, dir.dir)), &world,
+                11, Device::sim());
+    folder = sharded_optimizer_of(run).swap()->folder();
+    for (const zero::Unit& unit : run.engine->strategy_as<zero::Stage3>()->units()) {
+      EXPECT_EQ(unit.bucket().home, zero::ShardHome::disk) << unit.name();
+      EXPECT_TRUE(unit.bucket().param_shard.is_released()) << unit.name() << ": no values in memory";
+      EXPECT_TRUE(fs::exists(folder + "/" + zero::shard_swap_file(unit.bucket_index()) + ".swap")) << unit.name();
+    }
+  }
+  EXPECT_FALSE(fs::exists(folder));
   EXPECT_FALSE(fs::exists(folder)) << "a clean end removes the rank's folder";
   world.barrier();
   EXPECT_FALSE(fs::exists(dir.dir + "/minitorch-swap")) << "and the swap root, once empty";
@@ -172,8 +213,9 @@ TEST(L11_NvmeOptimizer, CheckpointsResumeAcrossNvmeAndPlainZero3) {
     SCOPED_TRACE(bf16 ? "bf16" : "f32");
     for (bool nvme_saves : {true, false}) {
       const std::string path = dir.path(std::string("ckpt") + (bf16 ? "16" : "32") + (nvme_saves ? "n" : "p"));
-      const std::string saver = zero_extra(Variant{bf16}, nvme_saves ? dir.dir : ""),
-                        loader = zero_extra(Variant{bf16}, nvme_saves ? "" : dir.dir);
+      // The NVMe side keeps the parameter shards on disk too.
+      const Variant v{bf16, false, false, false, true};
+      const std::string saver = zero_extra(v, nvme_saves ? dir.dir : ""), loader = zero_extra(v, nvme_saves ? "" : dir.dir);
       std::vector<float> continued;
       {
         ZeroRun run(config_json(3, 2, 2, bf16, 2500, saver), &world, 11, Device::sim());

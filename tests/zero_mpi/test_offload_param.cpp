@@ -79,7 +79,7 @@ TEST(L11_OffloadParam, TrainsAsPlainZero3WithTheShardsOnTheHost) {
       EXPECT_LT(zero_test::rel_norm(all_params(run), plain_params), tol);
       // Every unit's shard is in host memory; between steps the device holds no unit's parameters.
       for (const zero::Unit& unit : run.engine->strategy_as<zero::Stage3>()->units()) {
-        EXPECT_TRUE(unit.bucket().shard_on_host) << unit.name();
+        EXPECT_EQ(unit.bucket().home, zero::ShardHome::host) << unit.name();
         EXPECT_TRUE(unit.bucket().param_shard.device().is_cpu()) << unit.name();
         EXPECT_EQ(unit.state(), zero::Unit::State::sharded) << unit.name();
         EXPECT_EQ(unit.parameter_bytes(), 0) << unit.name() << ": no device bytes while sharded";

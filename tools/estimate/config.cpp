@@ -54,8 +54,9 @@ void plan_ranks(const nn::NamedTensors& meta, ConfigRow* row) {
     for (OffloadBytes& off : row->offload) {
       const bool three = off.stage == 3;
       const zero::OffloadConfig& o = cfg.zero.offload_optimizer;
-      const runtime::OffloadShape how{off.param, three && o.on_nvme(), cfg.gradient_accumulation_steps,
-                                      cfg.zero.sub_group_size, 1 + o.pipeline_read + o.pipeline_write};
+      const runtime::OffloadShape how{off.param, off.param && cfg.zero.offload_param.on_nvme(), three && o.on_nvme(),
+                                      cfg.gradient_accumulation_steps, cfg.zero.sub_group_size,
+                                      1 + o.pipeline_read + o.pipeline_write};
       add_run(off.exact, span, runtime::exact_offload_states(off.stage, three ? unit_partition : partition, b,
                                                              three ? units.persistent : none, how));
     }
