@@ -267,6 +267,13 @@ void train(Flags flags) {
   }
   // DDP or ZeRO over every rank, or this rank's stage of a pipeline grid: rank 0's weights everywhere.
   std::unique_ptr<runtime::Trainer> trainer = pipeline::make_trainer(model, cfg, plan, world);
+  // ZeRO-Infinity's swap (zero/nvme_store.h): the folders of killed runs this rank's start removed, and why the
+  // files are not O_DIRECT where the filesystem refused it.
+  if (const std::optional<zero::SwapStats> swap = trainer->engine().strategy().swap_stats()) {
+    for (const std::string& gone : swap->removed_leftovers)
+      tools::warn("rank " + std::to_string(world.rank()) + ": removed the swap folder of a killed run: " + gone);
+    if (!swap->direct && world.rank() == 0) tools::warn("NVMe swap: " + swap->why_not_direct);
+  }
   if (!flags.resume.empty()) {
     const runtime::ResumeInfo resumed = trainer->resume(flags.resume);
     if (world.rank() == 0)

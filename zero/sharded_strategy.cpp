@@ -50,7 +50,7 @@ StepResult ShardedStrategy::step(const StepRequest& r) {
 trace::RankHoldings ShardedStrategy::holdings() const {
   trace::RankHoldings h;
   for (std::size_t b = 0; b < partition_.buckets().size(); ++b) paint_bucket(b, h);
-  paint_optimizer_shard(partition_, optimizer(), h.optim);
+  paint_optimizer_shard(partition_, optimizer(), h.optim, /*on_disk=*/optimizer_->nvme() != nullptr);
   return h;
 }
 
@@ -79,10 +79,13 @@ std::optional<SwapStats> ShardedStrategy::swap_stats() const {
   if (!nvme || !swap) return std::nullopt;
   const NvmeStore::Counters c = swap->counters();
   const NvmeOptimizer::StepTimes t = nvme->last_step_times();
-  return SwapStats{swap->folder(),      swap->direct(),          swap->why_not_direct(),
-                   c.bytes_read,        c.bytes_written,         c.read_seconds,
-                   c.write_seconds,     static_cast<std::int64_t>(nvme->tiles()), nvme->host_step_bytes(),
-                   t.io_seconds,        t.waited_seconds};
+  SwapStats stats{swap->folder(),      swap->direct(),          swap->why_not_direct(),
+                  c.bytes_read,        c.bytes_written,         c.read_seconds,
+                  c.write_seconds,     static_cast<std::int64_t>(nvme->tiles()), nvme->host_step_bytes(),
+                  t.io_seconds,        t.waited_seconds,        {}};
+  for (const NvmeStore::Leftover& l : swap->removed_leftovers())
+    stats.removed_leftovers.push_back(l.folder + " (" + std::to_string(l.bytes) + " bytes)");
+  return stats;
 }
 
 }  // namespace minitorch::zero

@@ -23,9 +23,10 @@ std::vector<std::string> numbered_buckets(const Partition& partition) {
   return names;
 }
 
-void paint_optimizer_shard(const Partition& partition, const optim::AdamW& adamw, trace::HeldRanges& optim) {
+void paint_optimizer_shard(const Partition& partition, const optim::AdamW& adamw, trace::HeldRanges& optim,
+                           bool on_disk) {
   for (const ShardPiece& piece : partition.pieces()) {
-    if (!adamw.has_state(piece.name)) continue;
+    if (on_disk ? adamw.step_count() == 0 : !adamw.has_state(piece.name)) continue;
     const std::int64_t first = partition.buckets()[piece.bucket].first;
     optim.paint(first + piece.range.begin, first + piece.range.end, "shard");
   }

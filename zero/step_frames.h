@@ -34,8 +34,10 @@ void frame(const GradientStrategy& s, MakeNote&& make_note) {
 trace::FlatSpace partition_space(const Partition& partition, const std::vector<std::string>& names);
 /// "bucket 0", "bucket 1", ... for a partition's buckets.
 std::vector<std::string> numbered_buckets(const Partition& partition);
-/// Paints this rank's pieces that have optimizer state (AdamW makes it at their first update) as "shard".
-void paint_optimizer_shard(const Partition& partition, const optim::AdamW& adamw, trace::HeldRanges& optim);
+/// Paints this rank's pieces that have optimizer state (AdamW makes it at their first update) as "shard". With
+/// `on_disk` (the optimizer on NVMe, whose AdamW keeps no state in memory) every piece once a step has run.
+void paint_optimizer_shard(const Partition& partition, const optim::AdamW& adamw, trace::HeldRanges& optim,
+                           bool on_disk = false);
 /// This rank's shard of bucket b, [first, second) in the flat space.
 std::pair<std::int64_t, std::int64_t> own_shard(const Partition& partition, std::size_t b);
 /// What the ZeRO stages remember for their frames: which buckets' reduce-scatters are in flight and

@@ -23,6 +23,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "dist/process_group.h"
 #include "nn/gpt.h"
@@ -42,6 +43,7 @@ struct SwapStats {
   double read_seconds = 0, write_seconds = 0;      ///< spent inside the store's reads and writes
   std::int64_t tiles = 0, host_step_bytes = 0;     ///< of the optimizer step
   double io_seconds_last_step = 0, waited_seconds_last_step = 0;  ///< 1 − waited / io: the I/O the step hid
+  std::vector<std::string> removed_leftovers;  ///< killed runs' swap folders this rank's start removed, with bytes
 };
 
 struct ModelStateBytes {

@@ -7,8 +7,13 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "minitorch/allocator.h"
+#include "runtime/step_trace.h"
+#include "trace/chrome_trace.h"
+#include "trace/frames.h"
+#include "trace/frames_reader.h"
 #include "runtime/save_and_resume.h"
 #include "zero/sharded_strategy.h"
 #include "runtime/estimate.h"
@@ -243,4 +248,37 @@ TEST(L11_NvmeOptimizer, AMissingNvmePathIsOneErrorNamingIt) {
   } catch (const std::exception& e) {
     EXPECT_NE(std::string(e.what()).find(missing), std::string::npos) << e.what();
   }
+}
+
+TEST(L11_NvmeOptimizer, FramesSayWhereTheStatesLiveAndShowTheShardOnDisk) {
+  // frames.json's run.pools: the parameters and the optimizer on disk; the optimizer track holds this rank's
+  // pieces once a step has made their states (AdamW keeps none of them in memory here).
+  auto& world = dist::world();
+  SharedDir dir;
+  ZeroRun run(config_json(3, 2, 2, false, 2500, zero_extra(Variant{false, false, false, false, true}, dir.dir)), &world,
+              11, Device::sim());
+  trace::TraceRecorder recorder;
+  {
+    events::Attach on(recorder);
+    run.train(2);
+  }
+  const std::vector<events::Event> events = recorder.events();
+  const std::vector<nlohmann::json> frames = trace::frames_of(events);
+  const nlohmann::json doc = runtime::gather_frames(events, &world, *run.engine);
+  ASSERT_FALSE(frames.empty());
+  std::int64_t held = 0;
+  for (const auto& r : frames.back()["optim"]) held += r["end"].get<std::int64_t>() - r["begin"].get<std::int64_t>();
+  EXPECT_EQ(held, sharded_optimizer_of(run).nvme()->owned()) << "the optimizer shard, on disk";
+  if (world.rank() == 0) {
+    EXPECT_EQ(doc["run"]["pools"]["optim"], "disk");
+    EXPECT_EQ(doc["run"]["pools"]["params"], "disk");
+    const trace::FramesDoc parsed = trace::parse_frames(doc, "test");
+    EXPECT_EQ(parsed.optim_pool, "disk");
+    EXPECT_EQ(parsed.params_pool, "disk");
+  }
+  // The swap's reads and writes are spans of their own (the trace's disk track).
+  std::int64_t disk_spans = 0;
+  for (const events::Event& e : events)
+    if (e.category == events::Category::transfer && e.kind == events::Kind::begin && e.name.starts_with("disk_")) ++disk_spans;
+  EXPECT_GT(disk_spans, 0);
 }
