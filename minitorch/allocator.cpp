@@ -151,32 +151,29 @@ TransferStats transfer_stats() {
   return s.transfers;
 }
 
+namespace {
+/// The begin or end of a disk transfer's span (the trace's disk track).
+void emit_disk_span(events::Kind kind, bool writing, std::int64_t bytes, std::uint64_t id) {
+  events::Event e;
+  e.category = events::Category::transfer;
+  e.kind = kind;
+  e.name = writing ? "disk_write" : "disk_read";
+  e.scope = "model";
+  e.bytes = bytes;
+  e.id = id;
+  events::emit(std::move(e));
+}
+}  // namespace
+
 DiskTransfer::DiskTransfer(bool writing, std::int64_t bytes) : writing_(writing), bytes_(bytes) {
-  if (events::enabled()) {
-    events::Event e;
-    e.category = events::Category::transfer;
-    e.kind = events::Kind::begin;
-    e.name = writing ? "disk_write" : "disk_read";
-    e.scope = "model";
-    e.bytes = bytes;
-    e.id = id_ = events::next_id();
-    events::emit(std::move(e));
-  }
+  if (events::enabled()) emit_disk_span(events::Kind::begin, writing, bytes, id_ = events::next_id());
   auto& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   (writing ? s.transfers.disk_write : s.transfers.disk_read) += bytes;
 }
 
 DiskTransfer::~DiskTransfer() {
-  if (id_ == 0 || !events::enabled()) return;
-  events::Event e;
-  e.category = events::Category::transfer;
-  e.kind = events::Kind::end;
-  e.name = writing_ ? "disk_write" : "disk_read";
-  e.scope = "model";
-  e.bytes = bytes_;
-  e.id = id_;
-  events::emit(std::move(e));
+  if (id_ != 0 && events::enabled()) emit_disk_span(events::Kind::end, writing_, bytes_, id_);
 }
 
 void copy_between(void* dst, Device to, const void* src, Device from, std::size_t bytes, MemTag tag) {

@@ -9,17 +9,9 @@
 
 using namespace minitorch;
 using zero_test::ZeroRun;
+using zero_test::all_params;
 
 namespace {
-
-/// The whole model's parameters (ZeRO-3: every unit gathered for the read, released again).
-std::vector<float> all_params(ZeroRun& run) {
-  auto* s3 = const_cast<zero::Stage3*>(run.engine->strategy_as<zero::Stage3>());
-  if (s3) s3->gather_all();
-  std::vector<float> p = run.params();
-  if (s3) s3->release_all();
-  return p;
-}
 
 std::string with_checkpointing(std::string json, int segment_size) {
   const std::string at = R"("gradient_clipping": 1.0,)";

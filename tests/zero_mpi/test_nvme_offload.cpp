@@ -24,6 +24,7 @@ using namespace minitorch;
 using zero_test::config_json;
 using zero_test::SharedDir;
 using zero_test::ZeroRun;
+using zero_test::all_params;
 namespace fs = std::filesystem;
 
 namespace {
@@ -49,15 +50,6 @@ std::string zero_extra(const Variant& s, const std::string& nvme_path) {
   if (s.param_on_host) z += R"(, "offload_param": {"device": "cpu"})";
   if (s.param_on_disk) z += R"(, "offload_param": {"device": "nvme", "nvme_path": ")" + nvme_path + R"("})";
   return z;
-}
-
-/// The whole model's parameters, flattened: every unit gathered for the read and released again.
-std::vector<float> all_params(ZeroRun& run) {
-  auto* stage3 = const_cast<zero::Stage3*>(run.engine->strategy_as<zero::Stage3>());
-  stage3->gather_all();
-  std::vector<float> p = run.params();
-  stage3->release_all();
-  return p;
 }
 
 const zero::ShardedOptimizer& sharded_optimizer_of(const ZeroRun& run) {

@@ -13,6 +13,7 @@
 using namespace minitorch;
 using zero_test::config_json;
 using zero_test::ZeroRun;
+using zero_test::all_params;
 
 namespace {
 
@@ -33,15 +34,6 @@ TransferStats one_step_transfers(ZeroRun& run) {
   run.engine->train_batch(*run.sampler);
   const TransferStats after = transfer_stats();
   return {after.h2d - before.h2d, after.d2h - before.d2h, after.io_h2d - before.io_h2d, after.io_d2h - before.io_d2h};
-}
-
-/// The whole model's parameters, flattened: every unit gathered for the read and released again.
-std::vector<float> all_params(ZeroRun& run) {
-  auto* stage3 = const_cast<zero::Stage3*>(run.engine->strategy_as<zero::Stage3>());
-  stage3->gather_all();
-  std::vector<float> p = run.params();
-  stage3->release_all();
-  return p;
 }
 
 /// What runtime::exact_offload_states predicts for this rank of `run` (a stage-3 run).

@@ -16,6 +16,7 @@
 #include "runtime/checkpoint_manifest.h"
 #include "train_util.h"
 #include "zero/partition.h"
+#include "zero/stage3.h"
 
 namespace zero_test {
 
@@ -42,6 +43,16 @@ inline std::string with_fp16(std::string json, const std::string& fp16 = "") {
 }
 
 using ZeroRun = mt_test::TrainRun;
+
+/// The whole model's parameters, flattened in named_parameters() order; at ZeRO-3 every unit is gathered for the
+/// read and released again.
+inline std::vector<float> all_params(ZeroRun& run) {
+  auto* stage3 = const_cast<minitorch::zero::Stage3*>(run.engine->strategy_as<minitorch::zero::Stage3>());
+  if (stage3) stage3->gather_all();
+  std::vector<float> p = run.params();
+  if (stage3) stage3->release_all();
+  return p;
+}
 
 /// |a - b| / |b| in the 2-norm over all elements.
 inline double rel_norm(const std::vector<float>& a, const std::vector<float>& b) {
