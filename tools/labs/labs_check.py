@@ -133,14 +133,16 @@ def restore_in_place_backup(root, work):
 
 def write_depends(root, work, recorded, tasks):
     """labs/depends.json from --record's runs: {task: (tests that failed while only it was a stub, every test)}.
-    A test listed under a task that builds on T (needs it) need not be listed under T too."""
+    A test listed under a task that builds on T (needs it) need not be listed under T too — unless T needs that
+    task as well (tasks that need each other, as L06.2 and L06.3 do): dropping each one's tests for the other's
+    would list them under neither."""
     with open(os.path.join(work, "recorded.json"), "w") as f:  # the raw runs, kept for a look
         json.dump({t: sorted(failing) for t, (failing, _) in recorded.items()}, f, indent=1)
     patterns = {}
     for task, (failing, all_tests) in recorded.items():
         implied = set()
         for other, (f, _) in recorded.items():
-            if other != task and task in closure([other], tasks):
+            if other != task and task in closure([other], tasks) and other not in closure([task], tasks):
                 implied |= f
         patterns[task] = compress(failing - implied, all_tests)
     path = os.path.join(root, "labs", "depends.json")
