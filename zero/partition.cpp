@@ -174,9 +174,7 @@ void Partition::zero_gradients() {
 nn::NamedTensors Partition::piece_params() const {
   nn::NamedTensors out;
   for (const ShardPiece& piece : pieces_)
-    out.emplace_back(piece.name, buckets_[piece.bucket].param_shard.narrow(
-                                     0, piece.range.begin - buckets_[piece.bucket].shard_begin(rank_, world_),
-                                     piece.range.size()));
+    out.emplace_back(piece.name, buckets_[piece.bucket].param_shard.narrow(0, offset_in_shard(piece), piece.range.size()));
   return out;
 }
 
@@ -188,7 +186,7 @@ std::vector<optim::ParamGroup> Partition::optimizer_groups(float lr, float weigh
     const ShardedBucket& b = buckets_[piece.bucket];
     if (!b.grad_shard.defined())
       throw std::logic_error("Partition::optimizer_groups: adopt_gradients() or allocate_gradient_shards() first");
-    views[i].second.set_grad(b.grad_shard.narrow(0, piece.range.begin - b.shard_begin(rank_, world_), piece.range.size()));
+    views[i].second.set_grad(b.grad_shard.narrow(0, offset_in_shard(piece), piece.range.size()));
     (piece.decay ? decay : no_decay).params.push_back(views[i]);
   }
   return {decay, no_decay};

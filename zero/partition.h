@@ -114,6 +114,10 @@ class Partition {
 
   /// Bucket b's parameters' shapes, slot order (the layout of its flat buffers).
   std::vector<Shape> shapes(const ShardedBucket& b) const;
+  /// Where `piece` starts inside this rank's shard of its bucket (elements).
+  std::int64_t offset_in_shard(const ShardPiece& piece) const {
+    return piece.range.begin - buckets_[piece.bucket].shard_begin(rank_, world_);
+  }
   /// (b - a) 1-D views of this rank's pieces, into the buckets' `param_shard` (every bucket's, in order).
   nn::NamedTensors piece_params() const;
   /// The optimizer's groups over piece_params(), with each piece's .grad set to its view of the

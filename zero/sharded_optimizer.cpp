@@ -31,8 +31,8 @@ ShardedOptimizer::ShardedOptimizer(Partition& partition, const StrategyConfig& c
     for (const ShardPiece& piece : partition_.pieces()) {
       const ShardedBucket& b = partition_.buckets()[piece.bucket];
       if (b.home != ShardHome::disk) continue;
-      const std::int64_t at = piece.range.begin - b.shard_begin(partition_.rank(), partition_.world());
-      on_disk[piece.name] = {shard_swap_file(piece.bucket), at * static_cast<std::int64_t>(dtype_size(b.param_shard.dtype()))};
+      on_disk[piece.name] = {shard_swap_file(piece.bucket),
+                             partition_.offset_in_shard(piece) * static_cast<std::int64_t>(dtype_size(b.param_shard.dtype()))};
     }
     const OffloadConfig& o = config.zero.offload_optimizer;
     nvme_ = std::make_unique<NvmeOptimizer>(partition_.optimizer_groups(opts.lr, opts.weight_decay), opts, *swap_,
@@ -118,7 +118,7 @@ void ShardedOptimizer::load_parameters(const nn::NamedTensors& whole) {
     Tensor staged = Tensor::empty({piece.range.size()}, b.param_shard.dtype(), Device::cpu());  // on disk: its file
     staged.copy_(values);
     const auto width = static_cast<std::int64_t>(dtype_size(staged.dtype()));
-    swap_->write(shard_swap_file(piece.bucket), (piece.range.begin - b.shard_begin(partition_.rank(), partition_.world())) * width,
+    swap_->write(shard_swap_file(piece.bucket), partition_.offset_in_shard(piece) * width,
                  staged.raw_data(), piece.range.size() * width);
   }
   if (offload_) offload_->refresh_masters();
@@ -134,7 +134,7 @@ nn::NamedTensors ShardedOptimizer::readable_pieces() const {
     if (b.home != ShardHome::disk) continue;
     Tensor values = Tensor::empty({piece.range.size()}, b.param_shard.dtype(), Device::cpu());  // read back from disk
     const auto width = static_cast<std::int64_t>(dtype_size(values.dtype()));
-    swap_->read(shard_swap_file(piece.bucket), (piece.range.begin - b.shard_begin(partition_.rank(), partition_.world())) * width,
+    swap_->read(shard_swap_file(piece.bucket), partition_.offset_in_shard(piece) * width,
                 values.raw_data(), piece.range.size() * width);
     pieces[i].second = values;
   }
