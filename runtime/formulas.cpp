@@ -80,6 +80,16 @@ NvmeEstimate nvme_state_bytes(double psi, int world, BytesPerParameter b, int mi
   return e;
 }
 
+std::int64_t reduction_buffer_bytes(std::int64_t bucket_elements, int world, int grad_bytes, int in_flight) {
+  if (bucket_elements <= 0 || world < 1 || in_flight < 1)
+    throw std::invalid_argument("reduction_buffer_bytes: bucket_elements, world and in_flight must be >= 1 (got " +
+                                std::to_string(bucket_elements) + ", " + std::to_string(world) + ", " +
+                                std::to_string(in_flight) + ")");
+  const std::int64_t c = std::max<std::int64_t>(1, bucket_elements / world);
+  const std::int64_t per_element = grad_bytes + (grad_bytes < 4 ? 4 : 0);  // 16-bit: summed through f32 copies
+  return in_flight * per_element * (world + 1) * c;
+}
+
 double comm_elements_per_step(int stage, double psi, int world, int micro_steps) {
   if (world < 1 || micro_steps < 1) throw std::invalid_argument("comm_elements_per_step: world and micro_steps must be >= 1");
   const double ring = (world - 1.0) / world * psi;  // one reduce-scatter or one all-gather of Ψ

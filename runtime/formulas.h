@@ -83,6 +83,17 @@ NvmeEstimate nvme_state_bytes(double psi, int world, BytesPerParameter b, int mi
 /// `offload` (stages 1-3) ZeRO-Offload's: "(P+G)Ψ", "PΨ + GΨ/N", "(P+G)Ψ/N".
 std::string model_states_text(int stage, bool offload = false);
 
+/// ZeRO-R's constant buffers (C_B): the most `comm` bytes the gradient reductions of ZeRO-2 and -3 hold at once,
+/// whatever the model's size (zero/bucket_reducer.h). A bucket — a ZeRO-3 unit, however wide — is
+/// reduce-scattered in chunks of c = ⌊bucket_elements/N⌋ elements per rank (at least 1): N·c packed + c
+/// reduced per reduction in flight, G bytes each, and in 16-bit training (G < 4) the f32 copies the reduction
+/// sums in, 4 bytes each more:
+///
+///   in_flight · (G + (G < 4 ? 4 : 0)) · (N + 1) · c          (DeepSpeed keeps 2 in flight with overlap_comm)
+///
+/// Throws std::invalid_argument for bucket_elements <= 0 (reduce_bucket_size 0: one bucket per tensor, no bound).
+std::int64_t reduction_buffer_bytes(std::int64_t bucket_elements, int world, int grad_bytes, int in_flight = 2);
+
 /// Elements one rank sends per optimizer step with `micro_steps` of accumulation (ring volume).
 double comm_elements_per_step(int stage, double psi, int world, int micro_steps);
 

@@ -11,6 +11,7 @@
 /// by that many buckets of `reduce_bucket_size` elements (DeepSpeed keeps two with overlap_comm).
 ///
 ///   begin_backward(reduce) → [hooks: launch bucket 0, 1, ...] → end_backward() → wait_all()
+#include <algorithm>
 #include <cstddef>
 #include <deque>
 #include <functional>
@@ -62,19 +63,58 @@ class BucketReducer {
   int launched_in_backward_ = 0;
 };
 
-/// ZeRO-2 and -3's reduction of one bucket: its gradients flattened into a `comm` buffer (and freed:
-/// the full gradients only pass through), reduce-scattered (average), and the result added into this
-/// rank's gradient shard when the Work is done. The buffers live from start to finish only.
+/// ZeRO-2 and -3's reduction of one bucket: its gradients packed into a `comm` buffer, reduce-scattered
+/// (average), and the result added into this rank's gradient shard. The gradients are freed once packed
+/// (the full gradients only pass through); the buffers live from start to finish only.
+///
+/// ZeRO-R's constant buffers: a bucket bigger than `bucket_elements` (a ZeRO-3 unit is a whole block, whatever
+/// reduce_bucket_size says) is reduced in chunks. Each rank's shard of s = numel/N elements is cut into chunks of
+/// c = bucket_elements/N; chunk k packs the k-th slice of every rank's shard side by side, N·c elements, and
+/// one reduce-scatter gives rank r the average of slice k of its own shard:
+///
+///   bucket  | shard 0: k=0 k=1 k=2 | shard 1: k=0 k=1 k=2 |        (N = 2, 3 chunks)
+///   chunk 1 buffer:   [ shard 0's k=1 | shard 1's k=1 ]   → reduce-scatter → rank r: its k=1
+///
+/// So a reduction never holds more than N·c + c ≤ bucket_elements·(1 + 1/N) elements of comm, whatever the
+/// model's width (runtime::reduction_buffer_bytes). The chunks run one after the other: the first starts in
+/// start(), the Work it returns launches the others when it is waited (every rank must start collectives in the
+/// same order, so never "whenever the last one is done"), and finish() adds the last one.
 struct ShardReduction {
-  Tensor flat;     ///< (numel) the bucket's gradients, flattened, tag comm
-  Tensor reduced;  ///< (numel / N) the average of this rank's shard, tag comm
+  std::vector<Tensor> grads;  ///< the bucket's gradients in slot order, until the last chunk is packed
+                              ///< (undefined: a parameter this backward did not reach, zeros)
+  Tensor flat;     ///< (N·c) chunk k of every rank's shard side by side, tag comm
+  Tensor reduced;  ///< (c) the average of chunk k of this rank's shard, tag comm
+  std::int64_t chunk = 0;   ///< c: elements of each rank's shard per chunk (the whole shard: one chunk)
+  std::int64_t begin = 0;   ///< where the chunk in flight starts inside the shard
 
-  /// Flattens bucket b's gradients (a parameter this backward did not reach contributes zeros),
-  /// frees them, and starts the reduce-scatter.
-  std::unique_ptr<dist::Work> start(Partition& partition, std::size_t b, dist::ProcessGroup& group);
-  /// grad_shard += reduced (accumulation: the micro-steps' averages add up, the loss is / G); frees
-  /// the buffers.
+  /// Takes bucket b's gradients off their parameters and starts the reduce-scatter of its first chunk
+  /// (`bucket_elements` <= 0, or a bucket that fits: the whole bucket in one).
+  std::unique_ptr<dist::Work> start(Partition& partition, std::size_t b, dist::ProcessGroup& group,
+                                    std::int64_t bucket_elements);
+  /// grad_shard += reduced for the last chunk (accumulation: the micro-steps' averages add up, the loss is / G);
+  /// frees the buffers.
   void finish(Partition& partition, std::size_t b);
+
+  /// c, for a bucket of `numel` elements on `world` ranks: ⌊bucket_elements/N⌋ (at least 1), at most the shard;
+  /// the whole shard when bucket_elements <= 0 (reduce_bucket_size 0: one bucket per tensor, never cut).
+  static std::int64_t chunk_elements(std::int64_t numel, int world, std::int64_t bucket_elements) {
+    const std::int64_t shard = numel / world;
+    return bucket_elements > 0 ? std::clamp<std::int64_t>(bucket_elements / world, 1, shard) : shard;
+  }
+  /// The reduce-scatters one reduction of such a bucket makes: ⌈shard / c⌉.
+  static std::int64_t chunks(std::int64_t numel, int world, std::int64_t bucket_elements) {
+    const std::int64_t c = chunk_elements(numel, world, bucket_elements);
+    return (numel / world + c - 1) / c;
+  }
+  /// Elements of the chunk in flight (the last one may be shorter).
+  std::int64_t chunk_size(const ShardedBucket& bucket, int world) const {
+    return std::min(chunk, bucket.numel / world - begin);
+  }
+  /// Packs the chunk at `begin` of every rank's shard into `flat` (freeing the gradients after the last) and
+  /// starts its reduce-scatter into `reduced`.
+  std::unique_ptr<dist::Work> reduce_chunk(Partition& partition, std::size_t b, dist::ProcessGroup& group);
+  /// grad_shard[begin, begin + c) += reduced; frees the chunk's buffers.
+  void add_chunk(Partition& partition, std::size_t b);
 };
 
 }  // namespace minitorch::zero

@@ -19,6 +19,7 @@ void ShardedStrategy::open_swap(const StrategyConfig& config) {
 
 void ShardedStrategy::start_reducer_and_optimizer(const StrategyConfig& config, BucketReducer::Launch launch,
                                                   BucketReducer::Finish finish) {
+  reduce_bucket_elements_ = config.zero.reduce_bucket_size;
   // A launched bucket's shard is "reducing" in the frames until the stage's finish records it reduced.
   auto launch_and_mark = [this, launch = std::move(launch)](std::size_t b) {
     std::unique_ptr<dist::Work> work = launch(b);

@@ -61,12 +61,16 @@ class ShardedStrategy : public GradientStrategy {
   ShardedStrategy(std::shared_ptr<nn::GPT> model, dist::ProcessGroup& group, Partition partition);
   /// The end of a stage's constructor, once its buffers are laid out: the reducer (two buckets in flight at
   /// most, DeepSpeed's double buffer with overlap_comm) calling `launch` / `finish` per bucket, and AdamW
-  /// over this rank's pieces.
+  /// over this rank's pieces. Keeps reduce_bucket_size for `reduce`.
   void start_reducer_and_optimizer(const StrategyConfig& config, BucketReducer::Launch launch,
                                    BucketReducer::Finish finish);
   /// ZeRO-Infinity's NVMe (offload_optimizer or offload_param "nvme"): opens this rank's swap space, before
   /// anything is put there (zero/nvme_store.h); nothing without it.
   void open_swap(const StrategyConfig& config);
+  /// Starts bucket b's reduction (zero/bucket_reducer.h: in chunks of reduce_bucket_size when it is bigger).
+  std::unique_ptr<dist::Work> reduce(std::size_t b) {
+    return reductions_[b].start(partition_, b, group_, reduce_bucket_elements_);
+  }
 
   std::shared_ptr<nn::GPT> model_;
   dist::ProcessGroup& group_;
@@ -75,6 +79,7 @@ class ShardedStrategy : public GradientStrategy {
   /// Stages 2 and 3: per bucket, its buffers while it is reduced (declared before the reducer, whose
   /// destructor waits for the reductions still writing into them).
   std::vector<ShardReduction> reductions_;
+  std::int64_t reduce_bucket_elements_ = 0;  ///< reduce_bucket_size: a bigger bucket is reduced in chunks (ZeRO-R's C_B)
   std::unique_ptr<BucketReducer> reducer_;
   std::unique_ptr<ShardedOptimizer> optimizer_;
   ReductionProgress progress_;             ///< for the frames (zero/step_frames.h)

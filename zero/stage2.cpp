@@ -22,7 +22,7 @@ void Stage2::finish(std::size_t b) {
 void Stage2::paint_bucket(std::size_t b, trace::RankHoldings& h) const {
   const ShardedBucket& bucket = partition_.buckets()[b];
   h.params.paint(bucket.first, bucket.first + bucket.numel, "whole");
-  paint_sharded_gradients(partition_, b, progress_, h.grads);
+  paint_sharded_gradients(partition_, b, progress_, h.grads, reductions_[b].grads);
 }
 
 ModelStateBytes Stage2::bucket_bytes(std::size_t b) const {

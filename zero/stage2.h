@@ -36,7 +36,7 @@ class Stage2 final : public ShardedStrategy {
  private:
   void paint_bucket(std::size_t b, trace::RankHoldings& h) const override;
   ModelStateBytes bucket_bytes(std::size_t b) const override;
-  std::unique_ptr<dist::Work> launch(std::size_t b) { return reductions_[b].start(partition_, b, group_); }
+  std::unique_ptr<dist::Work> launch(std::size_t b) { return reduce(b); }
   void finish(std::size_t b);
 };
 

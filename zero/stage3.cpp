@@ -164,7 +164,7 @@ void Stage3::pre_backward(std::size_t pos) {
 }
 
 std::unique_ptr<dist::Work> Stage3::post_backward(std::size_t b) {
-  auto work = reductions_[b].start(partition_, b, group_);
+  auto work = reduce(b);
   // No node of this backward reads the unit any more. Its frame comes later (frame_releases): inside the
   // gradient hook the autograd engine still holds the gradient it just made, memory no buffer of ours
   // accounts for, so a frame now would not agree with the allocator.
@@ -226,7 +226,7 @@ void Stage3::paint_bucket(std::size_t b, trace::RankHoldings& h) const {
   const ShardedBucket& bucket = partition_.buckets()[b];
   if (const Unit* unit = unit_of(b)) unit->paint_parameters(h.params);
   else h.params.paint(bucket.first, bucket.first + bucket.numel, "whole");  // persistent
-  paint_sharded_gradients(partition_, b, progress_, h.grads);
+  paint_sharded_gradients(partition_, b, progress_, h.grads, reductions_[b].grads);
 }
 
 ModelStateBytes Stage3::bucket_bytes(std::size_t b) const {

@@ -39,16 +39,17 @@ std::pair<std::int64_t, std::int64_t> own_shard(const Partition& partition, std:
 }
 
 void paint_sharded_gradients(const Partition& partition, std::size_t b, const ReductionProgress& progress,
-                             trace::HeldRanges& grads) {
+                             trace::HeldRanges& grads, const std::vector<Tensor>& packing) {
   const ShardedBucket& bucket = partition.buckets()[b];
   if (bucket.grad_shard.defined()) {
     const auto [begin, end] = own_shard(partition, b);
     grads.paint(begin, end, progress.shard_state(b, "shard"));
   }
   std::int64_t at = bucket.first;
-  for (std::size_t p : bucket.members) {
-    const Tensor& t = partition.params()[p].second;
-    if (t.grad().defined()) grads.paint(at, at + t.numel(), "accumulating", trace::Overlay::separate_buffer);
+  for (std::size_t i = 0; i < bucket.members.size(); ++i) {
+    const Tensor& t = partition.params()[bucket.members[i]].second;
+    const bool held = t.grad().defined() || (i < packing.size() && packing[i].defined());
+    if (held) grads.paint(at, at + t.numel(), "accumulating", trace::Overlay::separate_buffer);
     at += t.numel();
   }
 }

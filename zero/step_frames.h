@@ -59,9 +59,10 @@ struct ReductionProgress {
 };
 /// Stages 2 and 3: bucket b's gradient shard (ReductionProgress::shard_state, else "shard"), then
 /// the parameters whose full .grad is allocated — backward's local gradients, a buffer of their own
-/// over the shard until their reduction frees them — as "accumulating".
+/// over the shard until their reduction frees them — as "accumulating". `packing`: the gradients a reduction in
+/// chunks still holds (ShardReduction::grads, zero/bucket_reducer.h: freed once its last chunk is packed), the same.
 void paint_sharded_gradients(const Partition& partition, std::size_t b, const ReductionProgress& progress,
-                             trace::HeldRanges& grads);
+                             trace::HeldRanges& grads, const std::vector<Tensor>& packing = {});
 /// Marks bucket b reduced (no longer reducing) and records the frame of its finished reduce-scatter; `local_freed`: the
 /// full local gradients were freed when it started (stages 2, 3), else they stay (stage 1).
 void reduced_frame(const GradientStrategy& s, const Partition& partition, std::size_t b, const std::string& name,

@@ -41,3 +41,12 @@ TEST(L06_Formulas, CommunicationPerStepWithAccumulation) {
   EXPECT_TRUE(mt_test::contains(mt_test::error_of([] { comm_elements_per_step(4, 1, 2, 1); }), "stage"));
   EXPECT_TRUE(mt_test::contains(mt_test::error_of([] { model_state_bytes(0, 1, 0, {}); }), "world"));
 }
+
+TEST(L11_Formulas, ReductionBufferBytesIsTheConstantBufferBound) {
+  // c = ⌊1000/4⌋ = 250: two reductions of (4 + 1)·250 elements, 4 bytes each (f32), 2 + 4 (bf16 through f32).
+  EXPECT_EQ(reduction_buffer_bytes(1000, 4, 4), 2 * 4 * 5 * 250);
+  EXPECT_EQ(reduction_buffer_bytes(1000, 4, 2), 2 * 6 * 5 * 250);
+  EXPECT_EQ(reduction_buffer_bytes(1001, 2, 4, 1), 4 * 3 * 500);
+  EXPECT_EQ(reduction_buffer_bytes(3, 8, 4), 2 * 4 * 9 * 1) << "at least one element per rank";
+  EXPECT_THROW(reduction_buffer_bytes(0, 2, 4), std::invalid_argument);
+}

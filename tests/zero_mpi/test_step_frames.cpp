@@ -254,8 +254,10 @@ std::vector<trace::Range> within(const std::vector<trace::Range>& ranges, const 
 }  // namespace
 
 TEST(L07_StepFrames, Zero3BackwardReleasesAreFramesInOrderWithTheirReduceScatterInFlight) {
-  // 2 micro-steps of 2 steps; threshold 30: the LayerNorm vectors are persistent buckets (never released).
-  const Recorded r = record(zero_test::config_json(3, 2, 2, false, 2500, R"(, "stage3_param_persistence_threshold": 30)"), 2);
+  // 2 micro-steps of 2 steps; threshold 30: the LayerNorm vectors are persistent buckets (never released). Buckets
+  // bigger than any unit: each unit in one reduce-scatter, its local gradients freed as it starts (a unit bigger
+  // than reduce_bucket_size keeps them until its last chunk is packed: tests/zero_mpi/test_constant_buffers.cpp).
+  const Recorded r = record(zero_test::config_json(3, 2, 2, false, 100000, R"(, "stage3_param_persistence_threshold": 30)"), 2);
   expect_bytes_match_allocator(r, 4, 8);  // the release frames too: recorded outside the gradient hooks
   const trace::FramesDoc doc = assemble(r);
   if (doc.frames.empty()) return;  // not rank 0
