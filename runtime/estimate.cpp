@@ -58,9 +58,31 @@ std::string format_parameter_count(std::int64_t psi) {
   return std::to_string(psi);
 }
 
-Placement offload_placement(int stage, double psi, int world, BytesPerParameter b, Offload offload) {
+Placement offload_placement(int stage, double psi, int world, BytesPerParameter b, Offload offload, OnNvme nvme) {
   const ModelStateEstimate all = model_state_bytes(stage, psi, world, b);  // validates stage and world
   Placement p;
+  p.disk_text.assign(1, '0');
+  if (nvme != OnNvme::none) {
+    if (offload == Offload::none) throw std::invalid_argument("offload_placement: NVMe holds offloaded states: give an offload");
+    if (nvme == OnNvme::all && offload != Offload::param)
+      throw std::invalid_argument("offload_placement: the parameters on NVMe need Offload::param");
+    if (stage != 3) {
+      p.valid = false;
+      p.why = "NVMe offload needs ZeRO stage 3";
+      return p;
+    }
+    const bool params_off = offload == Offload::param;
+    const NvmeEstimate e = nvme_state_bytes(psi, world, b, /*micro_steps=*/1,
+                                            !params_off ? "none" : nvme == OnNvme::all ? "nvme" : "cpu",
+                                            /*tile_elements=*/0, /*slots=*/1);
+    p.device = e.device;
+    p.cpu = e.host;
+    p.disk = e.disk;
+    p.device_text = params_off ? "GΨ/N (+ the units being computed)" : "(P+G)Ψ/N";
+    p.cpu_text = params_off && nvme == OnNvme::optimizer ? "PΨ/N (+ the step's tiles)" : "the step's tiles";
+    p.disk_text = nvme == OnNvme::all ? "(P+12)Ψ/N" : "12Ψ/N";
+    return p;
+  }
   switch (offload) {
     case Offload::none:
       p.device = all;

@@ -44,6 +44,9 @@ std::string format_parameter_count(std::int64_t psi);
 /// Where the optimizer (and with `param`, the parameters too) live: DeepSpeed's offload_optimizer
 /// and offload_param with device "cpu".
 enum class Offload { none, optimizer, param };
+/// Which of the offloaded states live on NVMe instead of the CPU (ZeRO-Infinity's device "nvme", stage 3):
+/// the optimizer's (offload_optimizer), or the parameters' too (offload_param; minitorch keeps both on one disk).
+enum class OnNvme { none, optimizer, all };
 
 /// One rank's model states split by where they live.
 struct Placement {
@@ -51,7 +54,8 @@ struct Placement {
   std::string why;
   ModelStateEstimate device;  ///< on the accelerator
   ModelStateEstimate cpu;     ///< in host memory
-  std::string device_text, cpu_text;  ///< the formulas, in the paper's letters
+  ModelStateEstimate disk;    ///< on NVMe
+  std::string device_text, cpu_text, disk_text;  ///< the formulas, in the paper's letters
 };
 
 /// The paper's bytes per rank for `stage` (runtime/formulas.h), placed as ZeRO-Offload and ZeRO-Infinity
@@ -62,7 +66,12 @@ struct Placement {
 ///              gradients on the device until they are reduce-scattered
 ///   param      (stage 3) parameters too: every sharded state on the CPU, the device only holds the
 ///              units it gathers to compute (not counted: the paper's formulas count sharded states)
-Placement offload_placement(int stage, double psi, int world, BytesPerParameter b, Offload offload);
+/// `nvme` (stage 3, runtime::nvme_state_bytes): the optimizer's master, m and v on disk, 12Ψ/N, instead of the CPU
+/// (no gradient staging there: the step goes a tile at a time), and with OnNvme::all the parameter shards too, PΨ/N;
+/// the CPU holds only the step's tiles (NvmeEstimate::host_step, not model states) and, with the parameters on the
+/// CPU, their shards. Throws std::invalid_argument for nvme without offload, or OnNvme::all without Offload::param.
+Placement offload_placement(int stage, double psi, int world, BytesPerParameter b, Offload offload,
+                            OnNvme nvme = OnNvme::none);
 
 /// 2^30 bytes. DeepSpeed's estimators print bytes / 2^30 and call it "GB": it is a GiB.
 inline constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;

@@ -1,4 +1,5 @@
 // minitorch-estimate --params P[,P...] --ranks N[,N...] [--stage S] [--bf16|--fp32] [--offload optimizer|param]
+//                    [--nvme optimizer|all]
 //                    [--gpus-per-node G] [--largest-layer L] [--zero-init 0|1] [--buffer-factor F] [--json]
 // minitorch-estimate --config CONFIG.json --ranks N[,N...] [--data TEXT] [--stage S] [--gpus-per-node G]
 //                    [--zero-init 0|1] [--buffer-factor F] [--json]
@@ -7,8 +8,8 @@
 // estimator"): the paper's formulas in GB = 1e9 bytes, DeepSpeed's estimators in GiB = 2^30 bytes (the
 // number DeepSpeed prints as "GB"; --json has their exact bytes):
 // - --params: the ZeRO paper's formulas in real numbers (mixed precision, K = 12, unless --fp32); with
-//   --offload, what stays on the device and what moves to the CPU (an estimate: offload is not
-//   implemented in training yet); beside them DeepSpeed's own estimators and why they differ.
+//   --offload, what stays on the device and what moves to the CPU (with --nvme: to NVMe), as the runs measure
+//   them; beside them DeepSpeed's own estimators and why they differ.
 // - --table1: the paper's Table 1 (7.5B, 128B, 1T on 1 to 1024 ranks), each cell beside the printed one.
 // - --config: the exact bytes every rank of a run of CONFIG on N ranks measures at its optimizer steps
 //   (the run report's ranks[i].model_states), planned by the stages' own zero::Partition.
@@ -32,7 +33,7 @@ namespace {
 
 /// The command line as given.
 struct Options {
-  std::optional<std::string> params, ranks, stage, offload, config, data, gpus_per_node, largest, zero_init, factor;
+  std::optional<std::string> params, ranks, stage, offload, nvme, config, data, gpus_per_node, largest, zero_init, factor;
   bool bf16 = false, fp32 = false, table1 = false, as_json = false;
 };
 
@@ -45,6 +46,9 @@ void add_options(cli::Parser& parser, Options& o) {
   parser.option("--offload", o.offload,
                 "optimizer (ZeRO-Offload: optimizer states and reduced gradients on the CPU; stages 1-3) or param "
                 "(ZeRO-Infinity: the parameter shards on the CPU too; stage 3): device and CPU bytes, the formulas");
+  parser.option("--nvme", o.nvme,
+                "with --offload (stage 3): optimizer (its states in files on NVMe, the step a tile at a time) or all "
+                "(with --offload param: the parameter shards there too): device, CPU and NVMe bytes");
   parser.option("--config", o.config, "a DeepSpeed-style config: the exact bytes its run measures on each rank");
   parser.option("--data", o.data, "with --config: the text its char tokenizer learns the vocabulary from "
                                   "(default: training.data, else datasets/kjv.txt)");
@@ -112,6 +116,16 @@ std::optional<int> parse_gpus_per_node(const std::optional<std::string>& text) {
   return g[0];
 }
 
+runtime::OnNvme parse_nvme(const std::optional<std::string>& text, runtime::Offload offload) {
+  if (!text) return runtime::OnNvme::none;
+  if (*text != "optimizer" && *text != "all") throw ConfigError("--nvme must be 'optimizer' or 'all', got '" + *text + "'");
+  if (offload == runtime::Offload::none)
+    throw ConfigError("--nvme puts offloaded states on NVMe: give --offload optimizer or --offload param too");
+  if (*text == "all" && offload != runtime::Offload::param)
+    throw ConfigError("--nvme all puts the parameters on NVMe too: give --offload param (or --nvme optimizer)");
+  return *text == "all" ? runtime::OnNvme::all : runtime::OnNvme::optimizer;
+}
+
 runtime::Offload parse_offload(const std::optional<std::string>& text) {
   if (!text) return runtime::Offload::none;
   if (*text == "optimizer") return runtime::Offload::optimizer;
@@ -137,8 +151,9 @@ std::vector<int> checked_ranks(const std::vector<int>& worlds, std::optional<int
 void run_config(const Options& o, const Shared& s) {
   if (!o.ranks) throw ConfigError("--config needs --ranks N: the run's number of ranks");
   if (o.bf16 || o.fp32) throw ConfigError("--bf16/--fp32 do not go with --config: its bf16.enabled decides the precision");
-  if (o.offload)
-    throw ConfigError("--offload does not go with --config: the config's zero_optimization.offload_optimizer decides");
+  if (o.offload || o.nvme)
+    throw ConfigError(std::string(o.offload ? "--offload" : "--nvme") +
+                      " does not go with --config: the config's zero_optimization.offload_optimizer and offload_param decide");
   if (o.largest) throw ConfigError("--largest-layer does not go with --config: it is computed from the model");
   const estimate::ConfigRequest q{*o.config, checked_ranks(parse_counts("--ranks", *o.ranks), s.gpus_per_node),
                                   s.stages,  o.data.value_or(""), s.gpus_per_node, s.ds_options, o.as_json};
@@ -155,10 +170,12 @@ void run_params(const Options& o, const Shared& s) {
   q.as_json = o.as_json;
   q.ds_options = s.ds_options;
   q.offload = parse_offload(o.offload);
+  q.nvme = parse_nvme(o.nvme, q.offload);
   if (o.largest) q.largest = parse_count_of("--largest-layer", *o.largest);
   if (o.table1) {
     if (o.ranks) throw ConfigError("--table1 sets the ranks itself (1, 4, 16, 64, 256, 1024); drop --ranks");
-    if (o.fp32 || o.offload) throw ConfigError("--table1 is the paper's mixed precision without offload; drop --fp32/--offload");
+    if (o.fp32 || o.offload || o.nvme)
+      throw ConfigError("--table1 is the paper's mixed precision without offload; drop --fp32/--offload/--nvme");
     q.table1 = true;
     q.psis = {7'500'000'000, 128'000'000'000, 1'000'000'000'000};
     q.ranks = checked_ranks({1, 4, 16, 64, 256, 1024}, s.gpus_per_node);

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "runtime/formulas.h"
 #include "test_util.h"
 
 using mt_test::bin;
@@ -105,15 +106,16 @@ TEST(L06_EstimateCli, ParamsTakeSuffixesListsAndOneStage) {
   EXPECT_DOUBLE_EQ(one["rows"][0]["stages"][0]["device"]["total"], 8 * 7.5e9 + 8 * 7.5e9 / 64);
 }
 
-TEST(L06_EstimateCli, OffloadSplitsDeviceAndCpuAndSaysItIsOnlyAnEstimate) {
+TEST(L06_EstimateCli, OffloadSplitsDeviceAndCpuAsTheRunsMeasureThem) {
   auto r = run_command(bin("minitorch-estimate") + " --params 7.5B --ranks 64 --offload optimizer");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("(offload_optimizer as minitorch runs it, docs/design.md §10"));
+  EXPECT_THAT(r.output, HasSubstr("(offload as minitorch runs it, docs/design.md §10"));
+  EXPECT_THAT(r.output, Not(HasSubstr("not implemented")));
   EXPECT_THAT(r.output, HasSubstr("device"));
   EXPECT_THAT(r.output, HasSubstr("CPU"));
   EXPECT_THAT(r.output, HasSubstr("n/a: offload_optimizer needs ZeRO stage 1, 2 or 3"));
   const nlohmann::json j = run_json("--params 7.5B --ranks 64 --offload optimizer");
-  EXPECT_TRUE(mt_test::contains(j["note"].get<std::string>(), "offload_optimizer as minitorch runs it"));
+  EXPECT_TRUE(mt_test::contains(j["note"].get<std::string>(), "offload as minitorch runs it"));
   const std::int64_t psi = 7'500'000'000;
   EXPECT_FALSE(cell(j, psi, 64, 0)["valid"].get<bool>());
   EXPECT_DOUBLE_EQ(cell(j, psi, 64, 1)["device"]["total"], 4 * 7.5e9);   // drops KΨ/N, keeps the full gradients
@@ -124,6 +126,40 @@ TEST(L06_EstimateCli, OffloadSplitsDeviceAndCpuAndSaysItIsOnlyAnEstimate) {
   EXPECT_DOUBLE_EQ(cell(inf, psi, 64, 3)["device"]["total"], 2 * 7.5e9 / 64);
   EXPECT_DOUBLE_EQ(cell(inf, psi, 64, 3)["device"]["param"], 0);
   EXPECT_DOUBLE_EQ(cell(inf, psi, 64, 3)["cpu"]["total"], 16 * 7.5e9 / 64);
+}
+
+TEST(L11_EstimateCli, NvmeSplitsDeviceCpuAndDiskAsRuntimeNvmeStateBytes) {
+  // ZeRO-Infinity on 1T parameters over 512 ranks: the optimizer on NVMe (parameters on the device, or on the CPU),
+  // then both on NVMe — each cell runtime::nvme_state_bytes's, per pool.
+  const std::int64_t psi = 1'000'000'000'000;
+  const double shard = 1e12 / 512;
+  auto r = run_command(bin("minitorch-estimate") + " --params 1T --ranks 512 --offload param --nvme all --stage 3 --largest-layer 1B");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("on NVMe"));
+  EXPECT_THAT(r.output, HasSubstr("(P+12)Ψ/N"));
+  EXPECT_THAT(r.output, HasSubstr("its estimators know no NVMe"));
+  const nlohmann::json all = run_json("--params 1T --ranks 512 --offload param --nvme all");
+  EXPECT_EQ(all["nvme"], "all");
+  EXPECT_DOUBLE_EQ(cell(all, psi, 512, 3)["device"]["total"], 2 * shard) << "GΨ/N";
+  EXPECT_DOUBLE_EQ(cell(all, psi, 512, 3)["cpu"]["total"], 0) << "the step's tiles only";
+  EXPECT_DOUBLE_EQ(cell(all, psi, 512, 3)["disk"]["optim"], 12 * shard);
+  EXPECT_DOUBLE_EQ(cell(all, psi, 512, 3)["disk"]["param"], 2 * shard);
+  EXPECT_EQ(cell(all, psi, 512, 3)["disk_formula"], "(P+12)Ψ/N");
+  EXPECT_FALSE(cell(all, psi, 512, 2)["valid"].get<bool>()) << "NVMe is stage 3's";
+  const nlohmann::json opt = run_json("--params 1T --ranks 512 --offload optimizer --nvme optimizer --fp32");
+  EXPECT_DOUBLE_EQ(cell(opt, psi, 512, 3)["device"]["total"], 8 * shard) << "(P+G)Ψ/N in fp32";
+  EXPECT_DOUBLE_EQ(cell(opt, psi, 512, 3)["disk"]["total"], 12 * shard) << "master, m, v in f32: 12 in either precision";
+  const nlohmann::json host = run_json("--params 1T --ranks 512 --offload param --nvme optimizer");
+  EXPECT_DOUBLE_EQ(cell(host, psi, 512, 3)["cpu"]["param"], 2 * shard) << "the shards on the CPU, the optimizer on NVMe";
+  namespace rt = minitorch::runtime;
+  const rt::NvmeEstimate f = rt::nvme_state_bytes(1e12, 512, rt::bytes_per_parameter(true), 1, "cpu", 0, 1);
+  EXPECT_DOUBLE_EQ(cell(host, psi, 512, 3)["disk"]["total"], f.disk.param + f.disk.grad + f.disk.optim);
+  EXPECT_DOUBLE_EQ(cell(host, psi, 512, 3)["device"]["total"], f.device.param + f.device.grad + f.device.optim);
+  // Without offload, with --offload optimizer and --nvme all, with --config: one error each, naming the fix.
+  expect_usage_error("--params 1T --ranks 512 --nvme optimizer", "give --offload optimizer or --offload param too");
+  expect_usage_error("--params 1T --ranks 512 --offload optimizer --nvme all", "give --offload param");
+  expect_usage_error("--params 1T --ranks 512 --offload param --nvme disk", "--nvme must be 'optimizer' or 'all'");
+  expect_usage_error("--table1 --offload param --nvme all", "drop --fp32/--offload/--nvme");
 }
 
 TEST(L06_EstimateCli, DeepSpeedsEstimatesStandBesideThePapersWithWhyTheyDiffer) {

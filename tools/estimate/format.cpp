@@ -58,6 +58,10 @@ std::string offload_name(runtime::Offload o) {
   return o == runtime::Offload::none ? "none" : o == runtime::Offload::optimizer ? "optimizer" : "param";
 }
 
+std::string nvme_name(runtime::OnNvme n) {
+  return n == runtime::OnNvme::none ? "none" : n == runtime::OnNvme::optimizer ? "optimizer" : "all";
+}
+
 bool fits_int64(double bytes) { return std::isfinite(bytes) && bytes < 9223372036854775808.0; }  // 2^63
 
 void check_bytes(double bytes, const Inputs& inputs, const std::string& estimate) {

@@ -38,6 +38,8 @@ std::string pad(const std::string& s, std::size_t width, bool right = false);
 void print_line(std::string line);
 
 std::string offload_name(runtime::Offload o);
+/// "none", "optimizer", "all": --nvme's values.
+std::string nvme_name(runtime::OnNvme n);
 
 /// What an estimate was asked for, to name in an error: `what` the inputs ("--params 1T with --ranks 4"),
 /// `lever` what to lower ("--params or --ranks").

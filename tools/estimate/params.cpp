@@ -18,10 +18,11 @@ ParamsRow params_row(const ParamsRequest& q, const ParamsEstimate& e, std::int64
   const runtime::PaperTable1Row* paper = q.table1 ? paper_row(psi, world) : nullptr;
   const Inputs inputs{"--params " + commas(psi_whole) + " with --ranks " + std::to_string(world), "--params or --ranks"};
   for (int s : q.stages) {
-    StageCell cell{s, runtime::offload_placement(s, psi, world, e.bytes, q.offload)};
+    StageCell cell{s, runtime::offload_placement(s, psi, world, e.bytes, q.offload, q.nvme)};
     const std::string name = std::string(kStageName[s]) + "'s ";
     check_bytes(cell.placement.device.total(), inputs, name + cell.placement.device_text + " on the device");
     check_bytes(cell.placement.cpu.total(), inputs, name + cell.placement.cpu_text + " on the CPU");
+    check_bytes(cell.placement.disk.total(), inputs, name + cell.placement.disk_text + " on NVMe");
     if (paper && s >= 1 && cell.placement.valid) {
       cell.paper_gb = paper->gb[static_cast<std::size_t>(s - 1)];
       cell.agrees_with_paper = runtime::agrees_with_printed(cell.placement.device.total() / kGB, cell.paper_gb);
@@ -44,7 +45,7 @@ ParamsEstimate estimate_params(const ParamsRequest& q) {
   ParamsEstimate e;
   e.bytes = runtime::bytes_per_parameter(q.bf16);
   // Ψ = N = 1: only the formula texts are read.
-  for (int s : q.stages) e.formulas.push_back(runtime::offload_placement(s, 1, 1, e.bytes, q.offload));
+  for (int s : q.stages) e.formulas.push_back(runtime::offload_placement(s, 1, 1, e.bytes, q.offload, q.nvme));
   const DeepSpeedColumns columns{asks_stage(q.stages, 2), want3 && q.largest.has_value()};
   e.deepspeed = {q.gpus_per_node, q.largest, q.offload, columns, q.ds_options};
   e.with_deepspeed = columns.zero2 || want3;
@@ -68,6 +69,8 @@ json stage_json(const StageCell& cell) {
   st["device"] = bytes_json(p.device);
   st["cpu"] = bytes_json(p.cpu);
   st["cpu_formula"] = p.cpu_text;
+  st["disk"] = bytes_json(p.disk);
+  st["disk_formula"] = p.disk_text;
   st["gb"] = p.device.total() / kGB;
   if (cell.paper_gb) {
     st["paper_gb"] = cell.paper_gb;
@@ -84,7 +87,8 @@ json params_json(const ParamsRequest& q, const ParamsEstimate& e) {
               {"gib", runtime::kGiB},
               {"precision", q.bf16 ? "mixed" : "fp32"},
               {"bytes_per_parameter", {{"P", e.bytes.P}, {"G", e.bytes.G}, {"K", e.bytes.K}}},
-              {"offload", offload_name(q.offload)}};
+              {"offload", offload_name(q.offload)},
+              {"nvme", nvme_name(q.nvme)}};
   if (q.offload != runtime::Offload::none) out["note"] = kOffloadNote;
   json rows = json::array();
   for (const ParamsRow& row : e.rows) {

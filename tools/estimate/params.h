@@ -14,7 +14,7 @@
 namespace minitorch::estimate {
 
 inline constexpr const char* kOffloadNote =
-    "(offload_optimizer as minitorch runs it, docs/design.md §10; offload_param: an estimate, not implemented yet)";
+    "(offload as minitorch runs it, docs/design.md §10: a run's report measures these bytes)";
 
 /// The command line of the --params and --table1 modes, checked.
 struct ParamsRequest {
@@ -23,6 +23,7 @@ struct ParamsRequest {
   std::vector<int> stages;
   bool bf16 = true;
   runtime::Offload offload = runtime::Offload::none;
+  runtime::OnNvme nvme = runtime::OnNvme::none;  ///< --nvme: which offloaded states live on NVMe
   std::optional<int> gpus_per_node;
   std::optional<std::int64_t> largest;
   runtime::DeepSpeedOptions ds_options;

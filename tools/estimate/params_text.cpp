@@ -15,6 +15,7 @@ constexpr std::size_t kPsiWidth = 8, kRanksWidth = 6, kWhereWidth = 8, kDeepSpee
 std::size_t cell_width(const ParamsRequest& q) { return q.table1 ? 24 : 20; }
 
 bool offloads(const ParamsRequest& q) { return q.offload != runtime::Offload::none; }
+bool on_nvme(const ParamsRequest& q) { return q.nvme != runtime::OnNvme::none; }
 
 /// The first cells of a row: Ψ and N.
 std::string psi_and_ranks(std::int64_t psi, int world) {
@@ -35,7 +36,16 @@ void print_header(const ParamsRequest& q, const ParamsEstimate& e) {
   std::printf("Model states per rank, in GB (1e9 bytes): the ZeRO paper's formulas (§3.1, docs/design.md §8)%s\n",
               q.table1 ? ", beside its Table 1 as printed [in brackets]" : "");
   print_precision(q.bf16, e.bytes);
-  if (offloads(q))
+  if (on_nvme(q))
+    std::printf("offload %s, on NVMe: %s %s\n", offload_name(q.offload).c_str(),
+                q.nvme == runtime::OnNvme::optimizer
+                    ? "each rank's optimizer states (fp32 master, m, v) live in files on NVMe, read and written a tile "
+                      "(sub_group_size) at a time by the CPU's AdamW (ZeRO-Infinity); the CPU holds only the step's tiles "
+                      "and, with offload param, the parameter shards"
+                    : "each rank's optimizer states and parameter shards live in files on NVMe (ZeRO-Infinity); the CPU "
+                      "holds only the step's tiles, the device the reduced gradient shards and the units it gathers",
+                kOffloadNote);
+  else if (offloads(q))
     std::printf("offload %s: %s %s\n", offload_name(q.offload).c_str(),
                 q.offload == runtime::Offload::optimizer
                     ? "each rank's optimizer states (fp32 master, m, v) and a staging copy of its gradient shard live on the "
@@ -50,23 +60,30 @@ void print_header(const ParamsRequest& q, const ParamsEstimate& e) {
   for (std::size_t i = 0; i < q.stages.size(); ++i) {
     const runtime::Placement& p = e.formulas[i];
     names += pad(stage_label(q.stages[i]), cell_width(q));
-    formulas += pad(!p.valid ? "n/a" : offloads(q) ? p.device_text + " | " + p.cpu_text : p.device_text, cell_width(q));
+    std::string text = !p.valid ? "n/a" : offloads(q) ? p.device_text + " | " + p.cpu_text : p.device_text;
+    if (p.valid && on_nvme(q)) text += " | " + p.disk_text;
+    formulas += pad(text, cell_width(q));
   }
   print_line(names);
   print_line(formulas);
 }
 
-/// A row's line (two with offload: the device's, the CPU's); the cells off the paper go to `disagree`.
+/// A row's line (two with offload: the device's, the CPU's; three on NVMe: the disk's); the cells off the paper go
+/// to `disagree`.
 void print_row(const ParamsRequest& q, const ParamsRow& row, std::vector<std::string>* disagree) {
-  std::string device_line = psi_and_ranks(row.psi, row.world), cpu_line = blank_psi_and_ranks();
+  std::string device_line = psi_and_ranks(row.psi, row.world), cpu_line = blank_psi_and_ranks(),
+              disk_line = blank_psi_and_ranks();
   if (offloads(q)) device_line += pad("device", kWhereWidth), cpu_line += pad("CPU", kWhereWidth);
+  disk_line += pad("NVMe", kWhereWidth);
   for (const StageCell& cell : row.cells) {
     const runtime::Placement& p = cell.placement;
     if (!p.valid) {
       device_line += pad("n/a", cell_width(q));
       cpu_line += pad("n/a", cell_width(q));
+      disk_line += pad("n/a", cell_width(q));
       continue;
     }
+    disk_line += pad(gb(p.disk.total()) + " GB", cell_width(q));
     std::string text = gb(p.device.total()) + " GB";
     if (cell.paper_gb) {
       if (!cell.agrees_with_paper) disagree->push_back(psi_and_ranks(row.psi, row.world) + kStageName[cell.stage]);
@@ -77,6 +94,7 @@ void print_row(const ParamsRequest& q, const ParamsRow& row, std::vector<std::st
   }
   print_line(device_line);
   if (offloads(q)) print_line(cpu_line);
+  if (on_nvme(q)) print_line(disk_line);
 }
 
 /// Why a cell is n/a, each reason once, in the order the table meets them.
@@ -107,6 +125,7 @@ void print_deepspeed(const ParamsRequest& q, const ParamsEstimate& e) {
   std::string title = "\nDeepSpeed's own estimates";
   if (offloads(q)) title += " with offload_" + offload_name(q.offload);
   if (q.offload == runtime::Offload::param) title += " (and offload_optimizer: its estimator pairs them)";
+  if (on_nvme(q)) title += " to the CPU (its estimators know no NVMe)";
   title += ", in GiB (bytes / 2^30: DeepSpeed prints these numbers as \"GB\")";
   if (q.largest) title += ", L = largest layer = " + commas(*q.largest) + " parameters";
   std::printf("%s:\n", title.c_str());
