@@ -29,13 +29,14 @@ class FramesError : public std::runtime_error {
 };
 
 /// The schema version this build writes and reads (docs/frames.md `version`; a file without one is 1).
-/// 2 added the state "reducing", run.gradient_accumulation_steps and space.buckets[].persistent.
-inline constexpr int kFramesVersion = 2;
+/// 2 added the state "reducing", run.gradient_accumulation_steps and space.buckets[].persistent; 3 the state
+/// "staged" (a tile of the optimizer's states in host memory during ZeRO-Infinity's step on NVMe).
+inline constexpr int kFramesVersion = 3;
 
 /// The states a held range can be in (docs/frames.md), in the order the players list them.
 inline const std::vector<std::string>& range_states() {
   static const std::vector<std::string> s = {"whole",        "shard",    "gathering", "gathered",
-                                             "accumulating", "reducing", "reduced"};
+                                             "accumulating", "reducing", "reduced",   "staged"};
   return s;
 }
 /// The memory tags in the order the players stack them; a file may carry others after these.

@@ -29,6 +29,7 @@ char state_char(const std::string& s) {
   if (s == "accumulating") return '~';
   if (s == "reducing") return '%';
   if (s == "reduced") return '*';
+  if (s == "staged") return '@';
   return '?';
 }
 
@@ -133,7 +134,7 @@ std::string render_run_header(const FramesDoc& doc, const TerminalOptions& opt) 
   o << ", " << doc.buckets.size() << (doc.buckets.size() == 1 ? " bucket" : " buckets") << ", " << doc.frames.size()
     << (doc.frames.size() == 1 ? " frame" : " frames");
   if (doc.capacity_bytes) o << ", capacity " << format_bytes(*doc.capacity_bytes) << " per rank";
-  o << "\ncells: # own shard  = whole  + gathered  : gathering  ~ local grads  % reducing  * reduced  . freed\n";
+  o << "\ncells: # own shard  = whole  + gathered  : gathering  ~ local grads  % reducing  * reduced  @ staged  . freed\n";
   o << "owner: the rank whose shard of the bucket holds the cell";
   if (opt.colour) {
     o << "; colours:";

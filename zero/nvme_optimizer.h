@@ -32,6 +32,7 @@
 /// states back whole, under AdamW's names (exp_avg.<piece>, exp_avg_sq.<piece>, master.<piece> in 16-bit), so a
 /// run with or without NVMe resumes the other.
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -42,6 +43,8 @@
 #include "zero/nvme_store.h"
 
 namespace minitorch::zero {
+
+class Partition;
 
 class NvmeOptimizer {
  public:
@@ -94,6 +97,25 @@ class NvmeOptimizer {
   };
   StepTimes last_step_times() const { return times_; }
 
+  /// The frames (zero/step_frames.h): `hook(k)` is called once tile k is updated in host memory, before it is
+  /// written back, staged() naming its ranges meanwhile; then, for k from tiles() to `calls` − 1, with nothing
+  /// staged (every rank records the same frames: `calls` is the most tiles of any rank).
+  void set_tile_hook(std::function<void(std::size_t tile)> hook, std::size_t calls) {
+    tile_hook_ = std::move(hook);
+    hook_calls_ = calls;
+  }
+  /// A range of a piece (by name, [begin, end) inside the piece) in host memory for the step.
+  struct StagedRange {
+    std::string piece;
+    std::int64_t begin = 0, end = 0;
+  };
+  /// The tile being updated, inside the tile hook; empty elsewhere.
+  std::vector<StagedRange> staged() const;
+
+  /// The tiles rank `rank` of `partition` walks with `tile_elements` (0: one per piece) — every rank's count,
+  /// from the layout alone (the frames pair up the ranks' tiles; a rank with fewer tiles shows none for the rest).
+  static std::size_t tiles_of_rank(const Partition& partition, int rank, std::int64_t tile_elements);
+
  private:
   struct Piece {
     std::string name;
@@ -130,6 +152,9 @@ class NvmeOptimizer {
   NvmeStore& store_;
   std::unique_ptr<optim::AdamW> adamw_;
   std::unique_ptr<IoThread> reader_, writer_;
+  std::function<void(std::size_t)> tile_hook_;
+  std::size_t hook_calls_ = 0;
+  const Tile* staged_ = nullptr;  ///< inside the tile hook
   StepTimes times_;
 };
 

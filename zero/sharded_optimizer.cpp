@@ -52,6 +52,16 @@ ShardedOptimizer::ShardedOptimizer(Partition& partition, const StrategyConfig& c
   // END SOLUTION
 }
 
+void ShardedOptimizer::set_frame_source(const GradientStrategy* strategy) {
+  frame_source_ = strategy;
+  if (!nvme_ || !strategy) return;
+  std::size_t most = 0;  // every rank's frames pair up: as many tile frames as the rank with the most tiles
+  for (int r = 0; r < partition_.world(); ++r) most = std::max(most, NvmeOptimizer::tiles_of_rank(partition_, r, tile_elements_));
+  if (NvmeOptimizer::tiles_of_rank(partition_, partition_.rank(), tile_elements_) != nvme_->tiles())
+    throw std::logic_error("ShardedOptimizer: NvmeOptimizer::tiles_of_rank disagrees with the optimizer's own tiles");
+  nvme_->set_tile_hook([this, most](std::size_t k) { tile_frame(*frame_source_, k, most); }, most);
+}
+
 // ---- checkpoints: the optimizer state of my pieces ----
 
 nn::NamedTensors ShardedOptimizer::state_tensors() const {

@@ -60,7 +60,8 @@ class ShardedOptimizer {
   /// their next forward gathers them.
   void set_gather_after_step(std::size_t bucket, bool gather) { gather_after_step_.at(bucket) = gather; }
   /// The strategy whose holdings the step's frames show (zero/step_frames.h); none: no frames.
-  void set_frame_source(const GradientStrategy* strategy) { frame_source_ = strategy; }
+  /// Records this rank's frames for `strategy` (on NVMe: a frame per tile of the step, zero/step_frames.h).
+  void set_frame_source(const GradientStrategy* strategy);
 
   optim::AdamW& adamw() { return offload_ ? offload_->adamw() : nvme_ ? nvme_->adamw() : *adamw_; }
   const optim::AdamW& adamw() const { return offload_ ? offload_->adamw() : nvme_ ? nvme_->adamw() : *adamw_; }

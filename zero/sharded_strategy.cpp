@@ -51,7 +51,7 @@ StepResult ShardedStrategy::step(const StepRequest& r) {
 trace::RankHoldings ShardedStrategy::holdings() const {
   trace::RankHoldings h;
   for (std::size_t b = 0; b < partition_.buckets().size(); ++b) paint_bucket(b, h);
-  paint_optimizer_shard(partition_, optimizer(), h.optim, /*on_disk=*/optimizer_->nvme() != nullptr);
+  paint_optimizer_shard(partition_, optimizer(), h.optim, optimizer_->nvme());
   return h;
 }
 

@@ -24,12 +24,19 @@ std::vector<std::string> numbered_buckets(const Partition& partition) {
 }
 
 void paint_optimizer_shard(const Partition& partition, const optim::AdamW& adamw, trace::HeldRanges& optim,
-                           bool on_disk) {
+                           const NvmeOptimizer* nvme) {
   for (const ShardPiece& piece : partition.pieces()) {
-    if (on_disk ? adamw.step_count() == 0 : !adamw.has_state(piece.name)) continue;
+    if (nvme ? adamw.step_count() == 0 : !adamw.has_state(piece.name)) continue;
     const std::int64_t first = partition.buckets()[piece.bucket].first;
     optim.paint(first + piece.range.begin, first + piece.range.end, "shard");
   }
+  if (!nvme) return;
+  for (const NvmeOptimizer::StagedRange& r : nvme->staged())  // the tile in host memory
+    for (const ShardPiece& piece : partition.pieces())
+      if (piece.name == r.piece) {
+        const std::int64_t at = partition.buckets()[piece.bucket].first + piece.range.begin;
+        optim.paint(at + r.begin, at + r.end, "staged");
+      }
 }
 
 std::pair<std::int64_t, std::int64_t> own_shard(const Partition& partition, std::size_t b) {
@@ -99,6 +106,18 @@ void sharded_update_frame(const GradientStrategy& s, dist::ProcessGroup& group) 
                             "reduced gradients and of the optimizer states (clipped by the global norm, one "
                             "all-reduced number)",
                             trace::collective_json("all_reduce", -1, 0, 0, sent, sent * 4, group.size())};
+  });
+}
+
+void tile_frame(const GradientStrategy& s, std::size_t k, std::size_t tiles) {
+  frame(s, [&] {
+    return trace::FrameNote{
+        "optimizer_step", "tile " + std::to_string(k + 1) + "/" + std::to_string(tiles),
+        "ZeRO-Infinity's tiled step: each rank reads tile " + std::to_string(k + 1) +
+            " of its optimizer shard (fp32 master, m, v) from its swap files into host memory, updates it with its "
+            "gradients (AdamW on the CPU) and writes it back: the host holds a tile, never the shard (a rank with "
+            "fewer tiles is done)",
+        nlohmann::json()};
   });
 }
 

@@ -18,6 +18,7 @@
 #include "dist/process_group.h"
 #include "optim/adamw.h"
 #include "trace/frames.h"
+#include "zero/nvme_optimizer.h"
 #include "zero/partition.h"
 #include "zero/strategy.h"
 
@@ -35,9 +36,10 @@ trace::FlatSpace partition_space(const Partition& partition, const std::vector<s
 /// "bucket 0", "bucket 1", ... for a partition's buckets.
 std::vector<std::string> numbered_buckets(const Partition& partition);
 /// Paints this rank's pieces that have optimizer state (AdamW makes it at their first update) as "shard". With
-/// `on_disk` (the optimizer on NVMe, whose AdamW keeps no state in memory) every piece once a step has run.
+/// `nvme` (the optimizer on NVMe, whose AdamW keeps no state in memory) every piece once a step has run, and the
+/// tile its step holds in host memory, if any, as "staged".
 void paint_optimizer_shard(const Partition& partition, const optim::AdamW& adamw, trace::HeldRanges& optim,
-                           bool on_disk = false);
+                           const NvmeOptimizer* nvme = nullptr);
 /// This rank's shard of bucket b, [first, second) in the flat space.
 std::pair<std::int64_t, std::int64_t> own_shard(const Partition& partition, std::size_t b);
 /// What the ZeRO stages remember for their frames: which buckets' reduce-scatters are in flight and
@@ -77,6 +79,9 @@ void all_reduced_frame(const GradientStrategy& s, dist::DistributedDataParallel&
 void update_frame(const GradientStrategy& s, bool replicated);
 /// Stages 1–3: the update of this rank's shard; the norm was one all-reduced number over `group`.
 void sharded_update_frame(const GradientStrategy& s, dist::ProcessGroup& group);
+/// ZeRO-Infinity's tiled step on NVMe: tile k of `tiles` (the most of any rank) in host memory, updated, about to be
+/// written back (state "staged"; a rank with fewer tiles shows none).
+void tile_frame(const GradientStrategy& s, std::size_t k, std::size_t tiles);
 /// Stages 1–3: the updated parameters all-gathered after the step, `sent` elements and `bytes` from this rank
 /// (`all`: every bucket; else only ZeRO-3's persistent ones).
 void gathered_after_step_frame(const GradientStrategy& s, const Partition& partition, bool all, std::int64_t sent,

@@ -45,7 +45,7 @@ inline std::string lesson_dir(const std::string& nn) {
 
 /// The lessons that run on several ranks (the Makefile's MPI_LESSONS).
 inline bool runs_on_ranks(const std::string& nn) {
-  return nn == "05" || nn == "06" || nn == "07" || nn == "09" || nn == "10";
+  return nn == "05" || nn == "06" || nn == "07" || nn == "09" || nn == "10" || nn == "11";
 }
 
 /// The command line of lesson `nn` with `args`: build/bin/lesson-NN, under mpirun for the lessons on

@@ -302,6 +302,8 @@ def main():
     ap.add_argument("--screenshot", required=True, help="where to save the PNG of the chosen frame")
     ap.add_argument("--frame", type=int, default=None, help="the frame (0-based) to check and shoot; default: "
                     "the first all-gather of a block")
+    ap.add_argument("--frame-label", default=None, help="instead of --frame: the first frame whose label starts with "
+                    "this (\"tile 2/\": a tile of ZeRO-Infinity's step on NVMe, its staged ranges checked)")
     ap.add_argument("--v1-frames", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "data",
                                                         "zero3_4ranks", "frames.json"),
                     help="a version-1 frames.json (no `version`) the page must still play")
@@ -315,6 +317,13 @@ def main():
         doc = json.load(fh)
     n_frames = len(doc["frames"])
     chosen = args.frame
+    if args.frame_label is not None:
+        chosen = next((i for i, f in enumerate(doc["frames"]) if f.get("label", "").startswith(args.frame_label)), None)
+        if chosen is None:
+            die(f"no frame's label starts with {args.frame_label!r}")
+        staged = [r for rk in doc["frames"][chosen]["ranks"] for r in rk["optim"] if r["state"] == "staged"]
+        if not staged:
+            die(f"frame {chosen} ({doc['frames'][chosen]['label']}) stages no tile on any rank")
     if chosen is None:
         chosen = next((i for i, f in enumerate(doc["frames"]) if f.get("collective") and f["collective"]["op"] ==
                        "all_gather" and f["collective"].get("bucket") not in (None, 0)), n_frames // 2)

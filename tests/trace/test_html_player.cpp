@@ -175,6 +175,13 @@ TEST(L07_TraceFrames, VersionOneFilesAndVersionTwoStatesAreRead) {
     sum += v2.frames[i].collective ? v2.frames[i].collective->bytes : 0;
     EXPECT_EQ(v2.step_bytes_through(i), sum) << "frame " << i;
   }
+  // Version 3: "staged", a tile of the optimizer's states in host memory (ZeRO-Infinity's step on NVMe).
+  j["version"] = 3;
+  j["frames"][20]["ranks"][0]["optim"] = nlohmann::json::array({{{"begin", 0}, {"end", 8}, {"state", "staged"}}});
+  const trace::FramesDoc v3 = trace::parse_frames(j, "v3");
+  EXPECT_EQ(v3.version, 3);
+  EXPECT_EQ(v3.frames[20].ranks[0].optim[0].state, "staged");
+  EXPECT_FALSE(trace::render_trace_html(j.dump()).empty());
 }
 
 TEST(L07_TraceFrames, OwnersFollowTheShardsOfEachBucket) {

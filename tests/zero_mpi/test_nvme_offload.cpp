@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "minitorch/allocator.h"
@@ -66,7 +67,7 @@ TransferStats one_step(ZeroRun& run) {
 
 }  // namespace
 
-TEST(L11_NvmeOptimizer, TrainsAsPlainZero3WhereverTheParametersLiveAndHoweverTheIoOverlaps) {
+TEST(L11_T1_NvmeOptimizer, TrainsAsPlainZero3WhereverTheParametersLiveAndHoweverTheIoOverlaps) {
   auto& world = dist::world();
   SharedDir dir;
   for (const Variant& s : {Variant{false}, Variant{true}, Variant{false, true}, Variant{true, true, true, true},
@@ -93,7 +94,7 @@ TEST(L11_NvmeOptimizer, TrainsAsPlainZero3WhereverTheParametersLiveAndHoweverThe
   }
 }
 
-TEST(L11_NvmeOptimizer, PipelinedIoChangesWhenNotWhat) {
+TEST(L11_T1_NvmeOptimizer, PipelinedIoChangesWhenNotWhat) {
   // The same reads, updates and writes in the same order of arithmetic: bit for bit.
   auto& world = dist::world();
   SharedDir dir;
@@ -109,7 +110,7 @@ TEST(L11_NvmeOptimizer, PipelinedIoChangesWhenNotWhat) {
   }
 }
 
-TEST(L11_NvmeOptimizer, EveryStepMovesItsBytesToTheByteAndTheHostHoldsTilesOnly) {
+TEST(L11_T1_NvmeOptimizer, EveryStepMovesItsBytesToTheByteAndTheHostHoldsTilesOnly) {
   auto& world = dist::world();
   SharedDir dir;
   for (const Variant& s : {Variant{false}, Variant{true}, Variant{false, false, true, true}, Variant{true, true, true, false},
@@ -267,6 +268,40 @@ TEST(L11_NvmeOptimizer, FramesSayWhereTheStatesLiveAndShowTheShardOnDisk) {
     const trace::FramesDoc parsed = trace::parse_frames(doc, "test");
     EXPECT_EQ(parsed.optim_pool, "disk");
     EXPECT_EQ(parsed.params_pool, "disk");
+  }
+  // The tiled step, animated: per step one frame per tile ("tile k/n", n the most tiles of any rank), each holding
+  // that tile of this rank's shard in host memory ("staged") and nothing else staged; over a step every owned
+  // element is staged exactly once.
+  const zero::NvmeOptimizer& nvme = *sharded_optimizer_of(run).nvme();
+  std::size_t most = 0;
+  for (int r = 0; r < world.size(); ++r)
+    most = std::max(most, zero::NvmeOptimizer::tiles_of_rank(run.engine->strategy_as<zero::Stage3>()->partition(), r, kTile));
+  EXPECT_EQ(zero::NvmeOptimizer::tiles_of_rank(run.engine->strategy_as<zero::Stage3>()->partition(), world.rank(), kTile),
+            nvme.tiles());
+  std::map<std::int64_t, std::int64_t> staged_per_step, tile_frames_per_step;
+  for (const nlohmann::json& f : frames) {
+    const std::string label = f["label"].get<std::string>();
+    std::int64_t staged = 0;
+    for (const auto& r : f["optim"])
+      if (r["state"] == "staged") staged += r["end"].get<std::int64_t>() - r["begin"].get<std::int64_t>();
+    if (label.rfind("tile ", 0) != 0) {
+      EXPECT_EQ(staged, 0) << label << ": a tile is staged only during the step";
+      continue;
+    }
+    EXPECT_EQ(f["phase"], "optimizer_step");
+    const std::int64_t step = f["step"].get<std::int64_t>();
+    const std::size_t k = static_cast<std::size_t>(tile_frames_per_step[step]++);
+    EXPECT_EQ(label, "tile " + std::to_string(k + 1) + "/" + std::to_string(most));
+    EXPECT_LE(staged, static_cast<std::int64_t>(kTile));
+    if (k >= nvme.tiles()) {
+      EXPECT_EQ(staged, 0) << "this rank's tiles are done";
+    }
+    staged_per_step[step] += staged;
+  }
+  ASSERT_EQ(tile_frames_per_step.size(), 2u) << "two steps";
+  for (const auto& [step, n] : tile_frames_per_step) {
+    EXPECT_EQ(n, static_cast<std::int64_t>(most)) << "step " << step;
+    EXPECT_EQ(staged_per_step[step], nvme.owned()) << "step " << step << ": every owned element staged once";
   }
   // The swap's reads and writes are spans of their own (the trace's disk track).
   std::int64_t disk_spans = 0;

@@ -48,7 +48,7 @@ runtime::ExactOffload predicted(const ZeroRun& run, bool params) {
 
 }  // namespace
 
-TEST(L11_OffloadParam, TrainsAsPlainZero3WithTheShardsOnTheHost) {
+TEST(L11_T2_OffloadParam, TrainsAsPlainZero3WithTheShardsOnTheHost) {
   auto& world = dist::world();
   for (bool bf16 : {false, true})
     for (int persistent : {0, 100}) {
@@ -79,7 +79,7 @@ TEST(L11_OffloadParam, TrainsAsPlainZero3WithTheShardsOnTheHost) {
     }
 }
 
-TEST(L11_OffloadParam, PoolsAndCopiesPerStepEqualTheFormulaToTheByte) {
+TEST(L11_T2_OffloadParam, PoolsAndCopiesPerStepEqualTheFormulaToTheByte) {
   auto& world = dist::world();
   for (bool bf16 : {false, true})
     for (int persistent : {0, 100}) {
@@ -155,7 +155,7 @@ TEST(L11_OffloadParam, MovesThePlainOffloadsBytesFromTheDeviceToTheHost) {
   }
 }
 
-TEST(L11_OffloadParam, PrefetchCarriesTheCopyWithTheGather) {
+TEST(L11_T2_OffloadParam, PrefetchCarriesTheCopyWithTheGather) {
   // The copy is part of the gather: a prefetched unit's shard goes up when its gather starts, so the bytes per
   // step are the same with and without prefetch, and prefetching still happens.
   auto& world = dist::world();
