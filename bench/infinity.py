@@ -9,7 +9,8 @@ Each case trains the named GPT (bf16, micro-batch 4) on the KJV on --ranks simul
 its steps after the first (the first allocates AdamW's states), and the line gives the median of --runs runs, with
 rank 0's device and host peaks. The cases: plain ZeRO-3; + offload_optimizer "cpu"; + offload_param "cpu"; the
 optimizer on NVMe (offload_param "cpu" with it), its reads and writes serial, then pipelined (pipeline_read and
-pipeline_write). `sub_group_size` is set so each rank's shard is 12 tiles.
+pipeline_write), then with aio.intra_op_parallelism 2 (each request split over 2 threads); both the optimizer and
+the parameters on NVMe, pipelined. `sub_group_size` is set so each rank's shard is 12 tiles.
 
 For the NVMe cases the report's `nvme` section gives the swap's throughput: bytes / the seconds spent inside the
 store's pread/pwrite (O_DIRECT where the filesystem takes it: buffered I/O would measure the page cache, and is
@@ -36,14 +37,16 @@ def config(case, model, nvme_dir, tile):
     elif case["optimizer"] == "nvme":
         zero["offload_optimizer"] = {"device": "nvme", "nvme_path": nvme_dir,
                                      "pipeline_read": case["pipelined"], "pipeline_write": case["pipelined"]}
-    if case["param"] != "none":
+    if case["param"] == "nvme":
+        zero["offload_param"] = {"device": "nvme", "nvme_path": nvme_dir}
+    elif case["param"] != "none":
         zero["offload_param"] = {"device": case["param"]}
     return {
         "train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 1, "gradient_clipping": 1.0,
         "bf16": {"enabled": True},
         "optimizer": {"type": "AdamW", "params": {"lr": 1e-3, "weight_decay": 0.1}},
         "zero_optimization": zero,
-        "aio": {"block_size": BLOCK} if case["optimizer"] == "nvme" else {},
+        "aio": {"block_size": BLOCK, "intra_op_parallelism": case.get("io_threads", 1)} if case["optimizer"] == "nvme" else {},
         "model": {"name": model},
         "training": {"eval_interval": 0, "log_interval": 1000, "seed": 7, "tokenizer": "char"},
     }
@@ -55,6 +58,8 @@ CASES = [
     {"name": "+ offload_param cpu", "optimizer": "cpu", "param": "cpu", "pipelined": False},
     {"name": "optimizer nvme, serial", "optimizer": "nvme", "param": "cpu", "pipelined": False},
     {"name": "optimizer nvme, pipelined", "optimizer": "nvme", "param": "cpu", "pipelined": True},
+    {"name": "  + 2 I/O threads per request", "optimizer": "nvme", "param": "cpu", "pipelined": True, "io_threads": 2},
+    {"name": "both nvme, pipelined", "optimizer": "nvme", "param": "nvme", "pipelined": True},
 ]
 
 
