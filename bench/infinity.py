@@ -12,8 +12,8 @@ optimizer on NVMe (offload_param "cpu" with it), its reads and writes serial, th
 pipeline_write), then with aio.intra_op_parallelism 2 (each request split over 2 threads); both the optimizer and
 the parameters on NVMe, pipelined. `sub_group_size` is set so each rank's shard is 12 tiles.
 
-For the NVMe cases the report's `nvme` section gives the swap's throughput: bytes / the seconds spent inside the
-store's pread/pwrite (O_DIRECT where the filesystem takes it: buffered I/O would measure the page cache, and is
+For the NVMe cases the report's `nvme` section gives each rank's swap throughput: bytes / the seconds spent inside the
+store's pread/pwrite; the ranks share the disk and do their I/O at the same moments, so the table sums them (O_DIRECT where the filesystem takes it: buffered I/O would measure the page cache, and is
 reported apart), and the share of the I/O the pipeline hid, 1 - waited / io. Beside it, the disk's own limit on the
 same folder: `dd` writing and reading 256 MiB with oflag=direct / iflag=direct, block size aio.block_size.
 """
@@ -120,7 +120,8 @@ def main():
         tile = -(-shard // 12)
         print(f"  Ψ = {r['num_parameters']}, Ψ/N = {shard} elements, sub_group_size {tile}: 12 tiles per rank")
         print(f"  {'case':<28}{'step ms':>10}{'device peak':>14}{'host peak':>14}{'read GB/s':>11}{'write GB/s':>11}"
-              f"{'I/O hidden':>11}")
+              f"{'I/O hidden':>11}   (GB/s: the {args.ranks} ranks together, each rank's bytes / its seconds in "
+              f"pread/pwrite, summed)")
         base = None
         for case in CASES:
             times, reports = [], []
@@ -136,8 +137,10 @@ def main():
             line = f"  {case['name']:<28}{t:10.1f}{dev / 2**20:11.1f} MiB{host / 2**20:11.1f} MiB"
             if "nvme" in rank:
                 nv = [rep["ranks"][0]["nvme"] for rep in reports]
-                rd = statistics.median(n["read_gb_per_s"] for n in nv)
-                wr = statistics.median(n["write_gb_per_s"] for n in nv)
+                # The ranks share one disk and do their I/O at the same moments (the step is in lockstep): the
+                # disk's load is the ranks' throughputs together, which is what compares with dd's one stream.
+                rd = statistics.median(sum(rk["nvme"]["read_gb_per_s"] for rk in rep["ranks"]) for rep in reports)
+                wr = statistics.median(sum(rk["nvme"]["write_gb_per_s"] for rk in rep["ranks"]) for rep in reports)
                 hidden = statistics.median(1 - n["waited_seconds_last_step"] / n["io_seconds_last_step"]
                                            for n in nv if n["io_seconds_last_step"] > 0)
                 line += f"{rd:11.2f}{wr:11.2f}{hidden * 100:10.0f}%"
