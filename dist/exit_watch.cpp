@@ -7,8 +7,12 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <sstream>
+#include <string>
 
 #include "dist/deadline.h"
 
@@ -56,6 +60,57 @@ bool still_there(long pid) {
   ::_exit(1);
 }
 }  // namespace
+
+namespace {
+
+/// Process `pid`'s state letter (R, S, T, Z, ...), or '\0' if it is gone.
+char process_state(long pid) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+  std::ifstream in(path);
+  std::string stat;
+  std::getline(in, stat);
+  const std::size_t paren = stat.rfind(')');  // "pid (comm) S ...": the state follows the name
+  return paren != std::string::npos && paren + 2 < stat.size() ? stat[paren + 2] : '\0';
+}
+
+/// The value of `name` in process `pid`'s environment ("" if unreadable or unset).
+std::string environment_value(long pid, const std::string& name) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/environ", std::ios::binary);
+  std::string entry;
+  while (std::getline(in, entry, '\0'))
+    if (entry.size() > name.size() && entry.compare(0, name.size(), name) == 0 && entry[name.size()] == '=')
+      return entry.substr(name.size() + 1);
+  return "";
+}
+
+}  // namespace
+
+int kill_stopped_job_peers(int my_rank) {
+  const char* job = std::getenv("OMPI_MCA_ess_base_jobid");
+  if (!job || !*job) return 0;  // not started by mpirun: no job to speak of
+  if (my_rank < 0) {  // before MPI_Init has returned: the rank mpirun gave this process
+    const char* mine = std::getenv("OMPI_COMM_WORLD_RANK");
+    my_rank = mine ? std::atoi(mine) : -1;
+  }
+  std::error_code ec;
+  int killed = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const long pid = std::stol(name);
+    if (pid == static_cast<long>(::getpid())) continue;
+    const char state = process_state(pid);
+    if (state != 'T' && state != 't') continue;  // only the stopped ones: the others end with the job
+    if (environment_value(pid, "OMPI_MCA_ess_base_jobid") != job) continue;
+    const std::string rank = environment_value(pid, "OMPI_COMM_WORLD_RANK");
+    std::fprintf(stderr, "rank %d: error: rank %s (pid %ld) of this job is stopped; killing it so that mpirun ends the job\n",
+                 my_rank, rank.empty() ? "?" : rank.c_str(), pid);
+    std::fflush(stderr);
+    if (::kill(static_cast<pid_t>(pid), SIGKILL) == 0) ++killed;
+  }
+  return killed;
+}
 
 std::string process_label() {
   char host[256] = {};

@@ -26,4 +26,13 @@ std::vector<PeerProcess> peers_on_this_host(const std::vector<std::string>& labe
 /// the peers have to exit.
 void leave_exit_watcher(const std::vector<PeerProcess>& peers, double seconds, int my_rank);
 
+/// An aborting rank's backstop: the processes of this job on this machine that are stopped (SIGSTOP: state T
+/// in /proc/PID/stat) are killed (SIGKILL, each named on stderr as "rank R (pid P)"), before the caller ends the
+/// job. MPI_Abort (or a watchdog's exit) asks mpirun to take every rank down, and mpirun signals a stopped rank
+/// too — but under load its kill of a stopped rank sometimes never landed, and mpirun then waited for it with no
+/// deadline (seen as a 120 s hang in the L05_StartAndExitTimeout tests). "Of this job": the same Open MPI job id
+/// (OMPI_MCA_ess_base_jobid in its environment); outside mpirun nothing is touched. Needs no MPI: usable before
+/// MPI_Init has returned. Returns how many it killed.
+int kill_stopped_job_peers(int my_rank);
+
 }  // namespace minitorch::dist

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "dist/deadline.h"
+#include "dist/exit_watch.h"
 #include "dist/process_group.h"
 
 namespace minitorch::dist {
@@ -26,6 +27,7 @@ PhaseDeadline::PhaseDeadline(std::string phase, double seconds, int rank, std::s
     std::fflush(stdout);
     std::fwrite(line, 1, std::strlen(line), stderr);
     std::fflush(stderr);
+    kill_stopped_job_peers(rank);  // a stopped rank on this machine: mpirun's own kill may never land
     std::_Exit(1);
   });
 }

@@ -193,6 +193,7 @@ void abort_job(const std::string& what, int code, double linger_s) {
     std::fprintf(stderr, "rank %d: error: %s\n", rank, what.c_str());
     std::fflush(stderr);
     if (linger_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(linger_s));
+    kill_stopped_job_peers(rank);     // a stopped rank on this machine: mpirun's own kill may never land
     MPI_Abort(MPI_COMM_WORLD, code);  // kills every rank; mpirun exits with `code`
   } else {
     // One process: nobody to take down; exit without MPI_Finalize (which could wait on nothing).
