@@ -25,17 +25,13 @@ using namespace minitorch;
 
 namespace lesson10 {
 
+using lesson::all_ranks;
+using lesson::error_fingerprint;
+
 namespace {
 long long ll(std::int64_t v) { return static_cast<long long>(v); }
 const runtime::BytesPerParameter kFp32 = runtime::bytes_per_parameter(/*bf16=*/false);  // P, G, K = 4, 4, 8
 
-/// Every rank's `mine`, rank by rank, on every rank (exact: int64).
-std::vector<std::int64_t> all_ranks(const std::vector<std::int64_t>& mine, int N) {
-  std::vector<std::int64_t> all(mine.size() * static_cast<std::size_t>(N));
-  MPI_Allgather(mine.data(), static_cast<int>(mine.size()), MPI_INT64_T, all.data(), static_cast<int>(mine.size()),
-                MPI_INT64_T, MPI_COMM_WORLD);
-  return all;
-}
 }  // namespace
 
 std::string Setup::name() const {
@@ -83,26 +79,7 @@ std::string formula_text(const Setup& s) { return runtime::model_states_text(s.s
 
 std::string mib(double bytes) { return runtime::format_mib(bytes); }
 
-std::unique_ptr<runtime::Engine> engine_on_sim(const runtime::Config& cfg, std::int64_t V, std::int64_t capacity,
-                                               dist::ProcessGroup& world) {
-  runtime::PlanOverrides on_card{.device = "sim", .device_memory = std::nullopt};
-  if (capacity > 0) on_card.device_memory = std::to_string(capacity);
-  runtime::Plan plan = runtime::make_plan(cfg, on_card);
-  runtime::setup_device(plan);  // this rank's card: its capacity
-  reset_peak_memory(plan.device);
-  Generator init(cfg.training.seed);  // the same weights on every rank
-  std::shared_ptr<nn::GPT> model;
-  {
-    TagScope scope(MemTag::param);
-    model = std::make_shared<nn::GPT>(runtime::model_config(cfg, V), init);  // built on the host
-  }
-  return runtime::initialize(model, cfg, plan, &world);  // as deepspeed.initialize: the model goes to the card
-}
 
-void lift_sim_capacity(const runtime::Config& cfg) {
-  runtime::Plan unlimited = runtime::make_plan(cfg, {.device = "sim", .device_memory = std::nullopt});
-  runtime::setup_device(unlimited);
-}
 
 Measured measure(dist::ProcessGroup& world, const data::TextDataset& ds, const Setup& setup, std::int64_t capacity) {
   const runtime::Config cfg =
@@ -129,19 +106,13 @@ Measured measure(dist::ProcessGroup& world, const data::TextDataset& ds, const S
     m.out_of_memory = true;
     m.error = e.what();
   }
-  lift_sim_capacity(cfg);
-  const MemoryStats dev = memory_stats(Device::sim());
-  if (dev.current_total != 0)  // one engine at a time: the next run starts from an empty card
-    throw std::logic_error("lesson-10: " + std::to_string(dev.current_total) + " bytes still held on sim after " +
-                           setup.name());
+  const MemoryStats dev = lesson::card_after(cfg, "lesson-10", setup.name());
   m.device_peak = dev.peak_total;
   m.activation_peak = dev.peak(MemTag::activation);
 
   // Every rank's numbers to every rank: rank 0 prints its own and says whether the others agree.
   // The error's first line without "of rank r": what was asked and what was in use, equal on every rank?
-  std::string asked = m.error.substr(0, m.error.find('\n'));
-  if (const std::size_t r = asked.find(" of rank "); r != std::string::npos) asked.erase(r, asked.find(':', r) - r);
-  const auto fingerprint = static_cast<std::int64_t>(std::hash<std::string>{}(asked) >> 1);
+  const std::int64_t fingerprint = error_fingerprint(m.error);
   const std::vector<std::int64_t> mine = {m.out_of_memory,  fingerprint,   m.steps_done,
                                           m.device.param, m.device.grad, m.device.optim,
                                           m.host.param,     m.host.grad,    m.host.optim,  m.d2h,
@@ -168,15 +139,6 @@ void print_model_states(const Measured& m, const Setup& s, int N) {
               m.same_on_every_rank ? ", the same on every rank" : ", ranks DIFFER");
 }
 
-void print_error_lines(const std::string& error, const std::vector<std::string>& keys) {
-  std::istringstream in(error);
-  std::string line;
-  for (bool first = true; std::getline(in, line); first = false) {
-    bool show = first;
-    for (const std::string& k : keys) show |= line.find(k) != std::string::npos;
-    if (show) std::printf("  %s\n", line.c_str());
-  }
-}
 
 void print_table(const std::vector<Setup>& setups, const std::vector<Measured>& runs, int N, std::int64_t capacity) {
   // Columns padded by characters, not bytes: the formulas' Ψ is two bytes of UTF-8.

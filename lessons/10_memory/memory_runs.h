@@ -15,6 +15,7 @@
 #include "runtime/config.h"
 #include "runtime/engine.h"
 #include "runtime/formulas.h"
+#include "common/sim_card.h"
 #include "zero/strategy.h"
 
 namespace lesson10 {
@@ -49,14 +50,9 @@ struct Measured {
                                          // above, the steps done): equal on every rank?
 };
 
-/// The engine of `cfg` on this rank's simulated accelerator of `capacity` bytes (0: no limit), built as the tools
-/// build it: the plan (runtime/plan.h) on --device sim --device-memory capacity, the card set up by it, the
-/// model drawn on the host (the same seed on every rank), then runtime::initialize moves it to the card.
-std::unique_ptr<minitorch::runtime::Engine> engine_on_sim(const minitorch::runtime::Config& cfg, std::int64_t V,
-                                                          std::int64_t capacity, minitorch::dist::ProcessGroup& world);
-
-/// Lifts the card's limit after a run (a plan on sim without a capacity), so that what it left can be read.
-void lift_sim_capacity(const minitorch::runtime::Config& cfg);
+// The card, the runs on it and the error lines: lessons/common/sim_card.h, shared with the other lessons on sim.
+using lesson::engine_on_sim;
+using lesson::lift_sim_capacity;
 
 /// Runs `setup` on every rank of `world` (each rank's model on Device::sim(), `capacity` bytes per rank,
 /// 0 = none): two optimizer steps, or until the engine throws its OutOfMemoryError on every rank.
@@ -78,8 +74,7 @@ std::string mib(double bytes);
 /// Prints "param ... grad ... optim ... = total" measured, the formula beside it, and whether they agree.
 void print_model_states(const Measured& m, const Setup& setup, int N);
 
-/// The first line of an out-of-memory message, and each of its lines that contains `key`.
-void print_error_lines(const std::string& error, const std::vector<std::string>& keys);
+using lesson::print_error_lines;  // lessons/common/sim_card.h: the first line and those naming one of `keys`
 
 /// The closing table: per rank, for each setup, device model states (measured, formula), activation peak,
 /// device peak against the capacity, host model states (measured, 16Ψ/N), d2h and h2d per step (GΨ/N, PΨ/N).

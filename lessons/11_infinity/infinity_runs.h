@@ -16,6 +16,7 @@
 #include "runtime/engine.h"
 #include "runtime/estimate.h"
 #include "runtime/formulas.h"
+#include "common/sim_card.h"
 #include "zero/strategy.h"
 
 namespace lesson11 {
@@ -77,11 +78,8 @@ struct Measured {
   bool exact_on_every_rank = true;               // every rank measured its exact_offload_states, to the byte?
 };
 
-/// The engine of `cfg` on this rank's simulated accelerator of `capacity` bytes (0: no limit), built as the tools
-/// build it: the plan on --device sim --device-memory capacity, the model drawn on the host (the same seed on
-/// every rank), then runtime::initialize moves it to the card.
-std::unique_ptr<minitorch::runtime::Engine> engine_on_sim(const minitorch::runtime::Config& cfg, std::int64_t V,
-                                                          std::int64_t capacity, minitorch::dist::ProcessGroup& world);
+// The card, the runs on it and the error lines: lessons/common/sim_card.h, shared with the other lessons on sim.
+using lesson::engine_on_sim;
 
 /// Runs `setup` on every rank (each on Device::sim() of `capacity` bytes, 0 = none): two optimizer steps, or until
 /// the engine throws its OutOfMemoryError on every rank.
@@ -96,8 +94,7 @@ std::string mib(double bytes);
 /// "(= exact)" when equal, "(DIFFERENT)" otherwise.
 const char* agrees(std::int64_t measured, std::int64_t predicted);
 
-/// The first line of an out-of-memory message, and each of its lines that contains one of `keys`.
-void print_error_lines(const std::string& error, const std::vector<std::string>& keys);
+using lesson::print_error_lines;  // lessons/common/sim_card.h: the first line and those naming one of `keys`
 
 /// The last beat: the baby GPT trained `steps` steps on the KJV with configs/zero3_offload.json's batch and
 /// configs/baby.json's AdamW and schedule, as plain ZeRO-3 and with the optimizer and the parameters on NVMe
