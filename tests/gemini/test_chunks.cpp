@@ -11,6 +11,7 @@
 
 #include "gemini/chunk_plan.h"
 #include "gemini/chunk_search.h"
+#include "gemini/chunk_states.h"
 #include "gemini/tensor_state.h"
 #include "test_util.h"
 
@@ -142,4 +143,48 @@ TEST(L12_TensorState, NineTransitionsAreLegalAndEveryOtherIsAnErrorNamingTheTens
   EXPECT_EQ(mt_test::error_of([] { transition("w", S::hold_after_bwd, S::free); }),
             "tensor 'w': HOLD_AFTER_BWD -> FREE is not a Gemini transition (from HOLD_AFTER_BWD a tensor goes to "
             "COMPUTE, READY_FOR_REDUCE; gemini/tensor_state.h)");
+}
+
+TEST(L12_ChunkStates, CountsTheStatesAndSaysWhenTheChunkMayBeReleasedOrReduced) {
+  using S = TensorState;
+  // One chunk of three tensors through a micro-step: forward, backward, the gradients final, the reduce-scatter.
+  const std::vector<std::int64_t> numels = {10, 20, 2};
+  const std::vector<std::string> names = {"h.0.attn.c_attn.weight", "h.0.attn.c_attn.bias", "h.0.ln_1.weight"};
+  const ChunkPlan plan = pack_chunks(std::vector<std::size_t>{0, 1, 2}, numels, 40, false, 2);
+  ASSERT_EQ(plan.chunks.size(), 1u);
+  ChunkStates c(plan.chunks[0], names);
+  EXPECT_EQ(c.count(S::hold), 3u);
+  EXPECT_TRUE(c.can_release()) << "all HOLD: nobody computes with it";
+  c.set(0, S::compute);
+  c.set(1, S::compute);
+  EXPECT_FALSE(c.can_release()) << "an operator uses it";
+  c.set(0, S::hold);
+  c.set(1, S::hold);
+  EXPECT_TRUE(c.can_release());
+  for (std::size_t k = 0; k < 3; ++k) c.set(k, S::compute), c.set(k, S::hold_after_bwd);  // the backward
+  EXPECT_TRUE(c.can_release()) << "HOLD_AFTER_BWD may be released too";
+  EXPECT_FALSE(c.can_reduce());
+  c.set(0, S::ready_for_reduce);
+  c.set(1, S::ready_for_reduce);
+  EXPECT_FALSE(c.can_reduce()) << "one gradient is not final yet";
+  EXPECT_FALSE(c.can_release()) << "READY_FOR_REDUCE: the gradients wait for the reduction";
+  c.set(2, S::ready_for_reduce);
+  EXPECT_TRUE(c.can_reduce());
+  c.set_all(S::ready_for_reduce, S::hold);  // reduced
+  EXPECT_EQ(c.count(S::hold), 3u);
+  EXPECT_EQ(c.count(S::ready_for_reduce), 0u);
+  // An illegal step names the tensor, and changes nothing.
+  EXPECT_EQ(mt_test::error_of([&] { c.set(2, S::ready_for_reduce); }),
+            "tensor 'h.0.ln_1.weight': HOLD -> READY_FOR_REDUCE is not a Gemini transition (from HOLD a tensor goes to "
+            "FREE, COMPUTE; gemini/tensor_state.h)");
+  EXPECT_EQ(c.state(2), S::hold);
+  EXPECT_EQ(c.count(S::hold), 3u);
+}
+
+TEST(L12_ChunkStates, AChunkKeptGatheredIsNeverReleased) {
+  const ChunkPlan plan = pack_chunks(std::vector<std::size_t>{0}, std::vector<std::int64_t>{8}, 8, true, 2);
+  ChunkStates c(plan.chunks[0], {"wte.weight"});
+  EXPECT_EQ(c.count(TensorState::hold), 1u);
+  EXPECT_FALSE(c.can_release()) << "whole on every rank, as DDP keeps it";
+  EXPECT_THROW(ChunkStates(plan.chunks[0], {}), std::invalid_argument);
 }
