@@ -12,6 +12,7 @@
 #include "gemini/chunk_plan.h"
 #include "gemini/chunk_search.h"
 #include "gemini/chunk_states.h"
+#include "gemini/eviction.h"
 #include "gemini/tensor_state.h"
 #include "test_util.h"
 
@@ -187,4 +188,34 @@ TEST(L12_ChunkStates, AChunkKeptGatheredIsNeverReleased) {
   EXPECT_EQ(c.count(TensorState::hold), 1u);
   EXPECT_FALSE(c.can_release()) << "whole on every rank, as DDP keeps it";
   EXPECT_THROW(ChunkStates(plan.chunks[0], {}), std::invalid_argument);
+}
+
+TEST(L12_Eviction, OptEvictsTheFarthestNextUseAndBeatsLruOnBeladysSequence) {
+  // The textbook sequence with room for 3: OPT 7 loads, LRU 10 (Belady 1966; every OS course's example).
+  const UseSchedule s({1, 2, 3, 4, 1, 2, 5, 1, 2, 3, 4, 5});
+  const Replay opt = replay(s, 3, Eviction::opt), lru = replay(s, 3, Eviction::lru);
+  EXPECT_EQ(opt.loads, 7u);
+  EXPECT_EQ(lru.loads, 10u);
+  // OPT at position 3 (chunk 4 comes): 1 is used next at 4, 2 at 5, 3 at 9 — evict 3. At 6 (chunk 5): 1 at 7, 2 at
+  // 8, 4 at 10 — evict 4. At 9 (chunk 3): 1 and 2 never again, 5 at 11 — the lower id of the two, 1. At 10 (chunk 4):
+  // 2 and 3 never, 5 at 11 — 2.
+  EXPECT_EQ(opt.evicted, (std::vector<std::size_t>{3, 4, 1, 2}));
+  EXPECT_EQ(opt.loaded_at, (std::vector<std::size_t>{0, 1, 2, 3, 6, 9, 10}));
+  // LRU at 3 evicts 1 (used at 0), the earliest.
+  ASSERT_FALSE(lru.evicted.empty());
+  EXPECT_EQ(lru.evicted.front(), 1u);
+  // Room for every chunk: each loads once, nothing is evicted.
+  EXPECT_EQ(replay(s, 5, Eviction::opt).loads, 5u);
+  EXPECT_TRUE(replay(s, 5, Eviction::lru).evicted.empty());
+}
+
+TEST(L12_Eviction, TheChoiceAtOneMomentAndBadInput) {
+  const UseSchedule s({0, 1, 2, 0, 2});
+  const std::vector<std::size_t> resident = {0, 1};
+  EXPECT_EQ(s.next_use(1, 2), UseSchedule::kNever);
+  EXPECT_EQ(s.next_use(0, 2), 3u);
+  EXPECT_EQ(evict_opt(s, 2, resident), 1u) << "1 is never used again";
+  EXPECT_EQ(evict_lru(s, 2, resident), 0u) << "0 was used longest ago";
+  EXPECT_THROW(evict_opt(s, 2, std::vector<std::size_t>{}), std::invalid_argument);
+  EXPECT_THROW(replay(s, 0, Eviction::opt), std::invalid_argument);
 }
