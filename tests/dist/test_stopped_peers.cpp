@@ -48,13 +48,18 @@ bool reaches_state(pid_t pid, char want) {
   return false;
 }
 
-/// How `pid` ended: the signal that killed it, 0 if it exited, -1 if it still runs (it is then killed and reaped).
-int end_of(pid_t pid) {
+/// How `pid` ended within `seconds`: the signal that killed it, 0 if it exited, -1 if it still runs then (it is
+/// then killed and reaped). A signal is delivered asynchronously: under load the death shows a moment later.
+int end_of(pid_t pid, double seconds) {
   int status = 0;
-  if (waitpid(pid, &status, WNOHANG) == 0) {
-    kill(pid, SIGKILL);
-    waitpid(pid, &status, 0);
-    return -1;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() >= until) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      return -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return WIFSIGNALED(status) ? WTERMSIG(status) : 0;
 }
@@ -85,7 +90,8 @@ TEST(L05_StoppedPeers, AnAbortingRankKillsOnlyTheStoppedProcessesOfItsOwnJob) {
                       ") of this job is stopped; killing it so that mpirun ends the job"),
             std::string::npos)
       << said;
-  EXPECT_EQ(end_of(stopped), SIGKILL) << "the stopped rank of this job";
-  EXPECT_EQ(end_of(running), -1) << "a running rank ends with the job, not here";
-  EXPECT_EQ(end_of(other), -1) << "another job's stopped process is not ours";
+  EXPECT_EQ(end_of(stopped, 10), SIGKILL) << "the stopped rank of this job";
+  // (by now the SIGKILL has landed: the other two would have been hit at the same moment)
+  EXPECT_EQ(end_of(running, 0.2), -1) << "a running rank ends with the job, not here";
+  EXPECT_EQ(end_of(other, 0.2), -1) << "another job's stopped process is not ours";
 }
