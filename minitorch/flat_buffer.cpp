@@ -6,7 +6,8 @@
 
 namespace minitorch {
 
-FlatBuffer::FlatBuffer(const std::vector<Shape>& shapes, DType dtype, int align, MemTag tag, Device device)
+FlatBuffer::FlatBuffer(const std::vector<Shape>& shapes, DType dtype, int align, MemTag tag, Device device,
+                       std::int64_t numel)
     : shapes_(shapes), align_(align), dtype_(dtype) {
   if (align < 1) throw std::invalid_argument("FlatBuffer: align must be at least 1, got " + std::to_string(align));
   for (const Shape& s : shapes) {
@@ -15,6 +16,13 @@ FlatBuffer::FlatBuffer(const std::vector<Shape>& shapes, DType dtype, int align,
     used_ += numels_.back();
   }
   numel_ = (used_ + align - 1) / align * align;
+  if (numel > 0) {
+    if (numel < used_ || numel % align != 0)
+      throw std::invalid_argument("FlatBuffer: " + std::to_string(numel) + " elements cannot hold " +
+                                  std::to_string(used_) + " in shards of " + std::to_string(align) +
+                                  " (at least the slots, a multiple of align)");
+    numel_ = numel;
+  }
   TagScope scope(tag);
   flat_ = Tensor::zeros({numel_}, dtype, device);  // padding starts (and stays) zero
 }

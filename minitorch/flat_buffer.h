@@ -42,8 +42,10 @@ class FlatBuffer {
 
   FlatBuffer() = default;
   /// Lays out one slot per shape in order, pads to a multiple of `align` (≥ 1), and allocates the
-  /// zeroed buffer under `tag` on `device`.
-  FlatBuffer(const std::vector<Shape>& shapes, DType dtype, int align, MemTag tag, Device device = Device::cpu());
+  /// zeroed buffer under `tag` on `device`. `numel` > 0: exactly that many elements (a Gemini chunk's fixed
+  /// size: at least the slots, a multiple of `align`; std::invalid_argument otherwise).
+  FlatBuffer(const std::vector<Shape>& shapes, DType dtype, int align, MemTag tag, Device device = Device::cpu(),
+             std::int64_t numel = 0);
 
   std::size_t size() const { return offsets_.size(); }       ///< number of slots
   std::int64_t numel() const { return numel_; }               ///< used + padding

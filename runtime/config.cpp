@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 #include "minitorch/json_limits.h"
 #include "nn/gpt_config.h"
@@ -77,6 +78,43 @@ void resolve_batch(Config& c, bool has_train, bool has_micro, bool has_gas) {
          "* world_size " + s(train) + " != " + s(micro) + " * " + s(gas) + " * " + s(W));
 }
 
+
+/// Gemini against the rest of the config (docs/config.md, `gemini`): it is ZeRO-3 on chunks and places the chunks
+/// itself, so it needs stage 3 and no offload section, and chunk_config_dict must cover this data-parallel size.
+void check_gemini(const SectionReader& r, const json& top, Config& c) {
+  const gemini::GeminiConfig& g = c.gemini;
+  if (c.zero.stage != 3)
+    r.fail("gemini needs zero_optimization.stage 3 (Gemini is ZeRO-3 on chunks: each chunk sharded over the "
+           "data-parallel ranks), and this config has stage " + std::to_string(c.zero.stage) +
+           ": set \"zero_optimization\": {\"stage\": 3}, or remove the gemini section");
+  const std::pair<const char*, const OffloadConfig*> offloads[] = {{"offload_optimizer", &c.zero.offload_optimizer},
+                                                                   {"offload_param", &c.zero.offload_param}};
+  for (const auto& [name, o] : offloads)
+    if (o->enabled())
+      r.fail(std::string("zero_optimization.") + name + " and gemini together: Gemini places the chunks itself; use "
+             "gemini.offload_optim_frac / gemini.offload_param_frac instead, or remove the gemini section for "
+             "DeepSpeed's offload");
+  if (!g.chunk_config_dict.empty()) {
+    auto it = g.chunk_config_dict.find(c.data_parallel_size);
+    if (it == g.chunk_config_dict.end())
+      r.fail("gemini.chunk_config_dict has no entry for this run's data-parallel size " +
+             std::to_string(c.data_parallel_size) + ": add \"" + std::to_string(c.data_parallel_size) +
+             "\": {\"chunk_size\": ..., \"keep_gathered\": false}");
+    if (!it->second.keep_gathered && it->second.chunk_size % c.data_parallel_size != 0)
+      r.fail("gemini.chunk_config_dict[\"" + std::to_string(c.data_parallel_size) + "\"].chunk_size " +
+             std::to_string(it->second.chunk_size) + " is not a multiple of the data-parallel size " +
+             std::to_string(c.data_parallel_size) + ": every rank owns an equal shard of each chunk");
+  }
+  // ZeRO-3's unit keys have no counterpart: a chunk is gathered when first used, and shard_param_frac keeps
+  // chunks gathered.
+  if (const auto z = top.find("zero_optimization"); z != top.end() && z->is_object())
+    for (const char* key : {"stage3_prefetch_bucket_size", "stage3_param_persistence_threshold"})
+      if (z->contains(key))
+        c.warnings.push_back(std::string("zero_optimization.") + key + " tunes ZeRO-3's units, and with gemini the "
+                             "chunks are the units (gathered when first used; gemini.shard_param_frac keeps chunks "
+                             "gathered): accepted, but it has no effect here");
+}
+
 }  // namespace
 
 ModelConfig model_preset(const std::string& name) {
@@ -142,6 +180,7 @@ Config Config::from_json(const std::string& text, int world_size, const std::str
   if (const json* cm = r.object("comm")) parse_comm(*cm, c);
   if (const json* a = r.object("aio")) parse_aio(*a, c);
   if (const json* d = r.object("device")) parse_device(*d, c);
+  if (const json* g = r.object("gemini")) parse_gemini(*g, c);
   r.finish(c.warnings, c.zero.stage);  // unknown top-level keys: warnings
   if (c.pipeline.stages > c.model.n_layer)
     r.fail("pipeline.stages (" + std::to_string(c.pipeline.stages) + ") is more than the model's " +
@@ -158,6 +197,7 @@ Config Config::from_json(const std::string& text, int world_size, const std::str
            std::to_string(c.zero.stage) + " with pipeline.stages " + std::to_string(c.pipeline.stages) +
            "): use stage 0 or 1, or pipeline.stages 1");
   c.data_parallel_size = static_cast<int>(world_size / c.pipeline.stages);
+  if (c.gemini.enabled) check_gemini(r, top, c);
   resolve_batch(c, has_train, has_micro, has_gas);
   return c;
 }

@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "optim/lr_schedule.h"
+#include "gemini/config.h"
 #include "runtime/config_error.h"
 #include "zero/config.h"
 
@@ -162,6 +163,7 @@ struct Config {
   ActivationCheckpointingConfig activation_checkpointing;
   CommConfig comm;
   DeviceConfig device;
+  gemini::GeminiConfig gemini;  ///< Colossal-AI's Gemini (`gemini`): ZeRO-3 on chunks (gemini/gemini.h)
   zero::AioConfig aio;  ///< DeepSpeed's `aio`: the NVMe swap's I/O (zero/nvme_store.h)
 
   std::vector<std::string> warnings;  ///< unknown top-level keys, keys accepted without effect

@@ -73,6 +73,8 @@ struct ConfigKey {
   constexpr ConfigKey gt(double l) const { ConfigKey k = *this; k.lo = l; k.lo_open = true; return k; }
   constexpr ConfigKey what(std::string_view does) const { ConfigKey k = *this; k.deepspeed_does = does; return k; }
   constexpr ConfigKey also(std::string_view other_name) const { ConfigKey k = *this; k.alias = other_name; return k; }
+  /// The JSON object a config needs around the key (ConfigKey::context).
+  constexpr ConfigKey within(std::string_view json) const { ConfigKey k = *this; k.context = json; return k; }
   constexpr ConfigKey type(ValueType t) const { ConfigKey k = *this; k.typed = true; k.declared = t; return k; }
 
   bool is_deepspeed() const { return !deepspeed_default.empty(); }

@@ -6,6 +6,8 @@
 namespace minitorch::runtime::key_rows {
 
 namespace {
+/// Gemini is ZeRO-3 on chunks: its keys' examples run at stage 3.
+constexpr std::string_view kGeminiContext = R"({"zero_optimization": {"stage": 3}})";
 constexpr std::string_view kActTuning = "it tunes DeepSpeed's checkpointing (device synchronisation, timing), which minitorch's has no counterpart for";
 }  // namespace
 
@@ -51,6 +53,29 @@ std::span<const ConfigKey> minitorch_rows() {
           .what("synchronise the device at checkpoints"),
       noop("activation_checkpointing.profile", "false", kActTuning).ds("false")
           .what("time the checkpoint functions"),
+      // ---- gemini (Colossal-AI's GeminiPlugin keys and defaults; gemini/config.h) ----
+      ok("gemini", "{}", kGeminiContext),
+      ok("gemini.placement_policy", R"("static")", kGeminiContext),  // "auto": not implemented yet (runtime/config_sections.cpp)
+      ok("gemini.shard_param_frac", "0.5", kGeminiContext).ge(0, 1),
+      ok("gemini.offload_optim_frac", "1.0", kGeminiContext).ge(0, 1),  // strictly between 0 and 1: not implemented yet
+      ok("gemini.offload_param_frac", "0.5", R"({"zero_optimization": {"stage": 3}, "gemini": {"offload_optim_frac": 1.0}})")
+          .ge(0, 1),
+      todo("gemini.warmup_non_model_data_ratio", "0.5", "0.8", "gemini.warmup_non_model_data_ratio (auto placement)",
+           "auto placement is not implemented yet: remove it").ge(0, 1).within(kGeminiContext),
+      todo("gemini.steady_cuda_cap_ratio", "0.5", "0.9", "gemini.steady_cuda_cap_ratio (auto placement)",
+           "auto placement is not implemented yet: remove it").ge(0, 1).within(kGeminiContext),
+      todo("gemini.gpu_margin_mem_ratio", "0.5", "0.0", "gemini.gpu_margin_mem_ratio (auto placement)",
+           "auto placement is not implemented yet: remove it").ge(0, 1).within(kGeminiContext),
+      todo("gemini.max_prefetch", "2", "0", "gemini.max_prefetch (chunks gathered ahead of use)",
+           "remove it: chunks are gathered when first used").ge(0).within(kGeminiContext),
+      ok("gemini.search_range_m", "16", kGeminiContext).type(T::number).ge(0),
+      ok("gemini.min_chunk_size_m", "0.0625", kGeminiContext).type(T::number).ge(0),
+      ok("gemini.hidden_dim", "256", kGeminiContext).ge(1),
+      ok("gemini.chunk_config_dict", R"({"1": {"chunk_size": 65536, "keep_gathered": false}})", kGeminiContext),
+      noop("gemini.enable_gradient_accumulation", "true",
+           "minitorch's Gemini reduces every micro-step into the gradient shards, as its ZeRO-3 does: "
+           "gradient_accumulation_steps works without it", kAllStages, kGeminiContext)
+          .what("Colossal-AI: allow gradient accumulation (no_sync) under Gemini"),
       // ---- model (minitorch) ----
       ok("model", R"({"name": "baby"})"),
       ok("model.name", R"("baby")"),

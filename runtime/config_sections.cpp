@@ -3,6 +3,7 @@
 /// then SectionReader::finish() holds every key present to the key table.
 #include "runtime/config_sections.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "minitorch/json_limits.h"
@@ -272,6 +273,63 @@ void parse_aio(const json& j, Config& c) {
   if (!c.zero.offload_optimizer.on_nvme() && !j.empty())
     c.warnings.push_back("aio only affects ZeRO-Infinity's NVMe swap (zero_optimization.offload_optimizer.device "
                          "\"nvme\") and this config has none: accepted, as DeepSpeed does, but it has no effect here");
+}
+
+void parse_gemini(const json& j, Config& c) {
+  SectionReader r(j, "gemini", c.source);
+  gemini::GeminiConfig& g = c.gemini;
+  g.enabled = true;
+  r.get("placement_policy", g.placement_policy, {"static", "auto"});
+  if (g.placement_policy == "auto")
+    r.fail("gemini.placement_policy \"auto\" (placement from a warm-up iteration's statistics) is not implemented yet: "
+           "use \"static\" with shard_param_frac, offload_optim_frac and offload_param_frac");
+  r.get("shard_param_frac", g.shard_param_frac);  // [0, 1]: the table
+  r.get("offload_optim_frac", g.offload_optim_frac);
+  r.get("offload_param_frac", g.offload_param_frac);
+  if (g.offload_optim_frac > 0 && g.offload_optim_frac < 1)
+    r.fail("gemini.offload_optim_frac " + std::to_string(g.offload_optim_frac) + " (a share of the chunks' optimizer "
+           "states on the host) is not implemented yet: set 0.0 (all on the device) or 1.0 (all on the host)");
+  if (g.offload_param_frac > 0 && (g.shard_param_frac != 1.0 || g.offload_optim_frac != 1.0)) {
+    // Colossal-AI's StaticPlacementPolicy warns and ignores it too: a parameter on the host needs its optimizer
+    // states there (the host AdamW updates it in place), and only a sharded chunk moves.
+    c.warnings.push_back("gemini.offload_param_frac only affects a run with shard_param_frac and offload_optim_frac both "
+                         "1.0 (as Colossal-AI): accepted, but it has no effect here");
+    g.offload_param_frac = 0.0;
+  }
+  r.get("warmup_non_model_data_ratio", g.warmup_non_model_data_ratio);  // auto placement: the table
+  r.get("steady_cuda_cap_ratio", g.steady_cuda_cap_ratio);
+  r.get("gpu_margin_mem_ratio", g.gpu_margin_mem_ratio);
+  r.get("max_prefetch", g.max_prefetch);
+  r.get("search_range_m", g.search_range_m);
+  r.get("min_chunk_size_m", g.min_chunk_size_m);
+  r.get("hidden_dim", g.hidden_dim);
+  if (const json* dict = r.object("chunk_config_dict")) {
+    for (const auto& [key, entry] : dict->items()) {
+      const std::string where = "gemini.chunk_config_dict[\"" + truncate_for_message(key) + "\"]";
+      // A data-parallel size written as a JSON key: digits only (no sign, space or exponent), at most 9 of them.
+      const bool digits = !key.empty() && key.size() <= 9 &&
+                          std::all_of(key.begin(), key.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+      const int dp = digits ? std::stoi(key) : 0;
+      if (dp < 1) r.fail(where + ": a key is a data-parallel size, a whole number >= 1 (e.g. \"4\")");
+      if (!entry.is_object() || !entry.contains("chunk_size"))
+        r.fail(where + " must be an object {\"chunk_size\": elements per chunk, \"keep_gathered\": true|false}");
+      gemini::ChunkChoice choice;
+      for (const auto& [field, value] : entry.items()) {
+        if (field == "chunk_size" && value.is_number_integer() && value.get<std::int64_t>() >= 1)
+          choice.chunk_size = value.get<std::int64_t>();
+        else if (field == "keep_gathered" && value.is_boolean())
+          choice.keep_gathered = value.get<bool>();
+        else if (field == "chunk_size" || field == "keep_gathered")
+          r.fail(where + "." + field + " must be " + (field == "chunk_size" ? "an integer >= 1" : "a boolean") +
+                 ", not " + truncate_for_message(value.dump()));
+        else
+          r.fail("unknown key '" + truncate_for_message(field) + "' in " + where + "; its keys are chunk_size and keep_gathered");
+      }
+      g.chunk_config_dict[dp] = choice;
+    }
+  }
+  r.get("enable_gradient_accumulation", g.enable_gradient_accumulation);  // the table warns: no effect
+  r.finish(c.warnings);
 }
 
 void parse_comm(const json& j, Config& c) {

@@ -26,6 +26,9 @@ void parse_small_sections(SectionReader& r, Config& c);
 void parse_comm(const nlohmann::json& j, Config& c);
 /// `aio`: the NVMe swap's I/O (zero/nvme_store.h).
 void parse_aio(const nlohmann::json& j, Config& c);
+/// `gemini`: Colossal-AI's GeminiPlugin keys (gemini/config.h); the checks against the rest of the config are
+/// Config::from_json's.
+void parse_gemini(const nlohmann::json& j, Config& c);
 /// `device` (minitorch's own section).
 void parse_device(const nlohmann::json& j, Config& c);
 

@@ -10,6 +10,7 @@
 #include "minitorch/events.h"
 #include "runtime/out_of_memory.h"
 #include "runtime/run_id.h"
+#include "gemini/gemini.h"
 #include "zero/make_strategy.h"
 #include "zero/step_frames.h"
 
@@ -67,7 +68,12 @@ Engine::Engine(std::shared_ptr<nn::GPT> model, Config config, Plan plan, dist::P
   if (config_.zero.offload_optimizer.on_nvme())  // one swap folder per run, its ranks' folders side by side
     strategy_config.swap_run_id = group_ ? new_run_id(*group_) : new_run_id();
   try {
-    strategy_ = zero::make_strategy(model_, strategy_config, group_, part_.params.empty() ? nullptr : &part_.params);
+    if (plan_.gemini) {  // Gemini is ZeRO-3 on chunks, a layer above zero/ (docs/design.md §11)
+      if (!group_) throw std::invalid_argument("Engine: gemini needs a process group (one rank: a group of 1)");
+      strategy_ = std::make_unique<gemini::Gemini>(model_, strategy_config, config_.gemini, *group_);
+    } else {
+      strategy_ = zero::make_strategy(model_, strategy_config, group_, part_.params.empty() ? nullptr : &part_.params);
+    }
   } catch (const OutOfMemory& e) {
     throw_explained(e);
   }

@@ -74,7 +74,9 @@ Plan make_plan(const Config& c, const PlanOverrides& o) {
   p.config_zero_stage = c.zero.stage;
   p.offload_optimizer = c.zero.offload_optimizer.enabled();
   p.offload_param = c.zero.offload_param.enabled();
-  p.zero_stage = effective_zero_stage(c.zero.stage, p.grid.data, p.offload_optimizer);
+  p.gemini = c.gemini.enabled;
+  // Gemini keeps its chunks' placement on one rank too (its main use is one device with offload), as offload does.
+  p.zero_stage = effective_zero_stage(c.zero.stage, p.grid.data, p.offload_optimizer || p.gemini);
   p.device_name = o.device ? *o.device : c.device.type;
   p.device = parse_device(p.device_name, o.device ? "--device" : "device.type");
   p.device_capacity = capacity_of(c, o, p.device);
@@ -115,7 +117,8 @@ std::string Plan::describe() const {
   std::ostringstream os;
   os << (zero_stage == 0 ? (grid.data > 1 ? std::string("DDP (stage 0)") : std::string("one data-parallel rank (stage 0)"))
                          : "ZeRO stage " + std::to_string(zero_stage))
-     << (offload_optimizer ? " + offload_optimizer" : "") << (offload_param ? " + offload_param" : "") << " on " << grid.world << " rank" << (grid.world == 1 ? "" : "s")
+     << (gemini ? " (Gemini chunks)" : "") << (offload_optimizer ? " + offload_optimizer" : "")
+     << (offload_param ? " + offload_param" : "") << " on " << grid.world << " rank" << (grid.world == 1 ? "" : "s")
      << " (data " << grid.data << " x pipeline " << grid.pipeline << " x tensor " << grid.tensor << "), "
      << precision_name(precision) << ", " << device.str();
   if (device_capacity > 0) os << " (" << format_mib(static_cast<double>(device_capacity)) << ")";

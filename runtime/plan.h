@@ -53,6 +53,9 @@ struct Plan {
   /// ZeRO-Infinity's offload_param: stage 3's parameter shards on the host (the config requires stage 3 and
   /// offload_optimizer with it).
   bool offload_param = false;
+  /// Colossal-AI's Gemini (`gemini`): ZeRO-3 on chunks with its own placement (the config requires stage 3 and no
+  /// offload section with it); it runs on one rank too.
+  bool gemini = false;
   /// `device.type` or --device as given ("cpu", "sim", "cuda", "cuda:1"); `device` is that device, with a
   /// "cuda" rank's GPU filled in by setup_device (local rank).
   std::string device_name = "cpu";

@@ -29,12 +29,20 @@ Partition::Partition(const nn::NamedTensors& params, std::int64_t bucket_element
     : Partition(params, reverse_buckets(params, bucket_elements), rank, world) {}
 
 Partition::Partition(const nn::NamedTensors& params, const std::vector<std::vector<std::size_t>>& groups, int rank,
-                     int world)
+                     int world, const std::vector<std::int64_t>& sizes)
     : params_(params), rank_(rank), world_(world) {
   if (world < 1 || rank < 0 || rank >= world)
     throw std::invalid_argument("Partition: rank " + std::to_string(rank) + " of " + std::to_string(world));
-  for (const auto& group : groups) {
+  if (!sizes.empty() && sizes.size() != groups.size())
+    throw std::invalid_argument("Partition: " + std::to_string(sizes.size()) + " sizes for " +
+                                std::to_string(groups.size()) + " buckets");
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    const auto& group = groups[g];
     if (group.empty()) throw std::invalid_argument("Partition: an empty bucket");
+    const std::int64_t min_numel = sizes.empty() ? 0 : sizes[g];  // a Gemini chunk's fixed size, else none
+    if (min_numel % world != 0)
+      throw std::invalid_argument("Partition: bucket " + std::to_string(g) + " of " + std::to_string(min_numel) +
+                                  " elements does not split into " + std::to_string(world) + " equal shards");
     ShardedBucket b;
     b.members = group;
     // BEGIN SOLUTION L06.1
@@ -43,7 +51,7 @@ Partition::Partition(const nn::NamedTensors& params, const std::vector<std::vect
     std::int64_t used = 0;
     for (std::size_t p : group) used += params_.at(p).second.numel();
     numel_ += used;
-    const std::int64_t shard = (used + world - 1) / world;
+    const std::int64_t shard = std::max((used + world - 1) / world, min_numel / world);  // min_numel: a Gemini chunk
     padding_ += shard * world - used;
     b.numel = shard * world;
     b.first = buckets_.empty() ? 0 : buckets_.back().first + buckets_.back().numel;
@@ -62,6 +70,10 @@ Partition::Partition(const nn::NamedTensors& params, const std::vector<std::vect
     }
     buckets_.push_back(std::move(b));
     // END SOLUTION
+    if (min_numel > 0 && buckets_.back().numel != min_numel)
+      throw std::invalid_argument("Partition: bucket " + std::to_string(g) + " of " + std::to_string(min_numel) +
+                                  " elements is smaller than its parameters (" + std::to_string(buckets_.back().numel) +
+                                  " elements with the padding)");
   }
 }
 
@@ -78,7 +90,7 @@ void Partition::adopt_parameters() {
 void Partition::adopt_parameters(std::size_t bucket) {
   ShardedBucket& b = buckets_[bucket];
   const DType dtype = params_[b.members.front()].second.dtype();
-  b.params = FlatBuffer(shapes(b), dtype, world_, MemTag::param, params_[b.members.front()].second.device());
+  b.params = FlatBuffer(shapes(b), dtype, world_, MemTag::param, params_[b.members.front()].second.device(), b.numel);
   for (std::size_t slot = 0; slot < b.members.size(); ++slot) {
     Tensor& p = params_[b.members[slot]].second;
     if (p.dtype() != dtype)
@@ -130,7 +142,7 @@ void Partition::release_gathered(std::size_t bucket) {
 void Partition::adopt_gradients() {
   for (ShardedBucket& b : buckets_) {
     if (b.grads.numel() == 0)
-      b.grads = FlatBuffer(shapes(b), b.params.dtype(), world_, MemTag::grad, b.params.flat().device());
+      b.grads = FlatBuffer(shapes(b), b.params.dtype(), world_, MemTag::grad, b.params.flat().device(), b.numel);
     for (std::size_t slot = 0; slot < b.members.size(); ++slot) {
       Tensor& p = params_[b.members[slot]].second;
       if (p.grad().defined()) continue;  // still ours

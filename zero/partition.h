@@ -70,8 +70,10 @@ class Partition {
  public:
   /// Plans the buckets and this rank's pieces; allocates nothing yet.
   Partition(const nn::NamedTensors& params, std::int64_t bucket_elements, int rank, int world);
-  /// The same with the buckets given: each a list of indices into `params` (ZeRO-3's units).
-  Partition(const nn::NamedTensors& params, const std::vector<std::vector<std::size_t>>& buckets, int rank, int world);
+  /// The same with the buckets given: each a list of indices into `params` (ZeRO-3's units). `sizes`, if given:
+  /// each bucket's elements, padding included (Gemini's chunks: at least its parameters, a multiple of `world`).
+  Partition(const nn::NamedTensors& params, const std::vector<std::vector<std::size_t>>& buckets, int rank, int world,
+            const std::vector<std::int64_t>& sizes = {});
 
   /// Allocates each bucket's `params` buffer, copies the parameters in and makes each parameter a
   /// view of its slot (Tensor::set_data): the old storage is freed, and a gather into the buffer

@@ -223,20 +223,9 @@ trace::FlatSpace Stage3::flat_space() const {
 // ---- read-outs: what this rank holds, for the frames and the run report (no computation) ----
 
 void Stage3::paint_bucket(std::size_t b, trace::RankHoldings& h) const {
-  const ShardedBucket& bucket = partition_.buckets()[b];
-  if (const Unit* unit = unit_of(b)) unit->paint_parameters(h.params);
-  else h.params.paint(bucket.first, bucket.first + bucket.numel, "whole");  // persistent
-  paint_sharded_gradients(partition_, b, progress_, h.grads, reductions_[b].grads);
+  paint_unit_bucket(partition_, b, unit_of(b), progress_, reductions_[b].grads, h);  // no unit: persistent, whole
 }
 
-ModelStateBytes Stage3::bucket_bytes(std::size_t b) const {
-  const ShardedBucket& bucket = partition_.buckets()[b];
-  // A unit: its shard, and its full buffer while gathered. Persistent: the whole flat buffer.
-  const Unit* unit = unit_of(b);
-  ModelStateBytes bytes;
-  bytes.param = unit ? unit->parameter_bytes() : static_cast<std::int64_t>(bucket.params.flat().nbytes());
-  bytes.grad = static_cast<std::int64_t>(bucket.grad_shard.nbytes());
-  return bytes;
-}
+ModelStateBytes Stage3::bucket_bytes(std::size_t b) const { return unit_bucket_bytes(partition_, b, unit_of(b)); }
 
 }  // namespace minitorch::zero

@@ -48,7 +48,7 @@ void Unit::gather_async() {
   // BEGIN SOLUTION L07.1
   ShardedBucket& bucket = partition_.buckets()[bucket_];
   bucket.params = FlatBuffer(partition_.shapes(bucket), bucket.param_shard.dtype(), group_.size(), MemTag::param,
-                             partition_.device());
+                             partition_.device(), bucket.numel);
   Tensor full = bucket.params.flat();
   events::FlatRange what("zero unit", bucket.first, bucket.first + bucket.numel);  // for the traces
   gather_ = group_.all_gather_into_async(full, shard_on_device());
@@ -117,6 +117,22 @@ void Unit::paint_parameters(trace::HeldRanges& params) const {
 std::int64_t Unit::parameter_bytes() const {
   std::int64_t bytes = bucket().home != ShardHome::device ? 0 : static_cast<std::int64_t>(bucket().param_shard.nbytes());
   if (bucket().params.numel() > 0) bytes += static_cast<std::int64_t>(bucket().params.flat().nbytes());
+  return bytes;
+}
+
+void paint_unit_bucket(const Partition& partition, std::size_t b, const Unit* unit, const ReductionProgress& progress,
+                       const std::vector<Tensor>& packing, trace::RankHoldings& holdings) {
+  const ShardedBucket& bucket = partition.buckets()[b];
+  if (unit) unit->paint_parameters(holdings.params);
+  else holdings.params.paint(bucket.first, bucket.first + bucket.numel, "whole");
+  paint_sharded_gradients(partition, b, progress, holdings.grads, packing);
+}
+
+ModelStateBytes unit_bucket_bytes(const Partition& partition, std::size_t b, const Unit* unit) {
+  const ShardedBucket& bucket = partition.buckets()[b];
+  ModelStateBytes bytes;
+  bytes.param = unit ? unit->parameter_bytes() : static_cast<std::int64_t>(bucket.params.flat().nbytes());
+  bytes.grad = static_cast<std::int64_t>(bucket.grad_shard.nbytes());
   return bytes;
 }
 

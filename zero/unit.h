@@ -101,4 +101,12 @@ class Unit {
   NvmeStore* swap_ = nullptr;           ///< home disk: where the shard lives
 };
 
+/// What a stage of units (ZeRO-3, Gemini) holds of bucket b, for the frames: `unit`'s shard and full buffer, or
+/// with no unit (a bucket whole on every rank: ZeRO-3's persistent tensors, Gemini's kept-gathered chunks) the
+/// whole flat buffer; then its gradient shard (`packing`: what a reduction in chunks still holds).
+void paint_unit_bucket(const Partition& partition, std::size_t b, const Unit* unit, const ReductionProgress& progress,
+                       const std::vector<Tensor>& packing, trace::RankHoldings& holdings);
+/// Its bytes of parameters (the unit's shard and full buffer, or the whole flat buffer) and gradient shard.
+ModelStateBytes unit_bucket_bytes(const Partition& partition, std::size_t b, const Unit* unit);
+
 }  // namespace minitorch::zero

@@ -1,0 +1,208 @@
+#include "gemini/gemini.h"
+
+#include <stdexcept>
+#include <utility>
+
+#include "nn/parameter_names.h"
+
+namespace minitorch::gemini {
+
+namespace {
+
+/// Per chunk, its parameters in slot order: the Partition's buckets.
+std::vector<std::vector<std::size_t>> chunk_members(const GeminiLayout& layout) {
+  std::vector<std::vector<std::size_t>> members;
+  for (const PlannedChunk& chunk : layout.chunks.chunks) {
+    members.emplace_back();
+    for (const ChunkSlot& slot : chunk.slots) members.back().push_back(slot.param);
+  }
+  return members;
+}
+
+/// The ZeRO-3 settings the shared machinery runs with: Gemini's placement replaces DeepSpeed's offload sections
+/// (the config refuses both together): the optimizer on the host when offload_optim_frac is 1.0.
+zero::StrategyConfig chunk_strategy_config(zero::StrategyConfig config, const GeminiLayout& layout) {
+  config.zero.stage = 3;
+  config.zero.offload_optimizer = {};
+  config.zero.offload_param = {};
+  if (layout.optim_on_host) config.zero.offload_optimizer.device = "cpu";
+  return config;
+}
+
+}  // namespace
+
+Gemini::Gemini(std::shared_ptr<nn::GPT> model, const zero::StrategyConfig& config, const GeminiConfig& gemini,
+               dist::ProcessGroup& group)
+    : Gemini(model, config, gemini, group, plan_gemini(model->named_parameters(), group.size(), gemini)) {}
+
+Gemini::Gemini(std::shared_ptr<nn::GPT> model, const zero::StrategyConfig& config, const GeminiConfig&,
+               dist::ProcessGroup& group, GeminiLayout layout)
+    : ShardedStrategy(model, group,
+                      zero::Partition(model->named_parameters(), chunk_members(layout), group.rank(), group.size(),
+                                      layout.allocated)),
+      layout_(std::move(layout)) {
+  const std::size_t n = layout_.size();
+  for (std::size_t c = 0; c < n; ++c) bucket_names_.push_back("chunk " + std::to_string(c));
+  reductions_.resize(n);
+  for (auto& [name, p] : model_->named_parameters()) {  // every rank starts from rank 0's weights
+    Tensor t = p;
+    group_.broadcast(t, 0);
+  }
+  const nn::NamedTensors& params = partition_.params();
+  std::vector<std::string> names;
+  for (const auto& [name, t] : params) names.push_back(name);
+  place_.resize(params.size());
+  block_tensors_.resize(model_->blocks.size());
+  for (std::size_t c = 0; c < n; ++c) {
+    const PlannedChunk& chunk = layout_.chunks.chunks[c];
+    states_.emplace_back(chunk, names);  // every tensor HOLD
+    for (std::size_t s = 0; s < chunk.slots.size(); ++s) place_[chunk.slots[s].param] = {c, s};
+  }
+  for (std::size_t p : layout_.order) {
+    const nn::ParameterPlace where = nn::parameter_place(params[p].first);
+    if (where.part == nn::ModelPart::block) block_tensors_.at(static_cast<std::size_t>(where.block)).push_back(p);
+    else outer_.push_back(p);
+  }
+  // Each sharded chunk keeps this rank's shard (on the device, or in host memory); a kept-gathered one is whole.
+  const zero::Unit::Shared on_device{partition_, group_, *this, progress_, zero::ShardHome::device, nullptr};
+  const zero::Unit::Shared on_host{partition_, group_, *this, progress_, zero::ShardHome::host, nullptr};
+  for (std::size_t c = 0; c < n; ++c) {
+    if (layout_.keep_gathered[c]) {
+      partition_.adopt_parameters(c);
+      units_.push_back(nullptr);
+    } else {
+      units_.push_back(std::make_unique<zero::Unit>(bucket_names_[c], c, layout_.param_on_host[c] ? on_host : on_device));
+    }
+  }
+  partition_.allocate_gradient_shards(config.zero.contiguous_gradients);
+  hook_modules();
+  hook_gradients();  // before the reducer's own hooks: a chunk's tensors are READY_FOR_REDUCE when it launches
+  start_reducer_and_optimizer(
+      chunk_strategy_config(config, layout_), [this](std::size_t c) { return reduce_chunk(c); },
+      [this](std::size_t c) {
+        frame_releases();
+        reductions_[c].finish(partition_, c);
+        zero::reduced_frame(*this, partition_, c, bucket_names_[c], progress_, /*local_freed=*/true);
+      });
+  for (std::size_t c = 0; c < n; ++c) optimizer_->set_gather_after_step(c, layout_.keep_gathered[c]);
+}
+
+Gemini::~Gemini() {
+  reducer_.reset();  // waits for the reductions in flight; each unit waits for its gather in flight
+}
+
+// ---- the hooks: which tensors each moment uses ----
+
+void Gemini::hook_modules() {
+  // The model's own hooks use the outer tensors (the embeddings at the start, ln_f and the tied head at the end:
+  // the GPT runs them outside any module with hooks); each block's hooks its own tensors.
+  hooks_.push_back(model_->register_pre_forward_hook([this](nn::Module&, std::span<const Tensor>) { use(outer_); }));
+  hooks_.push_back(model_->register_post_forward_hook(
+      [this](nn::Module&, std::span<const Tensor>, const Tensor&) { done(outer_); }));
+  hooks_.push_back(model_->register_pre_backward_hook([this](nn::Module&, const Tensor&) {
+    frame_releases();
+    use(outer_);
+  }));
+  for (std::size_t k = 0; k < model_->blocks.size(); ++k) {
+    nn::Block& block = *model_->blocks[k];
+    hooks_.push_back(block.register_pre_forward_hook([this, k](nn::Module&, std::span<const Tensor>) { use(block_tensors_[k]); }));
+    hooks_.push_back(block.register_post_forward_hook(
+        [this, k](nn::Module&, std::span<const Tensor>, const Tensor&) { done(block_tensors_[k]); }));
+    hooks_.push_back(block.register_pre_backward_hook([this, k](nn::Module&, const Tensor&) {
+      frame_releases();
+      use(block_tensors_[k]);
+    }));
+  }
+}
+
+void Gemini::hook_gradients() {
+  const nn::NamedTensors& params = partition_.params();
+  for (std::size_t p = 0; p < params.size(); ++p) {
+    Tensor t = params[p].second;
+    hooks_.push_back(t.register_grad_hook([this, p](Tensor&) { gradient_final(p); }));
+  }
+}
+
+// ---- the tensor states, and what they allow the chunks ----
+
+void Gemini::use(const std::vector<std::size_t>& tensors) {
+  for (std::size_t p : tensors) {
+    const auto [c, slot] = place_[p];
+    if (units_[c] && units_[c]->state() != zero::Unit::State::gathered) {
+      if (units_[c]->state() == zero::Unit::State::sharded) ++gathers_;
+      units_[c]->ensure_gathered();  // all-gather (a shard in host memory is copied up first)
+    }
+    if (states_[c].state(slot) != TensorState::compute) states_[c].set(slot, TensorState::compute);
+  }
+}
+
+void Gemini::done(const std::vector<std::size_t>& tensors) {
+  for (std::size_t p : tensors) {
+    const auto [c, slot] = place_[p];
+    if (states_[c].state(slot) == TensorState::compute) states_[c].set(slot, TensorState::hold);
+  }
+  for (std::size_t p : tensors) release_if_idle(place_[p].chunk, /*framed=*/true);
+}
+
+void Gemini::gradient_final(std::size_t param) {
+  const auto [c, slot] = place_[param];
+  states_[c].set(slot, TensorState::hold_after_bwd);    // its backward is done
+  states_[c].set(slot, TensorState::ready_for_reduce);  // and its gradient final: every micro-step is reduced
+}
+
+std::unique_ptr<dist::Work> Gemini::reduce_chunk(std::size_t c) {
+  // From a gradient hook every tensor is READY_FOR_REDUCE (the reducer counts the same hooks). After backward
+  // returned, a chunk with a tensor backward did not reach is reduced too: its gradient is zeros.
+  if (!backward_returned_ && !states_[c].can_reduce())
+    throw std::logic_error("Gemini: " + bucket_names_[c] + " was reduced before all its tensors were READY_FOR_REDUCE");
+  auto work = reduce(c);  // its gradients packed and freed: the reduce-scatter has them
+  states_[c].set_all(TensorState::ready_for_reduce, TensorState::hold);
+  states_[c].set_all(TensorState::compute, TensorState::hold);
+  // Inside a gradient hook the engine still holds the gradient it just made: the frame comes later.
+  release_if_idle(c, /*framed=*/false);
+  return work;
+}
+
+void Gemini::release_if_idle(std::size_t c, bool framed) {
+  zero::Unit* unit = units_[c].get();
+  if (!unit || unit->state() == zero::Unit::State::sharded || !states_[c].can_release()) return;
+  unit->release(framed);
+  if (!framed) unframed_releases_.push_back(unit);
+}
+
+void Gemini::frame_releases() {
+  for (const zero::Unit* unit : unframed_releases_) unit->released_frame();
+  unframed_releases_.clear();
+}
+
+void Gemini::end_backward() {
+  frame_releases();
+  backward_returned_ = true;
+  reducer_->end_backward();  // the chunks no hook launched
+  backward_returned_ = false;
+  frame_releases();
+  for (std::size_t c = 0; c < units_.size(); ++c) release_if_idle(c, /*framed=*/true);
+  progress_.in_backward = false;
+}
+
+// ---- read-outs ----
+
+bool Gemini::gathered(std::size_t c) const {
+  return !units_.at(c) || units_[c]->state() == zero::Unit::State::gathered;
+}
+
+trace::FlatSpace Gemini::flat_space() const {
+  trace::FlatSpace space = ShardedStrategy::flat_space();
+  for (std::size_t c = 0; c < space.buckets.size(); ++c) space.buckets[c].persistent = layout_.keep_gathered[c];
+  return space;
+}
+
+void Gemini::paint_bucket(std::size_t b, trace::RankHoldings& h) const {
+  zero::paint_unit_bucket(partition_, b, units_[b].get(), progress_, reductions_[b].grads, h);
+}
+
+zero::ModelStateBytes Gemini::bucket_bytes(std::size_t b) const {
+  return zero::unit_bucket_bytes(partition_, b, units_[b].get());
+}
+
+}  // namespace minitorch::gemini
