@@ -191,6 +191,16 @@ bool Gemini::gathered(std::size_t c) const {
   return !units_.at(c) || units_[c]->state() == zero::Unit::State::gathered;
 }
 
+void Gemini::gather_all() {
+  for (auto& unit : units_)
+    if (unit) unit->ensure_gathered();
+}
+
+void Gemini::release_all() {
+  for (auto& unit : units_)
+    if (unit) unit->release();
+}
+
 trace::FlatSpace Gemini::flat_space() const {
   trace::FlatSpace space = ShardedStrategy::flat_space();
   for (std::size_t c = 0; c < space.buckets.size(); ++c) space.buckets[c].persistent = layout_.keep_gathered[c];

@@ -56,6 +56,9 @@ class Gemini final : public zero::ShardedStrategy {
   const ChunkStates& states(std::size_t c) const { return states_.at(c); }
   /// Chunk c is whole on this rank now (a kept-gathered chunk always).
   bool gathered(std::size_t c) const;
+  /// Every sharded chunk gathered / released (a consolidated view of the parameters, e.g. for a test or a save).
+  void gather_all();
+  void release_all();
   /// Gathers of sharded chunks since construction (a chunk straddling two blocks is gathered once per block).
   std::int64_t gathers() const { return gathers_; }
 

@@ -1,0 +1,162 @@
+// Gemini on 2 and 4 `sim` ranks (gemini/gemini.h): chunks of a fixed size, gathered and released by their tensors'
+// states, train loss for loss as ZeRO-3 and as one rank accumulating N times as many micro-batches, with every
+// static placement; the states follow the module hooks; the buffers are the chunks' fixed sizes.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "../zero_mpi/zero_test_util.h"
+#include "gemini/gemini.h"
+#include "minitorch/allocator.h"
+
+using namespace minitorch;
+using gemini::TensorState;
+using zero_test::config_json;
+using zero_test::ZeroRun;
+
+namespace {
+
+/// The baby test GPT (n_embd 24: about 16k parameters, the largest tensor 2304 elements) in chunks of 2400
+/// elements — 8 chunks — with `extra` gemini keys.
+std::string gemini_json(int micro, int accum, const std::string& extra = "") {
+  std::string json = config_json(3, micro, accum);
+  const std::string section = R"("gemini": {"chunk_config_dict": {"1": {"chunk_size": 2400}, "2": {"chunk_size": 2400},
+                                                                  "4": {"chunk_size": 2400}})" + extra + "},";
+  json.insert(json.find(R"("model")"), section);
+  return json;
+}
+
+gemini::Gemini& gemini_of(ZeroRun& run) {
+  auto* g = const_cast<gemini::Gemini*>(run.engine->strategy_as<gemini::Gemini>());
+  if (!g) throw std::logic_error("the run's strategy is not Gemini");
+  return *g;
+}
+
+std::vector<float> gathered_params(ZeroRun& run) {
+  gemini_of(run).gather_all();
+  std::vector<float> p = run.params();
+  gemini_of(run).release_all();
+  return p;
+}
+
+}  // namespace
+
+TEST(L12_Gemini, TrainsAsOneRankWithNTimesTheAccumulation) {
+  auto& world = dist::world();
+  const int n = world.size();
+  // Each rank starts from a different init: Gemini must broadcast rank 0's weights.
+  ZeroRun run(gemini_json(2, 2), &world, 11 + 1000 * static_cast<std::uint64_t>(world.rank()), Device::sim());
+  ZeroRun ref(config_json(0, 2, 2 * n), nullptr, 11);
+  ASSERT_EQ(run.engine->plan().zero_stage, 3);
+  EXPECT_EQ(gemini_of(run).layout().size(), 8u);
+  for (int s = 0; s < 10; ++s) {
+    const float a = run.engine->train_batch(*run.sampler), b = ref.engine->train_batch(*ref.sampler);
+    EXPECT_LT(std::abs(a - b) / std::abs(b), 2e-5) << "step " << s << ": " << n << " ranks " << a << " vs 1 rank " << b;
+  }
+  EXPECT_LT(zero_test::rel_norm(gathered_params(run), ref.params()), 2e-5);
+}
+
+TEST(L12_Gemini, EveryStaticPlacementTrainsAsZero3) {
+  auto& world = dist::world();
+  std::vector<float> zero3_losses, zero3_params;
+  {
+    ZeroRun zero3(config_json(3, 2, 2, false, 2500, R"(, "stage3_param_persistence_threshold": 0)"), &world, 11,
+                  Device::sim());
+    zero3_losses = zero3.train(4);
+    zero3_params = zero_test::all_params(zero3);
+  }
+  for (const std::string& extra : {std::string(""), std::string(R"(, "shard_param_frac": 0.5)"),
+                                  std::string(R"(, "offload_optim_frac": 1.0)"),
+                                  std::string(R"(, "offload_optim_frac": 1.0, "offload_param_frac": 0.5)"),
+                                  std::string(R"(, "offload_optim_frac": 1.0, "offload_param_frac": 1.0)")}) {
+    SCOPED_TRACE("gemini" + extra);
+    ZeroRun run(gemini_json(2, 2, extra), &world, 11, Device::sim());
+    const gemini::Gemini& g = gemini_of(run);
+    const gemini::GeminiLayout& layout = g.layout();
+    const std::vector<float> losses = run.train(4);
+    // The host AdamW computes what the device's does: within 1e-6 relative (zero/offload_optimizer.h).
+    for (std::size_t s = 0; s < losses.size(); ++s)
+      EXPECT_LE(std::abs(losses[s] - zero3_losses[s]), 1e-6 * std::abs(zero3_losses[s])) << "step " << s;
+    EXPECT_LT(zero_test::rel_norm(gathered_params(run), zero3_params), 1e-6);
+    // Each chunk where the placement put it, at its fixed size; between steps only kept-gathered chunks are whole.
+    std::int64_t device_param_bytes = 0;
+    for (std::size_t c = 0; c < layout.size(); ++c) {
+      const zero::ShardedBucket& b = g.partition().buckets()[c];
+      EXPECT_EQ(b.numel, layout.allocated[c]) << "chunk " << c;
+      EXPECT_EQ(g.gathered(c), layout.keep_gathered[c]) << "chunk " << c;
+      EXPECT_EQ(b.home, layout.param_on_host[c] ? zero::ShardHome::host : zero::ShardHome::device) << "chunk " << c;
+      if (layout.keep_gathered[c]) device_param_bytes += 4 * b.numel;
+      else if (!layout.param_on_host[c]) device_param_bytes += 4 * b.numel / world.size();
+    }
+    EXPECT_EQ(g.model_state_bytes().param, device_param_bytes) << "f32 parameters on the device, to the byte";
+    EXPECT_EQ(layout.optim_on_host, g.sharded_optimizer().offloaded());
+    if (extra.find("shard_param_frac") != std::string::npos) {
+      EXPECT_GT(layout.sharded(), 0u);
+      EXPECT_LT(layout.sharded(), layout.size());
+    }
+    if (extra.find("offload_param_frac\": 1.0") != std::string::npos) {
+      EXPECT_EQ(layout.on_host(), layout.size());
+    }
+    if (extra.find("offload_param_frac\": 0.5") != std::string::npos) {
+      EXPECT_GT(layout.on_host(), 0u);
+      EXPECT_LT(layout.on_host(), layout.size());
+    }
+  }
+}
+
+TEST(L12_Gemini, TensorStatesFollowTheModuleHooks) {
+  auto& world = dist::world();
+  ZeroRun run(gemini_json(2, 1), &world, 11, Device::sim());
+  gemini::Gemini& g = gemini_of(run);
+  const gemini::GeminiLayout& layout = g.layout();
+  nn::GPT& model = run.engine->model();
+  const nn::NamedTensors params = model.named_parameters();
+  // Where each parameter is: (chunk, slot).
+  std::vector<std::pair<std::size_t, std::size_t>> where(params.size());
+  for (std::size_t c = 0; c < layout.size(); ++c)
+    for (std::size_t s = 0; s < layout.chunks.chunks[c].slots.size(); ++s) where[layout.chunks.chunks[c].slots[s].param] = {c, s};
+  auto state = [&](std::size_t p) { return g.states(where[p].first).state(where[p].second); };
+  auto in_block = [&](std::size_t p, int k) { return params[p].first.starts_with("transformer.h." + std::to_string(k) + "."); };
+  int forward_checks = 0, backward_checks = 0;
+  // Registered after Gemini's hooks, these run after them: block 1 is about to compute.
+  HookHandle fwd = model.blocks[1]->register_pre_forward_hook([&](nn::Module&, std::span<const Tensor>) {
+    for (std::size_t p = 0; p < params.size(); ++p) {
+      if (in_block(p, 1)) {
+        EXPECT_EQ(state(p), TensorState::compute) << params[p].first;
+        EXPECT_TRUE(g.gathered(where[p].first)) << params[p].first;
+      }
+      if (in_block(p, 0)) {
+        EXPECT_EQ(state(p), TensorState::hold) << params[p].first << ": block 0's forward is done";
+      }
+    }
+    ++forward_checks;
+  });
+  HookHandle bwd = model.blocks[0]->register_pre_backward_hook([&](nn::Module&, const Tensor&) {
+    for (std::size_t p = 0; p < params.size(); ++p) {
+      if (in_block(p, 0)) {
+        EXPECT_EQ(state(p), TensorState::compute) << params[p].first;
+      }
+      // Block 1's gradients are final: reduced with their chunk (HOLD), or waiting for block 0's in a shared chunk.
+      if (in_block(p, 1)) {
+        const TensorState s = state(p);
+        EXPECT_TRUE(s == TensorState::hold || s == TensorState::ready_for_reduce) << params[p].first << ": " << gemini::state_name(s);
+        if (s == TensorState::hold) {
+          EXPECT_FALSE(g.gathered(where[p].first)) << params[p].first << ": its chunk reduced and released";
+        }
+      }
+    }
+    ++backward_checks;
+  });
+  const std::int64_t gathers_before = g.gathers();
+  run.train(2);
+  EXPECT_EQ(forward_checks, 2);
+  EXPECT_EQ(backward_checks, 2);
+  // Each sharded chunk is gathered at least twice per step (forward, backward).
+  EXPECT_GE(g.gathers() - gathers_before, static_cast<std::int64_t>(2 * 2 * layout.sharded()));
+  // Between steps: every tensor HOLD, every sharded chunk released.
+  for (std::size_t c = 0; c < layout.size(); ++c) {
+    EXPECT_EQ(g.states(c).count(TensorState::hold), g.states(c).size()) << "chunk " << c;
+    EXPECT_FALSE(g.gathered(c)) << "chunk " << c;
+  }
+}
