@@ -3,6 +3,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "gemini/gemini.h"
 #include "minitorch/allocator.h"
 #include "minitorch/atomic_file.h"
 #include "runtime/formulas.h"
@@ -93,6 +94,18 @@ ordered_json RunReport::rank_json() const {
                  {"host_step_bytes", sw->host_step_bytes},
                  {"io_seconds_last_step", sw->io_seconds_last_step},
                  {"waited_seconds_last_step", sw->waited_seconds_last_step}};
+  }
+  if (const auto* g = dynamic_cast<const gemini::Gemini*>(&engine_.strategy())) {  // Gemini's chunks (gemini/layout.h)
+    const gemini::GeminiLayout& l = g->layout();
+    r["gemini"] = {{"placement_policy", engine_.config().gemini.placement_policy},
+                   {"chunk_size", l.search.chunk_size},
+                   {"chunk_size_from", l.from_dict ? "chunk_config_dict" : "search"},
+                   {"chunks", l.size()},
+                   {"waste_elements", l.chunks.waste()},
+                   {"kept_gathered", l.size() - l.sharded()},
+                   {"shards_on_host", l.on_host()},
+                   {"optimizer_on_host", l.optim_on_host},
+                   {"gathers", g->gathers()}};
   }
   r["memory"] = memory_json(memory_stats(engine_.device()));  // the pool the rank computes in
   if (!engine_.device().is_cpu()) r["host_memory"] = memory_json(memory_stats(Device::cpu()));

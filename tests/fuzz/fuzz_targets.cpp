@@ -190,6 +190,11 @@ std::vector<std::string> config_seeds() {
                     "dropout": 0, "bias": false},
           "training": {"steps": 5, "eval_interval": 0, "eval_iters": 1, "log_interval": 1, "checkpoint": "",
                        "seed": 1, "tokenizer": "byte", "data": "d.txt"}})",
+      R"({"train_micro_batch_size_per_gpu": 2, "zero_optimization": {"stage": 3, "reduce_bucket_size": 4096},
+          "gemini": {"placement_policy": "static", "shard_param_frac": 0.5, "offload_optim_frac": 1.0,
+                     "offload_param_frac": 0.25, "search_range_m": 1, "min_chunk_size_m": 0.0625, "hidden_dim": 256,
+                     "chunk_config_dict": {"1": {"chunk_size": 4096, "keep_gathered": false}, "4": {"chunk_size": 4096}},
+                     "enable_gradient_accumulation": false}})",
   };
 }
 

@@ -9,6 +9,7 @@
 #include "../zero_mpi/zero_test_util.h"
 #include "gemini/gemini.h"
 #include "minitorch/allocator.h"
+#include "runtime/report.h"
 
 using namespace minitorch;
 using gemini::TensorState;
@@ -159,4 +160,22 @@ TEST(L12_Gemini, TensorStatesFollowTheModuleHooks) {
     EXPECT_EQ(g.states(c).count(TensorState::hold), g.states(c).size()) << "chunk " << c;
     EXPECT_FALSE(g.gathered(c)) << "chunk " << c;
   }
+}
+
+TEST(L12_Gemini, TheRunReportShowsTheChunks) {
+  auto& world = dist::world();
+  ZeroRun run(gemini_json(2, 1, R"(, "offload_optim_frac": 1.0, "offload_param_frac": 0.5)"), &world, 11, Device::sim());
+  run.train(1);
+  const gemini::Gemini& g = gemini_of(run);
+  const runtime::RunReport report(*run.engine, &world);
+  const auto r = report.rank_json().at("gemini");
+  EXPECT_EQ(r.at("chunk_size"), 2400);
+  EXPECT_EQ(r.at("chunk_size_from"), "chunk_config_dict");
+  EXPECT_EQ(r.at("chunks"), g.layout().size());
+  EXPECT_EQ(r.at("waste_elements"), 2400 * static_cast<std::int64_t>(g.layout().size()) - run.psi());
+  EXPECT_EQ(r.at("kept_gathered"), 0);
+  EXPECT_EQ(r.at("shards_on_host"), g.layout().on_host());
+  EXPECT_GT(r.at("shards_on_host").get<int>(), 0);
+  EXPECT_EQ(r.at("optimizer_on_host"), true);
+  EXPECT_EQ(r.at("gathers"), g.gathers());
 }

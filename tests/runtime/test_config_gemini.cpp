@@ -2,6 +2,9 @@
 // the config, and every bad value one clear error naming the key.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
+
 #include "config_test_util.h"
 #include "runtime/plan.h"
 
@@ -87,4 +90,18 @@ TEST(L12_GeminiConfig, WhatHasNoEffectSaysSo) {
   one_warning(gemini(R"({"enable_gradient_accumulation": true})"), "gemini.enable_gradient_accumulation");
   one_warning(gemini("{}", R"({"stage": 3, "stage3_prefetch_bucket_size": 1000})"), "stage3_prefetch_bucket_size");
   one_warning(gemini("{}", R"({"stage": 3, "stage3_param_persistence_threshold": 0})"), "stage3_param_persistence_threshold");
+}
+
+TEST(L12_GeminiConfig, TheShippedConfigRunsGeminiOnOneTwoAndFourRanks) {
+  std::ifstream in(std::string(MT_SOURCE_DIR) + "/configs/gemini.json");
+  ASSERT_TRUE(in) << "configs/gemini.json is missing";
+  std::stringstream text;
+  text << in.rdbuf();
+  for (int world : {1, 2, 4}) {
+    const mr::Config c = parse(text.str(), world);
+    EXPECT_TRUE(c.warnings.empty()) << world << " ranks: " << c.warnings[0];
+    EXPECT_TRUE(c.gemini.enabled);
+    EXPECT_EQ(c.gemini.offload_param_frac, 0.5) << "not ignored: offload_optim_frac is 1.0";
+    EXPECT_TRUE(mr::make_plan(c, {}).gemini);
+  }
 }
