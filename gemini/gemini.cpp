@@ -1,8 +1,11 @@
 #include "gemini/gemini.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <utility>
 
+#include "gemini/eviction.h"
+#include "minitorch/allocator.h"
 #include "nn/parameter_names.h"
 
 namespace minitorch::gemini {
@@ -35,12 +38,16 @@ Gemini::Gemini(std::shared_ptr<nn::GPT> model, const zero::StrategyConfig& confi
                dist::ProcessGroup& group)
     : Gemini(model, config, gemini, group, plan_gemini(model->named_parameters(), group.size(), gemini)) {}
 
-Gemini::Gemini(std::shared_ptr<nn::GPT> model, const zero::StrategyConfig& config, const GeminiConfig&,
+Gemini::Gemini(std::shared_ptr<nn::GPT> model, const zero::StrategyConfig& config, const GeminiConfig& gemini,
                dist::ProcessGroup& group, GeminiLayout layout)
     : ShardedStrategy(model, group,
                       zero::Partition(model->named_parameters(), chunk_members(layout), group.rank(), group.size(),
                                       layout.allocated)),
-      layout_(std::move(layout)) {
+      layout_(std::move(layout)),
+      auto_(gemini.placement_policy == "auto"),
+      capacity_(static_cast<double>(memory_capacity(partition_.device()))),
+      warmup_ratio_(gemini.warmup_non_model_data_ratio),
+      steady_ratio_(gemini.steady_cuda_cap_ratio) {
   const std::size_t n = layout_.size();
   for (std::size_t c = 0; c < n; ++c) bucket_names_.push_back("chunk " + std::to_string(c));
   reductions_.resize(n);
@@ -74,6 +81,11 @@ Gemini::Gemini(std::shared_ptr<nn::GPT> model, const zero::StrategyConfig& confi
       units_.push_back(std::make_unique<zero::Unit>(bucket_names_[c], c, layout_.param_on_host[c] ? on_host : on_device));
     }
   }
+  if (auto_) {  // the host shards the optimizer updates; the device caches copies of them (place)
+    host_shard_.resize(n);
+    for (std::size_t c = 0; c < n; ++c)
+      if (units_[c]) host_shard_[c] = partition_.buckets()[c].param_shard;
+  }
   partition_.allocate_gradient_shards(config.zero.contiguous_gradients);
   hook_modules();
   hook_gradients();  // before the reducer's own hooks: a chunk's tensors are READY_FOR_REDUCE when it launches
@@ -96,7 +108,8 @@ Gemini::~Gemini() {
 void Gemini::hook_modules() {
   // The model's own hooks use the outer tensors (the embeddings at the start, ln_f and the tied head at the end:
   // the GPT runs them outside any module with hooks); each block's hooks its own tensors.
-  hooks_.push_back(model_->register_pre_forward_hook([this](nn::Module&, std::span<const Tensor>) { use(outer_); }));
+  hooks_.push_back(
+      model_->register_pre_forward_hook([this](nn::Module&, std::span<const Tensor>) { use(outer_, /*forward_start=*/true); }));
   hooks_.push_back(model_->register_post_forward_hook(
       [this](nn::Module&, std::span<const Tensor>, const Tensor&) { done(outer_); }));
   hooks_.push_back(model_->register_pre_backward_hook([this](nn::Module&, const Tensor&) {
@@ -125,14 +138,49 @@ void Gemini::hook_gradients() {
 
 // ---- the tensor states, and what they allow the chunks ----
 
-void Gemini::use(const std::vector<std::size_t>& tensors) {
+void Gemini::use(const std::vector<std::size_t>& tensors, bool forward_start) {
+  std::vector<std::size_t> chunks;  // the sharded chunks this moment uses, distinct, in order
+  for (std::size_t p : tensors) {
+    const std::size_t c = place_[p].chunk;
+    if (units_[c] && std::find(chunks.begin(), chunks.end(), c) == chunks.end()) chunks.push_back(c);
+  }
+  if (auto_) {
+    if (forward_start) {
+      pos_ = moment_ = 0;
+      if (!auto_stats_.warmed_up) {  // the warm-up records the last forward before its first backward ends
+        recorded_.clear();
+        period_extra_.clear();
+        moment_at_.clear();
+        in_period_ = false;
+      }
+    }
+    if (!auto_stats_.warmed_up) {
+      close_period();
+      moment_at_.push_back(recorded_.size());
+      recorded_.insert(recorded_.end(), chunks.begin(), chunks.end());
+    }
+    place(chunks);
+  }
   for (std::size_t p : tensors) {
     const auto [c, slot] = place_[p];
     if (units_[c] && units_[c]->state() != zero::Unit::State::gathered) {
-      if (units_[c]->state() == zero::Unit::State::sharded) ++gathers_;
+      if (units_[c]->state() == zero::Unit::State::sharded) {
+        ++gathers_;
+        if (auto_ && !resident(c)) ++auto_stats_.uncached_gathers;  // the Unit copies it up from the host
+      }
       units_[c]->ensure_gathered();  // all-gather (a shard in host memory is copied up first)
     }
     if (states_[c].state(slot) != TensorState::compute) states_[c].set(slot, TensorState::compute);
+  }
+  if (auto_) {
+    pos_ += chunks.size();
+    ++moment_;
+    if (!auto_stats_.warmed_up) {  // a new period begins: what it adds beyond the model data now is measured
+      model_at_moment_ = model_bytes();
+      take_period_peak(partition_.device());
+      period_extra_.push_back(0);
+      in_period_ = true;
+    }
   }
 }
 
@@ -176,6 +224,14 @@ void Gemini::frame_releases() {
 }
 
 void Gemini::end_backward() {
+  if (auto_ && !auto_stats_.warmed_up) {  // the warm-up iteration is over: its record becomes the schedule
+    close_period();
+    in_period_ = false;
+    auto_stats_.warmed_up = true;
+    auto_stats_.schedule_uses = recorded_.size();
+    for (std::int64_t extra : period_extra_)
+      auto_stats_.warmup_non_model_peak = std::max(auto_stats_.warmup_non_model_peak, extra);
+  }
   frame_releases();
   backward_returned_ = true;
   reducer_->end_backward();  // the chunks no hook launched
@@ -183,6 +239,113 @@ void Gemini::end_backward() {
   frame_releases();
   for (std::size_t c = 0; c < units_.size(); ++c) release_if_idle(c, /*framed=*/true);
   progress_.in_backward = false;
+}
+
+// ---- auto placement: which shards the device caches ----
+
+void Gemini::close_period() {
+  const std::int64_t peak = take_period_peak(partition_.device());
+  if (in_period_) period_extra_.back() = std::max(period_extra_.back(), peak - model_at_moment_);
+}
+
+void Gemini::place(const std::vector<std::size_t>& chunks) {
+  auto needed = [&](std::size_t c) { return std::find(chunks.begin(), chunks.end(), c) != chunks.end(); };
+  if (capacity_ <= 0) {  // no limit: every shard is cached once loaded
+    for (std::size_t c : chunks)
+      if (!resident(c)) load(c);
+    return;
+  }
+  // The room for model data at this moment: during the warm-up the share Colossal-AI leaves it, afterwards the
+  // capacity less what the coming period added beyond the model data in the warm-up.
+  const bool steady = auto_stats_.warmed_up;
+  const std::int64_t next_period = moment_ < period_extra_.size() ? period_extra_[moment_] : auto_stats_.warmup_non_model_peak;
+  const double room = steady ? capacity_ * steady_ratio_ - static_cast<double>(next_period)
+                             : capacity_ * (1.0 - warmup_ratio_);
+  std::int64_t model = model_bytes(), full = 0, shards = 0;
+  for (std::size_t c : chunks) {
+    if (units_[c]->state() != zero::Unit::State::sharded) continue;  // gathered already: its buffer counts in `model`
+    full += full_bytes(c);
+    if (!resident(c)) shards += shard_bytes(c);
+  }
+  // The schedule's position of this moment: the recorded iteration (after the warm-up, when it still matches).
+  const std::size_t at = steady ? pos_ : moment_at_.back();
+  bool on_schedule = steady && at + chunks.size() <= recorded_.size();
+  for (std::size_t i = 0; on_schedule && i < chunks.size(); ++i) on_schedule = recorded_[at + i] == chunks[i];
+  const UseSchedule schedule(recorded_);
+  while (static_cast<double>(model + full + shards) > room) {
+    std::vector<std::size_t> candidates;  // cached, not gathered, not used now
+    for (std::size_t c = 0; c < units_.size(); ++c)
+      if (units_[c] && resident(c) && units_[c]->state() == zero::Unit::State::sharded && !needed(c)) candidates.push_back(c);
+    if (candidates.empty()) break;
+    // After the warm-up the future is known: Belady's OPT. During it (or off the schedule) only the past: LRU.
+    const std::size_t victim = on_schedule ? evict_opt(schedule, at, candidates)
+                                           : evict_lru(schedule, std::min(at, recorded_.size()), candidates);
+    evict(victim);
+    model -= shard_bytes(victim);
+  }
+  for (std::size_t c : chunks) {  // cache what still fits; the rest is copied up into its gather slot only
+    if (resident(c) || units_[c]->state() != zero::Unit::State::sharded) continue;
+    if (static_cast<double>(model + full + shard_bytes(c)) <= room) {
+      load(c);
+      model += shard_bytes(c);
+    }
+  }
+}
+
+void Gemini::load(std::size_t c) {
+  zero::ShardedBucket& b = partition_.buckets()[c];
+  Tensor cached;
+  {
+    TagScope scope(MemTag::param);
+    cached = Tensor::empty(host_shard_[c].shape(), host_shard_[c].dtype(), partition_.device());
+  }
+  cached.copy_(host_shard_[c]);  // h2d: the shard's P·size/N bytes
+  b.param_shard = cached;        // the gathers send from here now (zero/unit.h: home device)
+  b.home = zero::ShardHome::device;
+  ++auto_stats_.loads;
+}
+
+void Gemini::evict(std::size_t c) {
+  zero::ShardedBucket& b = partition_.buckets()[c];
+  b.param_shard = host_shard_[c];  // the device copy is freed; the host's is current (the optimizer writes it)
+  b.home = zero::ShardHome::host;
+  ++auto_stats_.evictions;
+}
+
+bool Gemini::resident(std::size_t c) const {
+  return !units_.at(c) || partition_.buckets()[c].home == zero::ShardHome::device;
+}
+
+std::int64_t Gemini::shard_bytes(std::size_t c) const {
+  return full_bytes(c) / partition_.world();
+}
+
+std::int64_t Gemini::full_bytes(std::size_t c) const {
+  const zero::ShardedBucket& b = partition_.buckets()[c];
+  return b.numel * static_cast<std::int64_t>(dtype_size(b.param_shard.dtype()));
+}
+
+std::int64_t Gemini::model_bytes() const {
+  const MemoryStats m = memory_stats(partition_.device());
+  return m.current(MemTag::param) + m.current(MemTag::grad) + m.current(MemTag::optim);
+}
+
+zero::StepResult Gemini::step(const zero::StepRequest& request) {
+  zero::StepResult result = ShardedStrategy::step(request);
+  if (auto_)  // the host AdamW wrote the host shards: the cached copies follow (h2d)
+    for (std::size_t c = 0; c < units_.size(); ++c)
+      if (units_[c] && resident(c)) {
+        partition_.buckets()[c].param_shard.copy_(host_shard_[c]);
+        ++auto_stats_.refreshes;
+      }
+  return result;
+}
+
+void Gemini::load_parameters(const nn::NamedTensors& whole) {
+  if (auto_)
+    for (std::size_t c = 0; c < units_.size(); ++c)
+      if (units_[c] && resident(c)) evict(c);
+  ShardedStrategy::load_parameters(whole);
 }
 
 // ---- read-outs ----

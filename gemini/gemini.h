@@ -17,6 +17,21 @@
 /// shard lives in host memory (offload_param_frac) is copied up at each gather and updated there by the host
 /// AdamW (offload_optim_frac 1.0: every chunk's optimizer states on the host, ZeRO-Offload's optimizer).
 ///
+/// **Auto placement** (placement_policy "auto", Colossal-AI's AutoPlacementPolicy): every sharded chunk's shard
+/// lives in host memory, where the host AdamW updates it; the device keeps a **cached copy** of as many shards as the
+/// capacity allows, so a gather of a cached chunk needs no copy up. The first iteration is the **warm-up**: it records
+/// the order of chunk uses (the schedule) and, per moment (each module hook that uses chunks), the peak the period
+/// after it adds beyond the model data (activations, local gradients, buffers: take_period_peak). Before each use the
+/// manager makes room so that the model data stays within
+///
+///   warm-up   capacity × (1 − warmup_non_model_data_ratio)
+///   after     capacity × steady_cuda_cap_ratio − the next period's recorded peak
+///
+/// evicting cached shards — during the warm-up the least recently used, afterwards the one whose next use in the
+/// schedule is farthest (Belady's OPT, gemini/eviction.h) — and caches the shards it loads while they fit. An
+/// eviction costs no copy down (the host holds every shard); after the step the cached shards are refreshed from
+/// the host (h2d), as Colossal-AI copies its updated fp32 chunks into the fp16 ones.
+///
 /// \code
 ///   gemini::Gemini g(model, config.strategy(), config.gemini, world);   // as any strategy (zero/strategy.h)
 ///   g.layout().size();        // chunks
@@ -62,6 +77,24 @@ class Gemini final : public zero::ShardedStrategy {
   /// Gathers of sharded chunks since construction (a chunk straddling two blocks is gathered once per block).
   std::int64_t gathers() const { return gathers_; }
 
+  /// Auto placement's record (zeros under static).
+  struct AutoStats {
+    bool warmed_up = false;          ///< the warm-up iteration is over: the schedule drives eviction
+    std::size_t schedule_uses = 0;   ///< chunk uses per iteration, as the warm-up recorded them
+    std::int64_t loads = 0;          ///< shards copied up and cached
+    std::int64_t evictions = 0;      ///< cached shards dropped to make room
+    std::int64_t refreshes = 0;      ///< cached shards refreshed after a step
+    std::int64_t uncached_gathers = 0;  ///< gathers of a shard not cached: copied up into the gather's slot only
+    std::int64_t warmup_non_model_peak = 0;  ///< the highest period peak beyond the model data, bytes
+  };
+  const AutoStats& auto_stats() const { return auto_stats_; }
+  /// Chunk c's shard is on the device now (static: its home; auto: cached).
+  bool resident(std::size_t c) const;
+  /// Auto: the cached shards are refreshed from the host after the update.
+  zero::StepResult step(const zero::StepRequest& request) override;
+  /// Auto: every cached shard dropped first, so the values land in the host shards the optimizer owns.
+  void load_parameters(const nn::NamedTensors& whole) override;
+
  private:
   Gemini(std::shared_ptr<nn::GPT> model, const zero::StrategyConfig& config, const GeminiConfig& gemini,
          dist::ProcessGroup& group, GeminiLayout layout);
@@ -71,7 +104,8 @@ class Gemini final : public zero::ShardedStrategy {
   void hook_gradients();
 
   // ---- the tensor states (Colossal-AI's ParamOpHook and grad handle); `tensors`: indices into named_parameters() ----
-  void use(const std::vector<std::size_t>& tensors);   ///< → COMPUTE; their chunks gathered
+  /// → COMPUTE; their chunks gathered. `forward_start`: the model's own pre-forward (an iteration begins).
+  void use(const std::vector<std::size_t>& tensors, bool forward_start = false);
   void done(const std::vector<std::size_t>& tensors);  ///< COMPUTE → HOLD; chunks with no tensor in use released
   void gradient_final(std::size_t param);              ///< COMPUTE → HOLD_AFTER_BWD → READY_FOR_REDUCE
   /// The reducer's launch for chunk c: its reduce-scatter starts, its tensors go back to HOLD, it is released.
@@ -80,7 +114,29 @@ class Gemini final : public zero::ShardedStrategy {
   void release_if_idle(std::size_t c, bool framed);
   void frame_releases();
 
+  // ---- auto placement (see the file comment) ----
+  /// Makes room for and caches the shards of `chunks` (this moment's uses, distinct, in order) before they gather.
+  void place(const std::vector<std::size_t>& chunks);
+  void load(std::size_t c);   ///< shard copied up (h2d) and cached
+  void evict(std::size_t c);  ///< cached copy dropped; the host shard stays
+  std::int64_t shard_bytes(std::size_t c) const;
+  std::int64_t full_bytes(std::size_t c) const;
+  std::int64_t model_bytes() const;  ///< the device's param + grad + optim bytes now
+  /// Warm-up: the period since the last moment ends (its peak beyond the model data at its start).
+  void close_period();
+
   GeminiLayout layout_;
+  bool auto_ = false;
+  double capacity_ = 0;                      ///< the device's capacity in bytes (0: no limit)
+  double warmup_ratio_ = 0.8, steady_ratio_ = 0.9;
+  std::vector<Tensor> host_shard_;           ///< auto: per sharded chunk its shard in host memory (the optimizer's)
+  std::vector<std::size_t> recorded_;        ///< warm-up: the chunk uses so far; afterwards the schedule
+  std::vector<std::int64_t> period_extra_;   ///< per moment: what its period added beyond the model data at its start
+  std::vector<std::size_t> moment_at_;       ///< per moment: its first use's position in the schedule
+  std::size_t pos_ = 0, moment_ = 0;         ///< this iteration's next use and moment
+  std::int64_t model_at_moment_ = 0;         ///< warm-up: the model data when the current period began
+  bool in_period_ = false;
+  AutoStats auto_stats_;
   std::vector<ChunkStates> states_;                 ///< per chunk
   std::vector<std::unique_ptr<zero::Unit>> units_;  ///< per chunk; null for a kept-gathered chunk
   struct Place {

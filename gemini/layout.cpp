@@ -71,6 +71,12 @@ GeminiLayout plan_gemini(const nn::NamedTensors& params, int dp_size, const Gemi
   }
   for (std::size_t c = 0; c < l.size(); ++c) l.chunks.chunks[c].keep_gathered = l.keep_gathered[c];
   l.optim_on_host = config.offload_optim_frac >= 1.0;
+  if (config.placement_policy == "auto") {
+    // auto (Colossal-AI's AutoPlacementPolicy): every sharded chunk's shard and optimizer states start on the host;
+    // the manager caches shards on the device as the capacity allows (gemini/gemini.h). The fractions are static's.
+    for (std::size_t c = 0; c < l.size(); ++c) l.param_on_host[c] = !l.keep_gathered[c];
+    l.optim_on_host = true;
+  }
   return l;
 }
 

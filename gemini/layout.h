@@ -30,9 +30,10 @@ struct GeminiLayout {
   ChunkPlan chunks;                  ///< the packing: per chunk its slots, in order of use
   /// Per chunk: kept gathered on every rank (the search's small model, chunk_config_dict, or shard_param_frac).
   std::vector<bool> keep_gathered;
-  /// Per chunk: its parameter shard lives in host memory between uses (offload_param_frac).
+  /// Per chunk: its parameter shard lives in host memory between uses (offload_param_frac; with `auto` every sharded
+  /// chunk's shard, which the device then caches).
   std::vector<bool> param_on_host;
-  bool optim_on_host = false;        ///< offload_optim_frac 1.0: every chunk's optimizer states on the host
+  bool optim_on_host = false;        ///< offload_optim_frac 1.0, or `auto`: every chunk's optimizer states on the host
   /// Per chunk: the elements allocated, a multiple of the data-parallel size (a kept-gathered chunk's size is
   /// rounded up to one: minitorch reduce-scatters its gradients too).
   std::vector<std::int64_t> allocated;

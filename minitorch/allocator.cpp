@@ -1,5 +1,7 @@
 #include "minitorch/allocator.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -8,6 +10,7 @@
 #include <new>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 #include "minitorch/events.h"
 
@@ -92,6 +95,8 @@ struct AllocatorState {
   DeviceAllocator* cuda = nullptr;
   std::map<std::pair<int, int>, MemoryStats> ledger;   // (device type, index) -> stats
   std::map<std::pair<int, int>, std::int64_t> capacity;  // (device type, index) -> bytes; absent = no limit
+  std::map<std::pair<int, int>, double> link;             // sim: (type, index) -> bytes per second; absent = instant
+  std::map<std::pair<int, int>, std::int64_t> period_peak;  // take_period_peak: the highest total since the last take
   TransferStats transfers;
 };
 
@@ -194,8 +199,13 @@ void copy_between(void* dst, Device to, const void* src, Device from, std::size_
     e.id = events::next_id();
     events::emit(e);
   }
+  const Device device = up ? to : from;
+  const auto start = std::chrono::steady_clock::now();
   if (up) device_allocator(to.type).copy_from_host(dst, src, bytes, to.index);
   else device_allocator(from.type).copy_to_host(dst, src, bytes, from.index);
+  // sim's link: a memcpy is far faster than PCIe, so a set bandwidth holds the copy for bytes ÷ bandwidth.
+  if (const double bandwidth = link_bandwidth(device); bandwidth > 0)
+    std::this_thread::sleep_until(start + std::chrono::duration<double>(static_cast<double>(bytes) / bandwidth));
   if (traced) {
     e.kind = events::Kind::end;
     events::emit(std::move(e));
@@ -212,6 +222,24 @@ void set_memory_capacity(Device device, std::int64_t bytes) {
   std::lock_guard<std::mutex> lock(s.mutex);
   if (bytes == 0) s.capacity.erase({static_cast<int>(device.type), device.index});
   else s.capacity[{static_cast<int>(device.type), device.index}] = bytes;
+}
+
+void set_link_bandwidth(Device device, double bytes_per_second) {
+  if (!device.is_sim())
+    throw std::invalid_argument("set_link_bandwidth: " + device.str() + " is not the simulated accelerator (sim)");
+  if (!(bytes_per_second >= 0))
+    throw std::invalid_argument("set_link_bandwidth: " + std::to_string(bytes_per_second) + " bytes per second");
+  auto& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (bytes_per_second == 0) s.link.erase({static_cast<int>(device.type), device.index});
+  else s.link[{static_cast<int>(device.type), device.index}] = bytes_per_second;
+}
+
+double link_bandwidth(Device device) {
+  auto& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  auto it = s.link.find({static_cast<int>(device.type), device.index});
+  return it == s.link.end() ? 0.0 : it->second;
 }
 
 std::int64_t memory_capacity(Device device) {
@@ -257,6 +285,9 @@ void account_alloc(Device device, MemTag tag, std::int64_t bytes, std::uint64_t 
     m.current_total += bytes;
     if (m.current_bytes[t] > m.peak_bytes[t]) m.peak_bytes[t] = m.current_bytes[t];
     if (m.current_total > m.peak_total) m.peak_total = m.current_total;
+    if (auto p = s.period_peak.find({static_cast<int>(device.type), device.index});
+        p != s.period_peak.end() && m.current_total > p->second)
+      p->second = m.current_total;
   }
   if (events::enabled()) report(events::Kind::alloc, device, tag, bytes, block);
 }
@@ -276,6 +307,16 @@ MemoryStats memory_stats(Device device) {
   auto& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   return stats_for(s, device);
+}
+
+std::int64_t take_period_peak(Device device) {
+  auto& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  const std::int64_t now = stats_for(s, device).current_total;
+  auto [it, first] = s.period_peak.try_emplace({static_cast<int>(device.type), device.index}, now);
+  const std::int64_t peak = std::max(it->second, now);
+  it->second = now;
+  return peak;
 }
 
 void reset_peak_memory(Device device) {

@@ -77,6 +77,12 @@ void cpu_empty_cache();
 /// cache); 0 = no limit (the default). How `sim` stands in for a 24 GB GPU (docs/design.md §10).
 void set_memory_capacity(Device device, std::int64_t bytes);
 std::int64_t memory_capacity(Device device);
+/// sim's host↔device link: every copy_between to or from `device` (a sim device) takes at least
+/// bytes ÷ `bytes_per_second` (the copy itself is a memcpy, far faster than PCIe), so a step's time shows
+/// what its transfers would cost on a real link. 0 = no delay (the default). std::invalid_argument for a
+/// device other than sim or a negative rate.
+void set_link_bandwidth(Device device, double bytes_per_second);
+double link_bandwidth(Device device);
 
 /// An allocation the pool's capacity cannot hold: nothing was allocated. The fields say what was asked
 /// and what the pool held; the runtime adds the run's formula and its levers (runtime/out_of_memory.h).
@@ -133,6 +139,10 @@ void copy_between(void* dst, Device to, const void* src, Device from, std::size_
 
 /// Accounting for one device (snapshot).
 MemoryStats memory_stats(Device device = Device::cpu());
+/// The highest total bytes in use on `device` since the last call (the first call: the total now), and a new
+/// period starts at the current total. A watermark of its own, apart from the peaks above (which the run report
+/// keeps for the whole step): Gemini's warm-up measures each period between two hooks with it.
+std::int64_t take_period_peak(Device device);
 /// Sets every peak to the current value (call before the phase you want to measure).
 void reset_peak_memory(Device device = Device::cpu());
 /// Called by Storage on allocation / release; moves `bytes` into / out of `tag` on `device`.

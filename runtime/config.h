@@ -132,6 +132,7 @@ struct ActivationCheckpointingConfig {
 struct DeviceConfig {
   std::string type = "cpu";
   std::int64_t memory = 0;  ///< bytes; 0 = no limit
+  std::int64_t link_bandwidth = 0;  ///< sim: host↔device bytes per second (set_link_bandwidth); 0 = instant
 };
 
 /// `comm` (ours): communication between ranks.

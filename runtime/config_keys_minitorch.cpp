@@ -8,6 +8,7 @@ namespace minitorch::runtime::key_rows {
 namespace {
 /// Gemini is ZeRO-3 on chunks: its keys' examples run at stage 3.
 constexpr std::string_view kGeminiContext = R"({"zero_optimization": {"stage": 3}})";
+constexpr std::string_view kGeminiAutoContext = R"({"zero_optimization": {"stage": 3}, "gemini": {"placement_policy": "auto"}})";
 constexpr std::string_view kActTuning = "it tunes DeepSpeed's checkpointing (device synchronisation, timing), which minitorch's has no counterpart for";
 }  // namespace
 
@@ -55,17 +56,16 @@ std::span<const ConfigKey> minitorch_rows() {
           .what("time the checkpoint functions"),
       // ---- gemini (Colossal-AI's GeminiPlugin keys and defaults; gemini/config.h) ----
       ok("gemini", "{}", kGeminiContext),
-      ok("gemini.placement_policy", R"("static")", kGeminiContext),  // "auto": not implemented yet (runtime/config_sections.cpp)
+      ok("gemini.placement_policy", R"("auto")", kGeminiContext),
       ok("gemini.shard_param_frac", "0.5", kGeminiContext).ge(0, 1),
       ok("gemini.offload_optim_frac", "1.0", kGeminiContext).ge(0, 1),  // strictly between 0 and 1: not implemented yet
       ok("gemini.offload_param_frac", "0.5", R"({"zero_optimization": {"stage": 3}, "gemini": {"offload_optim_frac": 1.0}})")
           .ge(0, 1),
-      todo("gemini.warmup_non_model_data_ratio", "0.5", "0.8", "gemini.warmup_non_model_data_ratio (auto placement)",
-           "auto placement is not implemented yet: remove it").ge(0, 1).within(kGeminiContext),
-      todo("gemini.steady_cuda_cap_ratio", "0.5", "0.9", "gemini.steady_cuda_cap_ratio (auto placement)",
-           "auto placement is not implemented yet: remove it").ge(0, 1).within(kGeminiContext),
-      todo("gemini.gpu_margin_mem_ratio", "0.5", "0.0", "gemini.gpu_margin_mem_ratio (auto placement)",
-           "auto placement is not implemented yet: remove it").ge(0, 1).within(kGeminiContext),
+      // auto placement's (with "static" a warning says they do nothing: runtime/config_sections.cpp)
+      ok("gemini.warmup_non_model_data_ratio", "0.5", kGeminiAutoContext).ge(0, 1),
+      ok("gemini.steady_cuda_cap_ratio", "0.5", kGeminiAutoContext).ge(0, 1),
+      todo("gemini.gpu_margin_mem_ratio", "0.5", "0.0", "gemini.gpu_margin_mem_ratio (optimizer states back on the device)",
+           "remove it: every chunk's optimizer states stay on the host under auto placement").ge(0, 1).within(kGeminiContext),
       todo("gemini.max_prefetch", "2", "0", "gemini.max_prefetch (chunks gathered ahead of use)",
            "remove it: chunks are gathered when first used").ge(0).within(kGeminiContext),
       ok("gemini.search_range_m", "16", kGeminiContext).type(T::number).ge(0),
@@ -102,7 +102,8 @@ std::span<const ConfigKey> minitorch_rows() {
       // ---- device (minitorch) ----
       ok("device", R"({"type": "sim", "memory": "24MiB"})"),
       ok("device.type", R"("sim")"),  // "cpu", "sim", "cuda": runtime/config.cpp
-      ok("device.memory", R"("24MiB")", R"({"device": {"type": "sim"}})").type(T::any),  // a size string or bytes, sim only: runtime/byte_size.h
+      ok("device.memory", R"("24MiB")", R"({"device": {"type": "sim"}})").type(T::any),
+      ok("device.link_bandwidth", R"("16GB")", R"({"device": {"type": "sim"}})").type(T::any),  // bytes per second, sim only  // a size string or bytes, sim only: runtime/byte_size.h
   };
   return rows;
 }

@@ -280,16 +280,24 @@ void parse_gemini(const json& j, Config& c) {
   gemini::GeminiConfig& g = c.gemini;
   g.enabled = true;
   r.get("placement_policy", g.placement_policy, {"static", "auto"});
-  if (g.placement_policy == "auto")
-    r.fail("gemini.placement_policy \"auto\" (placement from a warm-up iteration's statistics) is not implemented yet: "
-           "use \"static\" with shard_param_frac, offload_optim_frac and offload_param_frac");
   r.get("shard_param_frac", g.shard_param_frac);  // [0, 1]: the table
   r.get("offload_optim_frac", g.offload_optim_frac);
   r.get("offload_param_frac", g.offload_param_frac);
-  if (g.offload_optim_frac > 0 && g.offload_optim_frac < 1)
+  if (g.placement_policy == "static" && g.offload_optim_frac > 0 && g.offload_optim_frac < 1)
     r.fail("gemini.offload_optim_frac " + std::to_string(g.offload_optim_frac) + " (a share of the chunks' optimizer "
            "states on the host) is not implemented yet: set 0.0 (all on the device) or 1.0 (all on the host)");
-  if (g.offload_param_frac > 0 && (g.shard_param_frac != 1.0 || g.offload_optim_frac != 1.0)) {
+  const bool auto_policy = g.placement_policy == "auto";
+  for (const char* key : {"shard_param_frac", "offload_optim_frac", "offload_param_frac"})
+    if (auto_policy && r.has(key))  // Colossal-AI passes them to the static policy only
+      c.warnings.push_back(std::string("gemini.") + key + " only affects placement_policy \"static\" and this config's is "
+                           "\"auto\" (every sharded chunk's shard and optimizer states on the host, the device caching "
+                           "shards as the capacity allows): accepted, but it has no effect here");
+  if (auto_policy) g.shard_param_frac = 1.0, g.offload_optim_frac = 1.0, g.offload_param_frac = 0.0;
+  for (const char* key : {"warmup_non_model_data_ratio", "steady_cuda_cap_ratio"})
+    if (!auto_policy && r.has(key))
+      c.warnings.push_back(std::string("gemini.") + key + " only affects placement_policy \"auto\" and this config's is "
+                           "\"static\": accepted, but it has no effect here");
+  if (!auto_policy && g.offload_param_frac > 0 && (g.shard_param_frac != 1.0 || g.offload_optim_frac != 1.0)) {
     // Colossal-AI's StaticPlacementPolicy warns and ignores it too: a parameter on the host needs its optimizer
     // states there (the host AdamW updates it in place), and only a sharded chunk moves.
     c.warnings.push_back("gemini.offload_param_frac only affects a run with shard_param_frac and offload_optim_frac both "
@@ -355,6 +363,22 @@ void parse_device(const json& j, Config& c) {
     }
     if (c.device.memory == 0)
       r.fail("device.memory is 0 bytes: give the simulated accelerator's capacity (e.g. \"24MiB\"), or remove the key for no limit");
+  }
+  if (const json* l = j.contains("link_bandwidth") ? &j.at("link_bandwidth") : nullptr) {
+    r.known("link_bandwidth");
+    if (c.device.type != "sim")
+      r.fail("device.link_bandwidth is the simulated accelerator's host link: it applies to \"type\": \"sim\" only, not \"" +
+             c.device.type + "\"; remove it, or set device.type to \"sim\"");
+    if (!l->is_string() && !l->is_number())
+      r.fail("device.link_bandwidth must be bytes per second: a string such as \"16GB\" or a number");
+    try {
+      c.device.link_bandwidth = parse_byte_size(l->is_string() ? l->get<std::string>() : l->dump());
+    } catch (const std::invalid_argument& e) {
+      r.fail(std::string("device.link_bandwidth: ") + e.what());
+    }
+    if (c.device.link_bandwidth == 0)
+      r.fail("device.link_bandwidth is 0 bytes per second: give the link's rate (e.g. \"16GB\", PCIe 4.0 x16's order), or "
+             "remove the key for instant copies");
   }
   r.finish(c.warnings);
 }

@@ -52,6 +52,14 @@ std::int64_t capacity_of(const Config& config, const PlanOverrides& o, const Dev
   return capacity;
 }
 
+/// sim's host link (device.link_bandwidth; minitorch-train's --link-bandwidth sets it): refused for any other device.
+std::int64_t link_of(const Config& config, const Device& d) {
+  if (config.device.link_bandwidth > 0 && !d.is_sim())
+    throw ConfigError("device.link_bandwidth (or --link-bandwidth) is the simulated accelerator's host link: it needs "
+                      "--device sim (or device.type \"sim\"), not " + d.str());
+  return config.device.link_bandwidth;
+}
+
 /// What runs otherwise than the config says, one line each (the tools print them once, on rank 0).
 std::vector<std::string> warnings_of(const Config& c, const Plan& p) {
   std::vector<std::string> w;
@@ -80,6 +88,7 @@ Plan make_plan(const Config& c, const PlanOverrides& o) {
   p.device_name = o.device ? *o.device : c.device.type;
   p.device = parse_device(p.device_name, o.device ? "--device" : "device.type");
   p.device_capacity = capacity_of(c, o, p.device);
+  p.link_bandwidth = link_of(c, p.device);
   p.precision = c.bf16 ? Precision::bf16 : c.fp16.enabled ? Precision::f16 : Precision::f32;
   p.bytes = bytes_per_parameter(c.mixed_precision());
   p.micro_batch = c.train_micro_batch_size_per_gpu;
@@ -122,6 +131,7 @@ std::string Plan::describe() const {
      << " (data " << grid.data << " x pipeline " << grid.pipeline << " x tensor " << grid.tensor << "), "
      << precision_name(precision) << ", " << device.str();
   if (device_capacity > 0) os << " (" << format_mib(static_cast<double>(device_capacity)) << ")";
+  if (link_bandwidth > 0) os << " linked at " << static_cast<double>(link_bandwidth) / 1e9 << " GB/s";
   os << ", micro " << micro_batch << " x accumulation " << accumulation << " x data " << grid.data << " = "
      << global_batch << ", " << (sharded_save() ? "sharded save" : "single-file save");
   return os.str();
@@ -176,7 +186,10 @@ Device choose_gpu(const std::string& name, Device d) {
 
 Device setup_device(Plan& plan) {
   if (plan.device.is_cuda()) plan.device = choose_gpu(plan.device_name, plan.device);
-  if (plan.device.is_sim()) set_memory_capacity(plan.device, plan.device_capacity);
+  if (plan.device.is_sim()) {
+    set_memory_capacity(plan.device, plan.device_capacity);
+    set_link_bandwidth(plan.device, static_cast<double>(plan.link_bandwidth));
+  }
   return plan.device;
 }
 

@@ -61,6 +61,7 @@ struct Plan {
   std::string device_name = "cpu";
   Device device = Device::cpu();
   std::int64_t device_capacity = 0;  ///< sim's capacity in bytes (0: no limit)
+  std::int64_t link_bandwidth = 0;   ///< sim's host↔device link, bytes per second (0: instant copies)
   Precision precision = Precision::f32;
   BytesPerParameter bytes{4, 4, 8};  ///< P, G, K of `precision`
   RankGrid grid;

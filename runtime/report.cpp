@@ -106,6 +106,16 @@ ordered_json RunReport::rank_json() const {
                    {"shards_on_host", l.on_host()},
                    {"optimizer_on_host", l.optim_on_host},
                    {"gathers", g->gathers()}};
+    if (engine_.config().gemini.placement_policy == "auto") {
+      const gemini::Gemini::AutoStats& a = g->auto_stats();
+      r["gemini"]["auto"] = {{"warmed_up", a.warmed_up},
+                             {"schedule_uses", a.schedule_uses},
+                             {"warmup_non_model_peak", a.warmup_non_model_peak},
+                             {"loads", a.loads},
+                             {"evictions", a.evictions},
+                             {"refreshes", a.refreshes},
+                             {"uncached_gathers", a.uncached_gathers}};
+    }
   }
   r["memory"] = memory_json(memory_stats(engine_.device()));  // the pool the rank computes in
   if (!engine_.device().is_cpu()) r["host_memory"] = memory_json(memory_stats(Device::cpu()));

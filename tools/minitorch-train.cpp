@@ -58,6 +58,7 @@ struct Flags {
   std::optional<double> comm_timeout;
   std::int64_t trace_steps = 20;  ///< with --trace: the steps recorded
   runtime::PlanOverrides plan;    ///< --device, --device-memory
+  std::optional<std::string> link_bandwidth;  ///< --link-bandwidth: device.link_bandwidth's value
 };
 
 /// The config for this world with the command line's overrides; its warnings said once.
@@ -65,6 +66,16 @@ runtime::Config read_config(const Flags& flags, dist::ProcessGroup& world) {
   runtime::Config cfg = runtime::Config::from_file(flags.config, world.size());
   if (world.rank() == 0)
     for (const auto& w : cfg.warnings) tools::warn(w);
+  if (flags.link_bandwidth) {  // over device.link_bandwidth (the plan refuses it off sim)
+    try {
+      cfg.device.link_bandwidth = runtime::parse_byte_size(*flags.link_bandwidth);
+    } catch (const std::invalid_argument& e) {
+      throw runtime::ConfigError("--link-bandwidth: " + std::string(e.what()));
+    }
+    if (cfg.device.link_bandwidth == 0)
+      throw runtime::ConfigError("--link-bandwidth 0: give the link's bytes per second (e.g. 16GB), or leave the flag "
+                                 "out for instant copies");
+  }
   const auto& sc = cfg.scheduler;  // DeepSpeed's scheduler keeps its own horizon: --steps does not rescale it
   const bool decays = sc.type == optim::LRScheduleType::warmup_decay_lr || sc.type == optim::LRScheduleType::warmup_cosine_lr;
   if (flags.steps >= 0 && world.rank() == 0 && decays && flags.steps != sc.total_num_steps) {
@@ -319,6 +330,8 @@ int main(int argc, char** argv) {
       ->check(cli::positive_number());
   parser.option("--device", flags.plan.device, tools::kDeviceHelp);
   parser.option("--device-memory", flags.plan.device_memory, tools::kDeviceMemoryHelp);
+  parser.option("--link-bandwidth", flags.link_bandwidth,
+                "sim only: the host<->device link in bytes per second (\"16GB\"); each copy takes bytes / rate");
   return tools::run_tool(parser, argc, argv, [&] {
     try {
       if (parser.given("--trace-steps") && flags.trace_dir.empty())

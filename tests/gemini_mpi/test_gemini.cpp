@@ -3,6 +3,7 @@
 // static placement; the states follow the module hooks; the buffers are the chunks' fixed sizes.
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -178,4 +179,84 @@ TEST(L12_Gemini, TheRunReportShowsTheChunks) {
   EXPECT_GT(r.at("shards_on_host").get<int>(), 0);
   EXPECT_EQ(r.at("optimizer_on_host"), true);
   EXPECT_EQ(r.at("gathers"), g.gathers());
+}
+
+namespace {
+
+/// One train_batch's h2d bytes (the model's traffic, io apart) and the auto counters' growth.
+struct AutoStep {
+  std::int64_t h2d = 0, loads = 0, evictions = 0, refreshes = 0, uncached = 0;
+  float loss = 0;
+};
+AutoStep one_auto_step(ZeroRun& run) {
+  const gemini::Gemini& g = gemini_of(run);
+  const gemini::Gemini::AutoStats before = g.auto_stats();
+  const std::int64_t h2d = transfer_stats().h2d;
+  const float loss = run.engine->train_batch(*run.sampler);
+  const gemini::Gemini::AutoStats& after = g.auto_stats();
+  return {transfer_stats().h2d - h2d, after.loads - before.loads, after.evictions - before.evictions,
+          after.refreshes - before.refreshes, after.uncached_gathers - before.uncached_gathers, loss};
+}
+
+}  // namespace
+
+TEST(L12_GeminiAuto, TrainsAsZero3AndEveryCopyUpIsALoadARefreshOrAnUncachedGather) {
+  auto& world = dist::world();
+  std::vector<float> zero3_losses;
+  {
+    ZeroRun zero3(config_json(3, 2, 2, false, 2500, R"(, "stage3_param_persistence_threshold": 0)"), &world, 11,
+                  Device::sim());
+    zero3_losses = zero3.train(6);
+  }
+  // The test GPT's 8 chunks of 2400 f32 elements: a shard is 9600 / N bytes. Unlimited, then capacities that leave
+  // room for a few shards, then for none (every gather copies its shard up from the host).
+  const std::int64_t shard = 2400 * 4 / world.size();
+  std::int64_t evictions_seen = 0, unlimited_peak = 0;
+  for (const double share : {0.0, 1.1, 1.0}) {  // of the peak with every shard cached (measured first, unlimited)
+    const auto capacity = static_cast<std::int64_t>(share * static_cast<double>(unlimited_peak));
+    SCOPED_TRACE("capacity " + std::to_string(capacity));
+    set_memory_capacity(Device::sim(), capacity);
+    ZeroRun run(gemini_json(2, 2, R"(, "placement_policy": "auto")"), &world, 11, Device::sim());
+    const gemini::Gemini& g = gemini_of(run);
+    reset_peak_memory(Device::sim());
+    std::vector<float> losses;
+    for (int s = 0; s < 6; ++s) {
+      const AutoStep step = one_auto_step(run);
+      losses.push_back(step.loss);
+      // Every byte that went up is one shard: loaded into the cache, refreshed after the step, or copied into a
+      // gather's slot. Nothing else crosses (the optimizer runs on the host and writes the host shards).
+      EXPECT_EQ(step.h2d, shard * (step.loads + step.refreshes + step.uncached)) << "step " << s;
+      if (capacity == 0 && s > 0) {  // everything cached after the first use: only the refresh of all 8 shards
+        EXPECT_EQ(step.refreshes, 8);
+        EXPECT_EQ(step.loads + step.uncached + step.evictions, 0);
+      }
+      if (s > 0) evictions_seen += step.evictions;
+    }
+    EXPECT_TRUE(g.auto_stats().warmed_up);
+    // The schedule: each moment (the model's own hooks, then each block's) uses the chunks of its tensors, once in
+    // forward and once in backward.
+    std::size_t expected_uses = 0;
+    const nn::NamedTensors params = run.engine->model().named_parameters();
+    for (int part = -1; part < 2; ++part) {  // -1: the outer tensors; 0, 1: the blocks
+      std::set<std::size_t> chunks;
+      for (std::size_t c = 0; c < g.layout().size(); ++c)
+        for (const gemini::ChunkSlot& slot : g.layout().chunks.chunks[c].slots) {
+          const std::string& name = params[slot.param].first;
+          const bool in_part = part < 0 ? !name.starts_with("transformer.h.")
+                                        : name.starts_with("transformer.h." + std::to_string(part) + ".");
+          if (in_part) chunks.insert(c);
+        }
+      expected_uses += 2 * chunks.size();
+    }
+    EXPECT_EQ(g.auto_stats().schedule_uses, expected_uses);
+    for (std::size_t s = 0; s < losses.size(); ++s)
+      EXPECT_LE(std::abs(losses[s] - zero3_losses[s]), 1e-6 * std::abs(zero3_losses[s])) << "step " << s;
+    if (capacity > 0) {
+      EXPECT_LE(memory_stats(Device::sim()).peak_total, capacity) << "the device never over its capacity";
+    } else {
+      unlimited_peak = memory_stats(Device::sim()).peak_total;
+    }
+  }
+  set_memory_capacity(Device::sim(), 0);
+  EXPECT_GT(evictions_seen, 0) << "after the warm-up, a capacity that holds a few shards evicts";
 }

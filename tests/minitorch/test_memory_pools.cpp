@@ -4,6 +4,7 @@
 // capacity and compares deltas.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
 
 #include "minitorch/allocator.h"
@@ -113,4 +114,24 @@ TEST(L10_MemoryPools, DeviceNamesParseAndPrint) {
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("(valid: cpu, sim, cuda, cuda:N)"), std::string::npos) << e.what();
   }
+}
+
+TEST(L10_MemoryPools, ALinkBandwidthHoldsEachCopyForBytesOverRate) {
+  // 1 MB at 50 MB/s: at least 20 ms each way (the memcpy itself takes microseconds); none without a rate.
+  Tensor host = Tensor::zeros({250'000}, DType::f32, Device::cpu());
+  auto seconds = [&](auto&& copy) {
+    const auto t0 = std::chrono::steady_clock::now();
+    copy();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  set_link_bandwidth(Device::sim(), 50e6);
+  EXPECT_EQ(link_bandwidth(Device::sim()), 50e6);
+  Tensor dev;
+  EXPECT_GE(seconds([&] { dev = host.to(Device::sim()); }), 0.020) << "h2d";
+  EXPECT_GE(seconds([&] { Tensor back = dev.to(Device::cpu()); }), 0.020) << "d2h";
+  set_link_bandwidth(Device::sim(), 0);
+  EXPECT_EQ(link_bandwidth(Device::sim()), 0);
+  EXPECT_LT(seconds([&] { Tensor again = host.to(Device::sim()); }), 0.020) << "no rate: no delay";
+  EXPECT_THROW(set_link_bandwidth(Device::cpu(), 1e9), std::invalid_argument) << "only sim has a simulated link";
+  EXPECT_THROW(set_link_bandwidth(Device::sim(), -1), std::invalid_argument);
 }

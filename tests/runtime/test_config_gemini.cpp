@@ -49,12 +49,12 @@ TEST(L12_GeminiConfig, BadInputIsOneClearError) {
        "zero_optimization.offload_optimizer and gemini together"},
       {gemini("{}", R"({"stage": 3, "offload_optimizer": {"device": "cpu"}, "offload_param": {"device": "cpu"}})"),
        "offload_optimizer and gemini together"},
-      {gemini(R"({"placement_policy": "auto"})"), "gemini.placement_policy \"auto\""},
+      {gemini(R"({"placement_policy": "auto", "gpu_margin_mem_ratio": 0.5})"), "gemini.gpu_margin_mem_ratio"},
       {gemini(R"({"placement_policy": "cuda"})"), "placement_policy"},
       {gemini(R"({"shard_param_frac": 1.5})"), "gemini.shard_param_frac"},
       {gemini(R"({"offload_optim_frac": -0.1})"), "gemini.offload_optim_frac"},
       {gemini(R"({"offload_optim_frac": 0.5})"), "gemini.offload_optim_frac 0.5"},
-      {gemini(R"({"steady_cuda_cap_ratio": 0.5})"), "not implemented yet"},
+      {gemini(R"({"steady_cuda_cap_ratio": 1.5})"), "gemini.steady_cuda_cap_ratio"},
       {gemini(R"({"max_prefetch": 2})"), "gemini.max_prefetch"},
       {gemini(R"({"search_range_m": -1})"), "gemini.search_range_m"},
       {gemini(R"({"hidden_dim": 0})"), "gemini.hidden_dim"},
@@ -88,6 +88,12 @@ TEST(L12_GeminiConfig, WhatHasNoEffectSaysSo) {
   EXPECT_EQ(one_warning(gemini(R"({"offload_param_frac": 0.5})"), "gemini.offload_param_frac").gemini.offload_param_frac, 0.0);
   EXPECT_EQ(parse(gemini(R"({"offload_param_frac": 0.5, "offload_optim_frac": 1.0})")).gemini.offload_param_frac, 0.5);
   one_warning(gemini(R"({"enable_gradient_accumulation": true})"), "gemini.enable_gradient_accumulation");
+  // Each policy's own keys: the fractions are static's, the two ratios auto's.
+  const mr::Config a = one_warning(gemini(R"({"placement_policy": "auto", "offload_param_frac": 0.5})"), "gemini.offload_param_frac");
+  EXPECT_EQ(a.gemini.offload_param_frac, 0.0);
+  EXPECT_EQ(a.gemini.offload_optim_frac, 1.0) << "auto: every optimizer state on the host";
+  one_warning(gemini(R"({"steady_cuda_cap_ratio": 0.5})"), "gemini.steady_cuda_cap_ratio");
+  EXPECT_TRUE(parse(gemini(R"({"placement_policy": "auto", "steady_cuda_cap_ratio": 0.5, "warmup_non_model_data_ratio": 0.7})")).warnings.empty());
   one_warning(gemini("{}", R"({"stage": 3, "stage3_prefetch_bucket_size": 1000})"), "stage3_prefetch_bucket_size");
   one_warning(gemini("{}", R"({"stage": 3, "stage3_param_persistence_threshold": 0})"), "stage3_param_persistence_threshold");
 }

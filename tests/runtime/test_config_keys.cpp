@@ -375,7 +375,14 @@ TEST(L03_Config, DeviceSectionNamesTheDeviceAndSimsCapacity) {
       {R"("device": {"type": "sim", "memory": true})", "device.memory must be a size"},
       {R"("device": {"type": "cuda", "memory": "24MiB"})", "it applies to \"type\": \"sim\" only"},
       {R"("device": {"typ": "sim"})", "did you mean 'type'?"},
+      {R"("device": {"type": "cpu", "link_bandwidth": "16GB"})", "device.link_bandwidth is the simulated accelerator's host link"},
+      {R"("device": {"type": "sim", "link_bandwidth": 0})", "device.link_bandwidth is 0 bytes per second"},
+      {R"("device": {"type": "sim", "link_bandwidth": "fast"})", "device.link_bandwidth: "},
+      {R"("device": {"type": "sim", "link_bandwidth": [1]})", "device.link_bandwidth must be bytes per second"},
   };
+  // sim's host link: bytes per second, through the plan to the allocator (setup_device).
+  EXPECT_EQ(parse(with(R"("device": {"type": "sim", "link_bandwidth": "16GB"})")).device.link_bandwidth, 16'000'000'000);
+  EXPECT_EQ(parse(with("")).device.link_bandwidth, 0) << "instant copies unless asked";
   for (const auto& [section, message] : bad) {
     const std::string msg = parse_error(with(section));
     EXPECT_TRUE(contains(msg, message)) << section << ": " << msg;
