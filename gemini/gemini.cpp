@@ -47,7 +47,8 @@ Gemini::Gemini(std::shared_ptr<nn::GPT> model, const zero::StrategyConfig& confi
       auto_(gemini.placement_policy == "auto"),
       capacity_(static_cast<double>(memory_capacity(partition_.device()))),
       warmup_ratio_(gemini.warmup_non_model_data_ratio),
-      steady_ratio_(gemini.steady_cuda_cap_ratio) {
+      steady_ratio_(gemini.steady_cuda_cap_ratio),
+      max_prefetch_(static_cast<std::size_t>(gemini.max_prefetch)) {
   const std::size_t n = layout_.size();
   for (std::size_t c = 0; c < n; ++c) bucket_names_.push_back("chunk " + std::to_string(c));
   reductions_.resize(n);
@@ -144,44 +145,73 @@ void Gemini::use(const std::vector<std::size_t>& tensors, bool forward_start) {
     const std::size_t c = place_[p].chunk;
     if (units_[c] && std::find(chunks.begin(), chunks.end(), c) == chunks.end()) chunks.push_back(c);
   }
+  const bool recording = auto_ || max_prefetch_ > 0;  // the schedule drives eviction and prefetch
+  if (recording && forward_start) {
+    pos_ = moment_ = 0;
+    if (!auto_stats_.warmed_up) {  // the warm-up records the last forward before its first backward ends
+      recorded_.clear();
+      period_extra_.clear();
+      moment_at_.clear();
+      in_period_ = false;
+    }
+  }
+  if (recording && !auto_stats_.warmed_up) {
+    if (auto_) close_period();
+    moment_at_.push_back(recorded_.size());
+    recorded_.insert(recorded_.end(), chunks.begin(), chunks.end());
+  }
+  // max_prefetch: the next chunks the schedule uses after this moment, gathered now so that their all-gathers run
+  // while this moment's modules compute (the same on every rank: the schedule and the units' states only).
+  std::vector<std::size_t> ahead;
+  if (max_prefetch_ > 0 && auto_stats_.warmed_up && on_schedule(pos_, chunks)) {
+    std::vector<std::size_t> seen(chunks);
+    for (std::size_t k = pos_ + chunks.size(); k < recorded_.size() && seen.size() - chunks.size() < max_prefetch_; ++k) {
+      const std::size_t c = recorded_[k];
+      if (std::find(seen.begin(), seen.end(), c) != seen.end()) continue;
+      seen.push_back(c);
+      if (units_[c]->state() == zero::Unit::State::sharded) ahead.push_back(c);
+    }
+  }
   if (auto_) {
-    if (forward_start) {
-      pos_ = moment_ = 0;
-      if (!auto_stats_.warmed_up) {  // the warm-up records the last forward before its first backward ends
-        recorded_.clear();
-        period_extra_.clear();
-        moment_at_.clear();
-        in_period_ = false;
-      }
-    }
-    if (!auto_stats_.warmed_up) {
-      close_period();
-      moment_at_.push_back(recorded_.size());
-      recorded_.insert(recorded_.end(), chunks.begin(), chunks.end());
-    }
-    place(chunks);
+    std::vector<std::size_t> needed(chunks);
+    needed.insert(needed.end(), ahead.begin(), ahead.end());
+    place(needed, chunks.size());  // room for this moment's chunks and the prefetched ones
   }
   for (std::size_t p : tensors) {
     const auto [c, slot] = place_[p];
     if (units_[c] && units_[c]->state() != zero::Unit::State::gathered) {
-      if (units_[c]->state() == zero::Unit::State::sharded) {
-        ++gathers_;
-        if (auto_ && !resident(c)) ++auto_stats_.uncached_gathers;  // the Unit copies it up from the host
-      }
+      if (units_[c]->state() == zero::Unit::State::sharded) count_gather(c);
       units_[c]->ensure_gathered();  // all-gather (a shard in host memory is copied up first)
     }
     if (states_[c].state(slot) != TensorState::compute) states_[c].set(slot, TensorState::compute);
   }
-  if (auto_) {
+  for (std::size_t c : ahead) {
+    count_gather(c);
+    ++auto_stats_.prefetches;
+    units_[c]->gather_async();  // gathering: the use that needs it waits for the all-gather
+  }
+  if (recording) {
     pos_ += chunks.size();
     ++moment_;
-    if (!auto_stats_.warmed_up) {  // a new period begins: what it adds beyond the model data now is measured
-      model_at_moment_ = model_bytes();
-      take_period_peak(partition_.device());
-      period_extra_.push_back(0);
-      in_period_ = true;
-    }
   }
+  if (auto_ && !auto_stats_.warmed_up) {  // a new period begins: what it adds beyond the model data now is measured
+    model_at_moment_ = model_bytes();
+    take_period_peak(partition_.device());
+    period_extra_.push_back(0);
+    in_period_ = true;
+  }
+}
+
+void Gemini::count_gather(std::size_t c) {
+  ++gathers_;
+  if (auto_ && !resident(c)) ++auto_stats_.uncached_gathers;  // the Unit copies it up from the host
+}
+
+bool Gemini::on_schedule(std::size_t at, const std::vector<std::size_t>& chunks) const {
+  if (!auto_stats_.warmed_up || at + chunks.size() > recorded_.size()) return false;
+  for (std::size_t i = 0; i < chunks.size(); ++i)
+    if (recorded_[at + i] != chunks[i]) return false;
+  return true;
 }
 
 void Gemini::done(const std::vector<std::size_t>& tensors) {
@@ -224,8 +254,8 @@ void Gemini::frame_releases() {
 }
 
 void Gemini::end_backward() {
-  if (auto_ && !auto_stats_.warmed_up) {  // the warm-up iteration is over: its record becomes the schedule
-    close_period();
+  if ((auto_ || max_prefetch_ > 0) && !auto_stats_.warmed_up) {  // the warm-up is over: its record is the schedule
+    if (auto_) close_period();
     in_period_ = false;
     auto_stats_.warmed_up = true;
     auto_stats_.schedule_uses = recorded_.size();
@@ -248,7 +278,7 @@ void Gemini::close_period() {
   if (in_period_) period_extra_.back() = std::max(period_extra_.back(), peak - model_at_moment_);
 }
 
-void Gemini::place(const std::vector<std::size_t>& chunks) {
+void Gemini::place(const std::vector<std::size_t>& chunks, std::size_t used_now) {
   auto needed = [&](std::size_t c) { return std::find(chunks.begin(), chunks.end(), c) != chunks.end(); };
   if (capacity_ <= 0) {  // no limit: every shard is cached once loaded
     for (std::size_t c : chunks)
@@ -269,8 +299,8 @@ void Gemini::place(const std::vector<std::size_t>& chunks) {
   }
   // The schedule's position of this moment: the recorded iteration (after the warm-up, when it still matches).
   const std::size_t at = steady ? pos_ : moment_at_.back();
-  bool on_schedule = steady && at + chunks.size() <= recorded_.size();
-  for (std::size_t i = 0; on_schedule && i < chunks.size(); ++i) on_schedule = recorded_[at + i] == chunks[i];
+  const std::vector<std::size_t> now(chunks.begin(), chunks.begin() + static_cast<std::ptrdiff_t>(used_now));
+  const bool known_future = on_schedule(at, now);
   const UseSchedule schedule(recorded_);
   while (static_cast<double>(model + full + shards) > room) {
     std::vector<std::size_t> candidates;  // cached, not gathered, not used now
@@ -278,7 +308,7 @@ void Gemini::place(const std::vector<std::size_t>& chunks) {
       if (units_[c] && resident(c) && units_[c]->state() == zero::Unit::State::sharded && !needed(c)) candidates.push_back(c);
     if (candidates.empty()) break;
     // After the warm-up the future is known: Belady's OPT. During it (or off the schedule) only the past: LRU.
-    const std::size_t victim = on_schedule ? evict_opt(schedule, at, candidates)
+    const std::size_t victim = known_future ? evict_opt(schedule, at, candidates)
                                            : evict_lru(schedule, std::min(at, recorded_.size()), candidates);
     evict(victim);
     model -= shard_bytes(victim);

@@ -32,6 +32,9 @@
 /// eviction costs no copy down (the host holds every shard); after the step the cached shards are refreshed from
 /// the host (h2d), as Colossal-AI copies its updated fp32 chunks into the fp16 ones.
 ///
+/// **Prefetch** (max_prefetch, either policy): after the warm-up each moment also starts the all-gathers of the next
+/// max_prefetch chunks of the schedule, which run while the moment's modules compute.
+///
 /// \code
 ///   gemini::Gemini g(model, config.strategy(), config.gemini, world);   // as any strategy (zero/strategy.h)
 ///   g.layout().size();        // chunks
@@ -77,14 +80,15 @@ class Gemini final : public zero::ShardedStrategy {
   /// Gathers of sharded chunks since construction (a chunk straddling two blocks is gathered once per block).
   std::int64_t gathers() const { return gathers_; }
 
-  /// Auto placement's record (zeros under static).
+  /// Auto placement's and prefetch's record (the schedule is recorded for either; the rest is auto's).
   struct AutoStats {
-    bool warmed_up = false;          ///< the warm-up iteration is over: the schedule drives eviction
+    bool warmed_up = false;          ///< the warm-up iteration is over: the schedule drives eviction and prefetch
     std::size_t schedule_uses = 0;   ///< chunk uses per iteration, as the warm-up recorded them
     std::int64_t loads = 0;          ///< shards copied up and cached
     std::int64_t evictions = 0;      ///< cached shards dropped to make room
     std::int64_t refreshes = 0;      ///< cached shards refreshed after a step
     std::int64_t uncached_gathers = 0;  ///< gathers of a shard not cached: copied up into the gather's slot only
+    std::int64_t prefetches = 0;     ///< gathers started ahead of use (max_prefetch)
     std::int64_t warmup_non_model_peak = 0;  ///< the highest period peak beyond the model data, bytes
   };
   const AutoStats& auto_stats() const { return auto_stats_; }
@@ -115,8 +119,12 @@ class Gemini final : public zero::ShardedStrategy {
   void frame_releases();
 
   // ---- auto placement (see the file comment) ----
-  /// Makes room for and caches the shards of `chunks` (this moment's uses, distinct, in order) before they gather.
-  void place(const std::vector<std::size_t>& chunks);
+  /// Makes room for and caches the shards of `chunks` before they gather: this moment's uses (the first `used_now`,
+  /// distinct, in order), then the chunks prefetched with them.
+  void place(const std::vector<std::size_t>& chunks, std::size_t used_now);
+  void count_gather(std::size_t c);  ///< a sharded chunk's gather starts (auto: counted uncached if not resident)
+  /// Whether `chunks`, used from position `at`, are what the recorded schedule says (after the warm-up).
+  bool on_schedule(std::size_t at, const std::vector<std::size_t>& chunks) const;
   void load(std::size_t c);   ///< shard copied up (h2d) and cached
   void evict(std::size_t c);  ///< cached copy dropped; the host shard stays
   std::int64_t shard_bytes(std::size_t c) const;
@@ -129,6 +137,7 @@ class Gemini final : public zero::ShardedStrategy {
   bool auto_ = false;
   double capacity_ = 0;                      ///< the device's capacity in bytes (0: no limit)
   double warmup_ratio_ = 0.8, steady_ratio_ = 0.9;
+  std::size_t max_prefetch_ = 0;             ///< chunks gathered ahead of use (the schedule's next ones)
   std::vector<Tensor> host_shard_;           ///< auto: per sharded chunk its shard in host memory (the optimizer's)
   std::vector<std::size_t> recorded_;        ///< warm-up: the chunk uses so far; afterwards the schedule
   std::vector<std::int64_t> period_extra_;   ///< per moment: what its period added beyond the model data at its start

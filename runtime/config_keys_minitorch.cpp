@@ -66,8 +66,7 @@ std::span<const ConfigKey> minitorch_rows() {
       ok("gemini.steady_cuda_cap_ratio", "0.5", kGeminiAutoContext).ge(0, 1),
       todo("gemini.gpu_margin_mem_ratio", "0.5", "0.0", "gemini.gpu_margin_mem_ratio (optimizer states back on the device)",
            "remove it: every chunk's optimizer states stay on the host under auto placement").ge(0, 1).within(kGeminiContext),
-      todo("gemini.max_prefetch", "2", "0", "gemini.max_prefetch (chunks gathered ahead of use)",
-           "remove it: chunks are gathered when first used").ge(0).within(kGeminiContext),
+      ok("gemini.max_prefetch", "2", kGeminiContext).ge(0),  // the schedule's next chunks, after the warm-up
       ok("gemini.search_range_m", "16", kGeminiContext).type(T::number).ge(0),
       ok("gemini.min_chunk_size_m", "0.0625", kGeminiContext).type(T::number).ge(0),
       ok("gemini.hidden_dim", "256", kGeminiContext).ge(1),

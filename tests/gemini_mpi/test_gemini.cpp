@@ -71,7 +71,8 @@ TEST(L12_Gemini, EveryStaticPlacementTrainsAsZero3) {
   for (const std::string& extra : {std::string(""), std::string(R"(, "shard_param_frac": 0.5)"),
                                   std::string(R"(, "offload_optim_frac": 1.0)"),
                                   std::string(R"(, "offload_optim_frac": 1.0, "offload_param_frac": 0.5)"),
-                                  std::string(R"(, "offload_optim_frac": 1.0, "offload_param_frac": 1.0)")}) {
+                                  std::string(R"(, "offload_optim_frac": 1.0, "offload_param_frac": 1.0)"),
+                                  std::string(R"(, "max_prefetch": 2)")}) {
     SCOPED_TRACE("gemini" + extra);
     ZeroRun run(gemini_json(2, 2, extra), &world, 11, Device::sim());
     const gemini::Gemini& g = gemini_of(run);
@@ -96,6 +97,12 @@ TEST(L12_Gemini, EveryStaticPlacementTrainsAsZero3) {
     if (extra.find("shard_param_frac") != std::string::npos) {
       EXPECT_GT(layout.sharded(), 0u);
       EXPECT_LT(layout.sharded(), layout.size());
+    }
+    if (extra.find("max_prefetch") != std::string::npos) {
+      EXPECT_TRUE(g.auto_stats().warmed_up);
+      EXPECT_GT(g.auto_stats().prefetches, 0) << "the schedule's next chunks gathered ahead";
+    } else {
+      EXPECT_EQ(g.auto_stats().prefetches, 0);
     }
     if (extra.find("offload_param_frac\": 1.0") != std::string::npos) {
       EXPECT_EQ(layout.on_host(), layout.size());
@@ -212,11 +219,13 @@ TEST(L12_GeminiAuto, TrainsAsZero3AndEveryCopyUpIsALoadARefreshOrAnUncachedGathe
   // room for a few shards, then for none (every gather copies its shard up from the host).
   const std::int64_t shard = 2400 * 4 / world.size();
   std::int64_t evictions_seen = 0, unlimited_peak = 0;
-  for (const double share : {0.0, 1.1, 1.0}) {  // of the peak with every shard cached (measured first, unlimited)
+  // Shares of the peak with every shard cached (measured first, unlimited); the last with a prefetch ahead.
+  for (const auto& [share, prefetch] : {std::pair{0.0, 0}, std::pair{1.1, 0}, std::pair{1.0, 0}, std::pair{1.2, 1}}) {
     const auto capacity = static_cast<std::int64_t>(share * static_cast<double>(unlimited_peak));
-    SCOPED_TRACE("capacity " + std::to_string(capacity));
+    SCOPED_TRACE("capacity " + std::to_string(capacity) + ", max_prefetch " + std::to_string(prefetch));
     set_memory_capacity(Device::sim(), capacity);
-    ZeroRun run(gemini_json(2, 2, R"(, "placement_policy": "auto")"), &world, 11, Device::sim());
+    ZeroRun run(gemini_json(2, 2, R"(, "placement_policy": "auto", "max_prefetch": )" + std::to_string(prefetch)), &world,
+                11, Device::sim());
     const gemini::Gemini& g = gemini_of(run);
     reset_peak_memory(Device::sim());
     std::vector<float> losses;
@@ -232,6 +241,7 @@ TEST(L12_GeminiAuto, TrainsAsZero3AndEveryCopyUpIsALoadARefreshOrAnUncachedGathe
       }
       if (s > 0) evictions_seen += step.evictions;
     }
+    EXPECT_EQ(g.auto_stats().prefetches > 0, prefetch > 0);
     EXPECT_TRUE(g.auto_stats().warmed_up);
     // The schedule: each moment (the model's own hooks, then each block's) uses the chunks of its tensors, once in
     // forward and once in backward.

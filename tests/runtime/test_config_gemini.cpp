@@ -55,7 +55,7 @@ TEST(L12_GeminiConfig, BadInputIsOneClearError) {
       {gemini(R"({"offload_optim_frac": -0.1})"), "gemini.offload_optim_frac"},
       {gemini(R"({"offload_optim_frac": 0.5})"), "gemini.offload_optim_frac 0.5"},
       {gemini(R"({"steady_cuda_cap_ratio": 1.5})"), "gemini.steady_cuda_cap_ratio"},
-      {gemini(R"({"max_prefetch": 2})"), "gemini.max_prefetch"},
+      {gemini(R"({"max_prefetch": -1})"), "gemini.max_prefetch"},
       {gemini(R"({"search_range_m": -1})"), "gemini.search_range_m"},
       {gemini(R"({"hidden_dim": 0})"), "gemini.hidden_dim"},
       {gemini(R"({"chunk_size": 1024})"), "unknown key 'chunk_size' in gemini"},
