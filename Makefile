@@ -26,7 +26,7 @@ DEB_PACKAGES := g++ make cmake ninja-build ccache libeigen3-dev libopenmpi-dev o
 # The notebooks (notebooks/, `make notebooks`): Debian's Jupyter, its Python kernel, numpy and matplotlib.
 NOTEBOOK_PACKAGES := jupyter-nbconvert python3-ipykernel python3-nbformat python3-numpy python3-matplotlib
 
-.PHONY: all deps configure build test notebooks sanitize fuzz data demo docs bench bench-pytorch gpu-check gpu-check-dry clean
+.PHONY: all deps configure build test notebooks sanitize fuzz data demo docs bench bench-pytorch bench-gemini gpu-check gpu-check-dry clean
 
 all: build
 
@@ -344,6 +344,15 @@ bench-offload: configure
 bench-infinity: configure
 	cmake --build $(BUILD) -j$(JOBS) --target minitorch-train
 	@set -o pipefail; /usr/bin/python3 bench/infinity.py --build $(BUILD) --runs 3 | tee $(BUILD)/bench-infinity.txt
+
+# Gemini (bench/gemini.py): a 3.2M-parameter GPT on 4 sim ranks on a PCIe-like link (copying a rank's parameter shard
+# takes one step's compute): per capacity from "everything fits" down, each method's bytes h2d / d2h per step and step
+# time (medians of 3 runs) — DDP, ZeRO-3, + offload_optimizer, + offload_param, Gemini static (the smallest fractions
+# that fit), Gemini auto — then each method's smallest capacity. The lines go to $(BUILD)/bench-gemini.txt.
+.PHONY: bench-gemini
+bench-gemini: configure
+	cmake --build $(BUILD) -j$(JOBS) --target minitorch-train
+	@set -o pipefail; /usr/bin/python3 bench/gemini.py --build $(BUILD) --runs 3 | tee $(BUILD)/bench-gemini.txt
 
 # The GPU check (docs/build.md, "The GPU check"): `make gpu-check` on the rented GPU machine, whose
 # packages come from .device/ (tools/device_setup.sh, run here once): it depends on nothing here, since
