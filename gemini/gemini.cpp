@@ -6,6 +6,7 @@
 
 #include "gemini/eviction.h"
 #include "minitorch/allocator.h"
+#include "minitorch/events.h"
 #include "nn/parameter_names.h"
 
 namespace minitorch::gemini {
@@ -50,6 +51,7 @@ Gemini::Gemini(std::shared_ptr<nn::GPT> model, const zero::StrategyConfig& confi
       steady_ratio_(gemini.steady_cuda_cap_ratio),
       max_prefetch_(static_cast<std::size_t>(gemini.max_prefetch)) {
   const std::size_t n = layout_.size();
+  bucket_names_.clear();  // the units' names in the frames and the errors
   for (std::size_t c = 0; c < n; ++c) bucket_names_.push_back("chunk " + std::to_string(c));
   reductions_.resize(n);
   for (auto& [name, p] : model_->named_parameters()) {  // every rank starts from rank 0's weights
@@ -310,6 +312,17 @@ void Gemini::place(const std::vector<std::size_t>& chunks, std::size_t used_now)
     // After the warm-up the future is known: Belady's OPT. During it (or off the schedule) only the past: LRU.
     const std::size_t victim = known_future ? evict_opt(schedule, at, candidates)
                                            : evict_lru(schedule, std::min(at, recorded_.size()), candidates);
+    if (events::enabled()) {  // the choice and why, for the trace
+      std::string why;
+      if (known_future) {
+        const std::size_t next = schedule.next_use(victim, at);
+        why = next == UseSchedule::kNever ? "not used again this iteration (OPT)"
+                                          : "next use at " + std::to_string(next) + ", the farthest (OPT)";
+      } else {
+        why = "the least recently used (LRU" + std::string(steady ? ", off the schedule)" : ", warm-up)");
+      }
+      emit_chunk_event("gemini_evict", victim, why + "; at use " + std::to_string(at));
+    }
     evict(victim);
     model -= shard_bytes(victim);
   }
@@ -329,6 +342,7 @@ void Gemini::load(std::size_t c) {
     TagScope scope(MemTag::param);
     cached = Tensor::empty(host_shard_[c].shape(), host_shard_[c].dtype(), partition_.device());
   }
+  if (events::enabled()) emit_chunk_event("gemini_load", c, "cached on the device");
   cached.copy_(host_shard_[c]);  // h2d: the shard's P·size/N bytes
   b.param_shard = cached;        // the gathers send from here now (zero/unit.h: home device)
   b.home = zero::ShardHome::device;
@@ -340,6 +354,16 @@ void Gemini::evict(std::size_t c) {
   b.param_shard = host_shard_[c];  // the device copy is freed; the host's is current (the optimizer writes it)
   b.home = zero::ShardHome::host;
   ++auto_stats_.evictions;
+}
+
+void Gemini::emit_chunk_event(const char* what, std::size_t c, const std::string& why) const {
+  events::Event e;
+  e.category = events::Category::phase;
+  e.kind = events::Kind::instant;
+  e.name = what;
+  e.scope = bucket_names_[c] + ": " + why;
+  e.bytes = shard_bytes(c);
+  events::emit(std::move(e));
 }
 
 bool Gemini::resident(std::size_t c) const {

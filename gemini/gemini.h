@@ -30,7 +30,8 @@
 /// evicting cached shards — during the warm-up the least recently used, afterwards the one whose next use in the
 /// schedule is farthest (Belady's OPT, gemini/eviction.h) — and caches the shards it loads while they fit. An
 /// eviction costs no copy down (the host holds every shard); after the step the cached shards are refreshed from
-/// the host (h2d), as Colossal-AI copies its updated fp32 chunks into the fp16 ones.
+/// the host (h2d), as Colossal-AI copies its updated fp32 chunks into the fp16 ones. Each load and eviction is a trace
+/// event ("gemini_load", "gemini_evict": which chunk, and why that one).
 ///
 /// **Prefetch** (max_prefetch, either policy): after the warm-up each moment also starts the all-gathers of the next
 /// max_prefetch chunks of the schedule, which run while the moment's modules compute.
@@ -130,6 +131,8 @@ class Gemini final : public zero::ShardedStrategy {
   std::int64_t shard_bytes(std::size_t c) const;
   std::int64_t full_bytes(std::size_t c) const;
   std::int64_t model_bytes() const;  ///< the device's param + grad + optim bytes now
+  /// A trace event (phase, instant) "gemini_load" / "gemini_evict": scope "chunk c: why", bytes the shard's.
+  void emit_chunk_event(const char* what, std::size_t c, const std::string& why) const;
   /// Warm-up: the period since the last moment ends (its peak beyond the model data at its start).
   void close_period();
 

@@ -10,6 +10,7 @@
 #include "../zero_mpi/zero_test_util.h"
 #include "gemini/gemini.h"
 #include "minitorch/allocator.h"
+#include "minitorch/events.h"
 #include "runtime/report.h"
 
 using namespace minitorch;
@@ -199,8 +200,27 @@ AutoStep one_auto_step(ZeroRun& run) {
   const gemini::Gemini& g = gemini_of(run);
   const gemini::Gemini::AutoStats before = g.auto_stats();
   const std::int64_t h2d = transfer_stats().h2d;
-  const float loss = run.engine->train_batch(*run.sampler);
+  events::Recorder recorder;
+  float loss = 0;
+  {
+    events::Attach on(recorder);
+    loss = run.engine->train_batch(*run.sampler);
+  }
   const gemini::Gemini::AutoStats& after = g.auto_stats();
+  // Each load and eviction is a trace event naming the chunk; an OPT eviction says its next use.
+  std::int64_t loads = 0, evictions = 0;
+  for (const events::Event& e : recorder.events()) {
+    if (e.name == "gemini_load") ++loads;
+    if (e.name == "gemini_evict") {
+      ++evictions;
+      EXPECT_TRUE(e.scope.starts_with("chunk ")) << e.scope;
+      if (after.warmed_up && before.warmed_up) {
+        EXPECT_NE(e.scope.find("(OPT)"), std::string::npos) << e.scope;
+      }
+    }
+  }
+  EXPECT_EQ(loads, after.loads - before.loads);
+  EXPECT_EQ(evictions, after.evictions - before.evictions);
   return {transfer_stats().h2d - h2d, after.loads - before.loads, after.evictions - before.evictions,
           after.refreshes - before.refreshes, after.uncached_gathers - before.uncached_gathers, loss};
 }
