@@ -93,6 +93,12 @@ class Gemini final : public zero::ShardedStrategy {
     std::int64_t warmup_non_model_peak = 0;  ///< the highest period peak beyond the model data, bytes
   };
   const AutoStats& auto_stats() const { return auto_stats_; }
+  /// The warm-up's record (auto, or max_prefetch > 0): the chunk uses of one iteration in order (the schedule), and
+  /// per moment (a module hook that used chunks) its first use's position and the peak its period added beyond the
+  /// model data, bytes (auto only; empty otherwise).
+  const std::vector<std::size_t>& schedule() const { return recorded_; }
+  const std::vector<std::size_t>& moment_starts() const { return moment_at_; }
+  const std::vector<std::int64_t>& period_peaks() const { return period_extra_; }
   /// Chunk c's shard is on the device now (static: its home; auto: cached).
   bool resident(std::size_t c) const;
   /// Auto: the cached shards are refreshed from the host after the update.
