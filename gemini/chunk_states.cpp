@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "minitorch/not_implemented.h"
+
 namespace minitorch::gemini {
 
 ChunkStates::ChunkStates(const PlannedChunk& chunk, const std::vector<std::string>& names)
@@ -17,11 +19,13 @@ ChunkStates::ChunkStates(const PlannedChunk& chunk, const std::vector<std::strin
 }
 
 void ChunkStates::set(std::size_t slot, TensorState to) {
+  // BEGIN SOLUTION L12.1
   TensorState& s = states_.at(slot);
-  transition(names_[slot], s, to);  // throws for an illegal one, naming the tensor
+  transition(names_[slot], s, to);  // throws for an illegal one, naming the tensor, before anything changes
   --counts_[static_cast<std::size_t>(s)];
   ++counts_[static_cast<std::size_t>(to)];
   s = to;
+  // END SOLUTION
 }
 
 void ChunkStates::set_all(TensorState from, TensorState to) {
@@ -30,7 +34,9 @@ void ChunkStates::set_all(TensorState from, TensorState to) {
 }
 
 bool ChunkStates::can_release() const {
+  // BEGIN SOLUTION L12.1
   return !keep_gathered_ && count(TensorState::hold) + count(TensorState::hold_after_bwd) == size();
+  // END SOLUTION
 }
 
 }  // namespace minitorch::gemini

@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "minitorch/not_implemented.h"
+
 namespace minitorch::gemini {
 
 std::size_t UseSchedule::next_use(std::size_t chunk, std::size_t at) const {
@@ -20,6 +22,7 @@ void need_candidates(std::span<const std::size_t> resident) {
 
 std::size_t evict_opt(const UseSchedule& schedule, std::size_t at, std::span<const std::size_t> resident) {
   need_candidates(resident);
+  // BEGIN SOLUTION L12.2
   std::size_t victim = resident.front(), farthest = 0;
   bool first = true;
   for (std::size_t c : resident) {
@@ -27,6 +30,7 @@ std::size_t evict_opt(const UseSchedule& schedule, std::size_t at, std::span<con
     if (first || next > farthest || (next == farthest && c < victim)) victim = c, farthest = next, first = false;
   }
   return victim;
+  // END SOLUTION
 }
 
 std::size_t evict_lru(const UseSchedule& schedule, std::size_t at, std::span<const std::size_t> resident) {

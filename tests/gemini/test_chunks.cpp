@@ -82,7 +82,7 @@ TEST(L12_ChunkSearch, BadOptionsAreOneClearError) {
                                 "a tensor of 0 elements"));
 }
 
-TEST(L12_ChunkPlan, PacksInOrderOfUseAndGivesABigTensorAChunkOfItsOwn) {
+TEST(L12_T3_ChunkPlan, PacksInOrderOfUseAndGivesABigTensorAChunkOfItsOwn) {
   // Parameters 0, 1, 2 of 10, 50 and 10 elements, used in the order 2, 0, 1; chunks of 32 on 4 ranks:
   // [p2 10, p0 10 |12] then p1 (50 > 32) alone in a chunk of 52 (50 rounded up to 4 ranks).
   const std::vector<std::int64_t> numels = {10, 50, 10};
@@ -113,7 +113,7 @@ TEST(L12_ChunkPlan, BadInputIsOneClearError) {
                                 "out of range"));
 }
 
-TEST(L12_TensorState, NineTransitionsAreLegalAndEveryOtherIsAnErrorNamingTheTensorAndBothStates) {
+TEST(L12_T1_TensorState, NineTransitionsAreLegalAndEveryOtherIsAnErrorNamingTheTensorAndBothStates) {
   using S = TensorState;
   const std::vector<S> all = {S::free, S::compute, S::hold, S::hold_after_bwd, S::ready_for_reduce};
   const std::vector<std::pair<S, S>> legal = {{S::free, S::hold},
@@ -146,14 +146,14 @@ TEST(L12_TensorState, NineTransitionsAreLegalAndEveryOtherIsAnErrorNamingTheTens
             "COMPUTE, READY_FOR_REDUCE; gemini/tensor_state.h)");
 }
 
-TEST(L12_ChunkStates, CountsTheStatesAndSaysWhenTheChunkMayBeReleasedOrReduced) {
+TEST(L12_T1_ChunkStates, CountsTheStatesAndSaysWhenTheChunkMayBeReleasedOrReduced) {
   using S = TensorState;
   // One chunk of three tensors through a micro-step: forward, backward, the gradients final, the reduce-scatter.
   const std::vector<std::int64_t> numels = {10, 20, 2};
   const std::vector<std::string> names = {"h.0.attn.c_attn.weight", "h.0.attn.c_attn.bias", "h.0.ln_1.weight"};
-  const ChunkPlan plan = pack_chunks(std::vector<std::size_t>{0, 1, 2}, numels, 40, false, 2);
-  ASSERT_EQ(plan.chunks.size(), 1u);
-  ChunkStates c(plan.chunks[0], names);
+  // The chunk as pack_chunks would lay it out (built by hand: this task's tests need no other task).
+  PlannedChunk chunk{.size = 40, .keep_gathered = false, .slots = {{0, 0, numels[0]}, {1, 10, numels[1]}, {2, 30, numels[2]}}};
+  ChunkStates c(chunk, names);
   EXPECT_EQ(c.count(S::hold), 3u);
   EXPECT_TRUE(c.can_release()) << "all HOLD: nobody computes with it";
   c.set(0, S::compute);
@@ -182,15 +182,15 @@ TEST(L12_ChunkStates, CountsTheStatesAndSaysWhenTheChunkMayBeReleasedOrReduced) 
   EXPECT_EQ(c.count(S::hold), 3u);
 }
 
-TEST(L12_ChunkStates, AChunkKeptGatheredIsNeverReleased) {
-  const ChunkPlan plan = pack_chunks(std::vector<std::size_t>{0}, std::vector<std::int64_t>{8}, 8, true, 2);
-  ChunkStates c(plan.chunks[0], {"wte.weight"});
+TEST(L12_T1_ChunkStates, AChunkKeptGatheredIsNeverReleased) {
+  const PlannedChunk kept{.size = 8, .keep_gathered = true, .slots = {{0, 0, 8}}};
+  ChunkStates c(kept, {"wte.weight"});
   EXPECT_EQ(c.count(TensorState::hold), 1u);
   EXPECT_FALSE(c.can_release()) << "whole on every rank, as DDP keeps it";
-  EXPECT_THROW(ChunkStates(plan.chunks[0], {}), std::invalid_argument);
+  EXPECT_THROW(ChunkStates(kept, {}), std::invalid_argument);
 }
 
-TEST(L12_Eviction, OptEvictsTheFarthestNextUseAndBeatsLruOnBeladysSequence) {
+TEST(L12_T2_Eviction, OptEvictsTheFarthestNextUseAndBeatsLruOnBeladysSequence) {
   // The textbook sequence with room for 3: OPT 7 loads, LRU 10 (Belady 1966; every OS course's example).
   const UseSchedule s({1, 2, 3, 4, 1, 2, 5, 1, 2, 3, 4, 5});
   const Replay opt = replay(s, 3, Eviction::opt), lru = replay(s, 3, Eviction::lru);
@@ -209,7 +209,7 @@ TEST(L12_Eviction, OptEvictsTheFarthestNextUseAndBeatsLruOnBeladysSequence) {
   EXPECT_TRUE(replay(s, 5, Eviction::lru).evicted.empty());
 }
 
-TEST(L12_Eviction, TheChoiceAtOneMomentAndBadInput) {
+TEST(L12_T2_Eviction, TheChoiceAtOneMomentAndBadInput) {
   const UseSchedule s({0, 1, 2, 0, 2});
   const std::vector<std::size_t> resident = {0, 1};
   EXPECT_EQ(s.next_use(1, 2), UseSchedule::kNever);
