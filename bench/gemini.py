@@ -15,10 +15,10 @@ default rate is chosen so that copying a rank's parameter shard once (P·Ψ/N by
 ZeRO-3 step computes — the balance of a large model's shard on PCIe against a GPU's compute, where offload roughly
 doubles a step. Every method runs on that link, so their step times compare.
 
-Capacities go from "everything fits" (the DDP run's device peak, rounded up) down in steps; at each one every method
-runs once (does it fit?), and Gemini static takes the smallest fractions that fit (offload_optim_frac 0, then 1.0 with
-offload_param_frac 0, 0.25, ... 1.0: the defaults move nothing). Then each method's smallest capacity is found by
-bisection to 1/64 MiB.
+First each method's smallest capacity, by bisection to 1/64 MiB between 0 and "everything fits" (the DDP run's device
+peak, rounded up to a MiB); then the table at "everything fits" and at each of those capacities, largest first: at each
+one every method runs once (does it fit?), then --runs times. Gemini static takes the smallest fractions that fit
+(offload_optim_frac 0, then 1.0 with offload_param_frac 0, 0.25, ... 1.0: the defaults move nothing).
 """
 import argparse
 import json
@@ -35,7 +35,10 @@ SEARCH = {"min_chunk_size_m": 0.25, "search_range_m": 0.25}
 
 
 def config(method, ranks, static_fracs=None, prefetch=2):
-    zero = {"stage": 3, "stage3_param_persistence_threshold": 0, "reduce_bucket_size": 500000}
+    # ZeRO-3 prefetches 2^19 elements ahead, what Gemini's max_prefetch 2 gathers ahead in chunks of ~2^18 (DeepSpeed's
+    # default, 5e7, would hold this whole model gathered ahead: more memory than either needs).
+    zero = {"stage": 3, "stage3_param_persistence_threshold": 0, "reduce_bucket_size": 500000,
+            "stage3_prefetch_bucket_size": 524288}
     cfg = {
         "train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 1, "gradient_clipping": 1.0,
         "optimizer": {"type": "AdamW", "params": {"lr": 1e-3, "weight_decay": 0.1}},
@@ -51,7 +54,7 @@ def config(method, ranks, static_fracs=None, prefetch=2):
         zero["offload_optimizer"] = {"device": "cpu"}
         zero["offload_param"] = {"device": "cpu"}
     elif method.startswith("Gemini"):
-        del zero["stage3_param_persistence_threshold"]
+        del zero["stage3_param_persistence_threshold"], zero["stage3_prefetch_bucket_size"]  # ZeRO-3's units' keys
         g = dict(SEARCH, max_prefetch=prefetch)
         if method == "Gemini auto":
             g["placement_policy"] = "auto"
@@ -117,7 +120,6 @@ def main():
     p.add_argument("--steps", type=int, default=6)
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--link", type=float, default=0, help="bytes per second (default: calibrated, see above)")
-    p.add_argument("--capacities", type=int, default=4, help="capacities measured below 'everything fits'")
     args = p.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         # Calibrate the link on plain ZeRO-3 with instant copies: P·Ψ/N bytes per step's compute time.
@@ -132,7 +134,24 @@ def main():
               f"Gemini chunks searched in [2^18, 2^19] elements; plain ZeRO-3 computes a step in {compute_ms:.0f} ms; link "
               f"{args.link / 1e6:.1f} MB/s (P·Ψ/N bytes per step's compute); step time: median of steps 2-{args.steps}, "
               f"median of {args.runs} runs; bytes: rank 0's last step")
-        caps = [top - k * (top // (args.capacities + 2)) for k in range(args.capacities + 1)]
+        # Each method's smallest capacity first (bisection), then the table at "everything fits" and at each of those
+        # capacities, from the largest down: where a method stops fitting, what the others move there.
+        print("  the smallest capacity each method fits in (bisection to 1/64 MiB, 3 steps):")
+        smallest = {}
+        for method in METHODS:
+            lo, hi = 0, top  # lo does not fit (or is 0), hi fits
+            if fits(args, method, hi, tmp) is None:
+                print(f"    {method:<28} does not fit in {hi / 2**20:.2f} MiB")
+                continue
+            while hi - lo > 2**20 // 64:
+                mid = (lo + hi) // 2
+                if mid and fits(args, method, mid, tmp) is not None:
+                    hi = mid
+                else:
+                    lo = mid
+            smallest[method] = hi
+            print(f"    {method:<28} {hi / 2**20:7.2f} MiB", flush=True)
+        caps = sorted({top} | set(smallest.values()), reverse=True)
         print(f"  {'capacity':>10}  {'method':<28}{'h2d MB':>9}{'d2h MB':>9}{'step ms':>9}  note")
         for cap in caps:
             for method in METHODS:
@@ -155,19 +174,6 @@ def main():
                     note = f"evictions {a['evictions']}, uncached gathers {a['uncached_gathers']} since the start"
                 print(f"  {cap / 2**20:7.2f} MiB  {method:<28}{h2d / 1e6:9.2f}{d2h / 1e6:9.2f}"
                       f"{statistics.median(times):9.0f}  {note}", flush=True)
-        print("  the smallest capacity each method fits in (bisection to 1/64 MiB, 3 steps):")
-        for method in METHODS:
-            lo, hi = 0, top  # lo does not fit (or is 0), hi fits
-            if fits(args, method, hi, tmp) is None:
-                print(f"    {method:<28} does not fit in {hi / 2**20:.2f} MiB")
-                continue
-            while hi - lo > 2**20 // 64:
-                mid = (lo + hi) // 2
-                if mid and fits(args, method, mid, tmp) is not None:
-                    hi = mid
-                else:
-                    lo = mid
-            print(f"    {method:<28} {hi / 2**20:7.2f} MiB", flush=True)
 
 
 if __name__ == "__main__":
