@@ -305,9 +305,15 @@ void Gemini::place(const std::vector<std::size_t>& chunks, std::size_t used_now)
   const bool known_future = on_schedule(at, now);
   const UseSchedule schedule(recorded_);
   while (static_cast<double>(model + full + shards) > room) {
-    std::vector<std::size_t> candidates;  // cached, not gathered, not used now
-    for (std::size_t c = 0; c < units_.size(); ++c)
-      if (units_[c] && resident(c) && units_[c]->state() == zero::Unit::State::sharded && !needed(c)) candidates.push_back(c);
+    // Cached shards that may go: not read by an all-gather in flight (gathering), and not about to be gathered now.
+    // A gathered chunk's cached shard may go too: its full buffer holds the values until it is released.
+    std::vector<std::size_t> candidates;
+    for (std::size_t c = 0; c < units_.size(); ++c) {
+      if (!units_[c] || !resident(c)) continue;
+      const zero::Unit::State st = units_[c]->state();
+      if (st == zero::Unit::State::gathering || (st == zero::Unit::State::sharded && needed(c))) continue;
+      candidates.push_back(c);
+    }
     if (candidates.empty()) break;
     // After the warm-up the future is known: Belady's OPT. During it (or off the schedule) only the past: LRU.
     const std::size_t victim = known_future ? evict_opt(schedule, at, candidates)
