@@ -34,7 +34,9 @@
 /// event ("gemini_load", "gemini_evict": which chunk, and why that one).
 ///
 /// **Prefetch** (max_prefetch, either policy): after the warm-up each moment also starts the all-gathers of the next
-/// max_prefetch chunks of the schedule, which run while the moment's modules compute.
+/// max_prefetch chunks of the schedule, which run while the moment's modules compute. Under auto a prefetch must fit
+/// (its buffer held until its use, under the periods' peaks in between), else it waits: at the warm-up's end every
+/// rank takes the largest of each period's peak, so every rank decides alike (the decision orders the all-gathers).
 ///
 /// \code
 ///   gemini::Gemini g(model, config.strategy(), config.gemini, world);   // as any strategy (zero/strategy.h)
@@ -47,6 +49,7 @@
 
 #include "gemini/chunk_states.h"
 #include "gemini/config.h"
+#include "gemini/eviction.h"
 #include "gemini/layout.h"
 #include "minitorch/hooks.h"
 #include "nn/gpt.h"
@@ -90,6 +93,7 @@ class Gemini final : public zero::ShardedStrategy {
     std::int64_t refreshes = 0;      ///< cached shards refreshed after a step
     std::int64_t uncached_gathers = 0;  ///< gathers of a shard not cached: copied up into the gather's slot only
     std::int64_t prefetches = 0;     ///< gathers started ahead of use (max_prefetch)
+    std::int64_t prefetches_refused = 0;  ///< auto: moments whose next prefetch did not fit (it waits for its use)
     std::int64_t warmup_non_model_peak = 0;  ///< the highest period peak beyond the model data, bytes
   };
   const AutoStats& auto_stats() const { return auto_stats_; }
@@ -126,9 +130,15 @@ class Gemini final : public zero::ShardedStrategy {
   void frame_releases();
 
   // ---- auto placement (see the file comment) ----
-  /// Makes room for and caches the shards of `chunks` before they gather: this moment's uses (the first `used_now`,
-  /// distinct, in order), then the chunks prefetched with them.
-  void place(const std::vector<std::size_t>& chunks, std::size_t used_now);
+  /// Makes room for and caches the shards of `now` (this moment's uses, distinct, in order) before they gather;
+  /// `ahead`: the chunks max_prefetch would gather now; returns those that fit (a prefix: the rest wait for their use).
+  std::vector<std::size_t> place(const std::vector<std::size_t>& now, const std::vector<std::size_t>& ahead);
+  /// Evicts one cached shard (OPT with `known_future`, else LRU), never one of `keep` still to be gathered, nor
+  /// (farther_than set) one used at or before schedule position farther_than; returns its bytes (0: none could go).
+  std::int64_t evict_one(std::size_t at, const std::vector<std::size_t>& keep, bool known_future,
+                         std::size_t farther_than = UseSchedule::kNever);
+  /// End of the warm-up: every rank takes the largest of each period's peak (collective; rank-identical decisions).
+  void agree_on_period_peaks();
   void count_gather(std::size_t c);  ///< a sharded chunk's gather starts (auto: counted uncached if not resident)
   /// Whether `chunks`, used from position `at`, are what the recorded schedule says (after the warm-up).
   bool on_schedule(std::size_t at, const std::vector<std::size_t>& chunks) const;
@@ -149,6 +159,7 @@ class Gemini final : public zero::ShardedStrategy {
   std::size_t max_prefetch_ = 0;             ///< chunks gathered ahead of use (the schedule's next ones)
   std::vector<Tensor> host_shard_;           ///< auto: per sharded chunk its shard in host memory (the optimizer's)
   std::vector<std::size_t> recorded_;        ///< warm-up: the chunk uses so far; afterwards the schedule
+  UseSchedule schedule_{std::vector<std::size_t>{}};  ///< recorded_ indexed for next-use queries, built at the warm-up's end
   std::vector<std::int64_t> period_extra_;   ///< per moment: what its period added beyond the model data at its start
   std::vector<std::size_t> moment_at_;       ///< per moment: its first use's position in the schedule
   std::size_t pos_ = 0, moment_ = 0;         ///< this iteration's next use and moment

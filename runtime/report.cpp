@@ -105,7 +105,8 @@ ordered_json RunReport::rank_json() const {
                    {"kept_gathered", l.size() - l.sharded()},
                    {"shards_on_host", l.on_host()},
                    {"optimizer_on_host", l.optim_on_host},
-                   {"gathers", g->gathers()}};
+                   {"gathers", g->gathers()},
+                   {"prefetches", g->auto_stats().prefetches}};
     if (engine_.config().gemini.placement_policy == "auto") {
       const gemini::Gemini::AutoStats& a = g->auto_stats();
       r["gemini"]["auto"] = {{"warmed_up", a.warmed_up},
@@ -114,7 +115,8 @@ ordered_json RunReport::rank_json() const {
                              {"loads", a.loads},
                              {"evictions", a.evictions},
                              {"refreshes", a.refreshes},
-                             {"uncached_gathers", a.uncached_gathers}};
+                             {"uncached_gathers", a.uncached_gathers},
+                             {"prefetches_refused", a.prefetches_refused}};
     }
   }
   r["memory"] = memory_json(memory_stats(engine_.device()));  // the pool the rank computes in
