@@ -171,7 +171,8 @@ def main():
                     note = f"offload_optim_frac {fracs[0]}, offload_param_frac {fracs[1]}"
                 if method == "Gemini auto":
                     a = last["ranks"][0]["gemini"]["auto"]
-                    note = f"evictions {a['evictions']}, uncached gathers {a['uncached_gathers']} since the start"
+                    note = (f"evictions {a['evictions']}, uncached gathers {a['uncached_gathers']}, "
+                            f"prefetches refused {a['prefetches_refused']} since the start")
                 print(f"  {cap / 2**20:7.2f} MiB  {method:<28}{h2d / 1e6:9.2f}{d2h / 1e6:9.2f}"
                       f"{statistics.median(times):9.0f}  {note}", flush=True)
 

@@ -8,6 +8,7 @@
 #include "minitorch/allocator.h"
 #include "minitorch/events.h"
 #include "nn/parameter_names.h"
+#include "trace/frames.h"
 
 namespace minitorch::gemini {
 
@@ -328,7 +329,7 @@ std::int64_t Gemini::evict_one(std::size_t at, const std::vector<std::size_t>& k
     } else {
       why = "the least recently used (LRU" + std::string(auto_stats_.warmed_up ? ", off the schedule)" : ", warm-up)");
     }
-    emit_chunk_event("gemini_evict", victim, why + "; at use " + std::to_string(at));
+    trace::record_chunk_move(victim, "evict", why + "; at use " + std::to_string(at), shard_bytes(victim));
   }
   evict(victim);
   return shard_bytes(victim);
@@ -410,7 +411,7 @@ void Gemini::load(std::size_t c) {
     TagScope scope(MemTag::param);
     cached = Tensor::empty(host_shard_[c].shape(), host_shard_[c].dtype(), partition_.device());
   }
-  if (events::enabled()) emit_chunk_event("gemini_load", c, "cached on the device");
+  trace::record_chunk_move(c, "load", "cached on the device", shard_bytes(c));
   cached.copy_(host_shard_[c]);  // h2d: the shard's P·size/N bytes
   b.param_shard = cached;        // the gathers send from here now (zero/unit.h: home device)
   b.home = zero::ShardHome::device;
@@ -422,16 +423,6 @@ void Gemini::evict(std::size_t c) {
   b.param_shard = host_shard_[c];  // the device copy is freed; the host's is current (the optimizer writes it)
   b.home = zero::ShardHome::host;
   ++auto_stats_.evictions;
-}
-
-void Gemini::emit_chunk_event(const char* what, std::size_t c, const std::string& why) const {
-  events::Event e;
-  e.category = events::Category::phase;
-  e.kind = events::Kind::instant;
-  e.name = what;
-  e.scope = bucket_names_[c] + ": " + why;
-  e.bytes = shard_bytes(c);
-  events::emit(std::move(e));
 }
 
 bool Gemini::resident(std::size_t c) const {
@@ -490,6 +481,25 @@ trace::FlatSpace Gemini::flat_space() const {
   trace::FlatSpace space = ShardedStrategy::flat_space();
   for (std::size_t c = 0; c < space.buckets.size(); ++c) space.buckets[c].persistent = layout_.keep_gathered[c];
   return space;
+}
+
+trace::RankHoldings Gemini::holdings() const {
+  trace::RankHoldings h = ShardedStrategy::holdings();
+  for (std::size_t c = 0; c < units_.size(); ++c) {
+    trace::ChunkHolding chunk;
+    const zero::Unit* unit = units_[c].get();
+    chunk.unit = !unit                                              ? "kept"
+                 : unit->state() == zero::Unit::State::sharded   ? "sharded"
+                 : unit->state() == zero::Unit::State::gathering ? "gathering"
+                                                                 : "gathered";
+    const bool on_host = auto_ ? unit != nullptr : layout_.param_on_host[c];
+    chunk.shard = !on_host ? "device" : resident(c) ? "cached" : "host";
+    for (TensorState s : {TensorState::free, TensorState::compute, TensorState::hold, TensorState::hold_after_bwd,
+                          TensorState::ready_for_reduce})
+      if (const std::size_t n = states_[c].count(s)) chunk.tensors.emplace_back(state_name(s), static_cast<int>(n));
+    h.chunks.push_back(std::move(chunk));
+  }
+  return h;
 }
 
 void Gemini::paint_bucket(std::size_t b, trace::RankHoldings& h) const {

@@ -31,7 +31,8 @@
 /// schedule is farthest (Belady's OPT, gemini/eviction.h) — and caches the shards it loads while they fit. An
 /// eviction costs no copy down (the host holds every shard); after the step the cached shards are refreshed from
 /// the host (h2d), as Colossal-AI copies its updated fp32 chunks into the fp16 ones. Each load and eviction is a trace
-/// event ("gemini_load", "gemini_evict": which chunk, and why that one).
+/// event ("gemini_load", "gemini_evict": which chunk, and why that one; trace::record_chunk_move), and the frames of
+/// a traced run carry every chunk's state (holdings) and the moves since the frame before (docs/frames.md version 4).
 ///
 /// **Prefetch** (max_prefetch, either policy): after the warm-up each moment also starts the all-gathers of the next
 /// max_prefetch chunks of the schedule, which run while the moment's modules compute. Under auto a prefetch must fit
@@ -72,6 +73,8 @@ class Gemini final : public zero::ShardedStrategy {
   /// The chunks whose reduction no hook started (a parameter backward did not reach) are reduced now.
   void end_backward() override;
   trace::FlatSpace flat_space() const override;
+  /// ZeRO-3's holdings plus each chunk's (trace/frames.h ChunkHolding: its unit, where its shard is, its tensors).
+  trace::RankHoldings holdings() const override;
 
   const GeminiLayout& layout() const { return layout_; }
   /// Chunk c's tensors and their states (slots in the chunk's order).
@@ -147,8 +150,6 @@ class Gemini final : public zero::ShardedStrategy {
   std::int64_t shard_bytes(std::size_t c) const;
   std::int64_t full_bytes(std::size_t c) const;
   std::int64_t model_bytes() const;  ///< the device's param + grad + optim bytes now
-  /// A trace event (phase, instant) "gemini_load" / "gemini_evict": scope "chunk c: why", bytes the shard's.
-  void emit_chunk_event(const char* what, std::size_t c, const std::string& why) const;
   /// Warm-up: the period since the last moment ends (its peak beyond the model data at its start).
   void close_period();
 

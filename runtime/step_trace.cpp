@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "gemini/gemini.h"
 #include "minitorch/allocator.h"
 #include "minitorch/atomic_file.h"
 #include "trace/frames.h"
@@ -15,6 +16,14 @@ using nlohmann::json;
 json frames_run(const Engine& engine, int world_size) {
   const Config& c = engine.config();
   const Plan& plan = engine.plan();
+  // Gemini places its chunks itself: auto keeps every sharded chunk's shard on the host (cached copies: the frames'
+  // `chunks`), static the shards of its offloaded chunks; its optimizer states on the host with offload_optim_frac 1.0.
+  const auto* gemini = dynamic_cast<const gemini::Gemini*>(&engine.strategy());
+  const bool every_shard_on_host = gemini && gemini->layout().sharded() > 0 &&
+                                   gemini->layout().on_host() == gemini->layout().sharded();
+  const bool params_on_host =
+      gemini ? c.gemini.placement_policy == "auto" || every_shard_on_host : plan.offload_param;
+  const bool optim_on_host = gemini ? gemini->layout().optim_on_host : plan.offload_optimizer;
   return {{"strategy", engine.strategy().name()},
           {"zero_stage", plan.zero_stage},
           {"world_size", world_size},
@@ -25,8 +34,8 @@ json frames_run(const Engine& engine, int world_size) {
           {"capacity_bytes", memory_capacity(engine.device()) > 0 ? json(memory_capacity(engine.device())) : json(nullptr)},
           // where each state lives (docs/design.md §10): ZeRO-Offload keeps the optimizer's on the host, ZeRO-Infinity
           // the parameter shards there too (offload_param) and the optimizer's on disk (NVMe)
-          {"pools", {{"params", c.zero.offload_param.on_nvme() ? "disk" : plan.offload_param ? "host" : "device"}, {"grads", "device"},
-                     {"optim", c.zero.offload_optimizer.on_nvme() ? "disk" : plan.offload_optimizer ? "host" : "device"}}}};
+          {"pools", {{"params", c.zero.offload_param.on_nvme() ? "disk" : params_on_host ? "host" : "device"}, {"grads", "device"},
+                     {"optim", c.zero.offload_optimizer.on_nvme() ? "disk" : optim_on_host ? "host" : "device"}}}};
 }
 
 json gather_frames(const std::vector<events::Event>& evs, dist::ProcessGroup* group, const Engine& engine) {

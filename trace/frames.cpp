@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <utility>
 
 #include "minitorch/allocator.h"
 #include "trace/frames_reader.h"
@@ -98,11 +99,33 @@ void record_frame(const FrameNote& note, const RankHoldings& held) {
                       {"shadowed", {{"params", held.params.shadowed()}, {"grads", held.grads.shadowed()},
                                     {"optim", held.optim.shadowed()}}},
                       {"memory_bytes", memory}};
+  json with_chunks = frame;
+  if (!held.chunks.empty()) {
+    json chunks = json::array();
+    for (const ChunkHolding& c : held.chunks) {
+      json tensors = json::object();
+      for (const auto& [state, n] : c.tensors) tensors[state] = n;
+      chunks.push_back({{"unit", c.unit}, {"shard", c.shard}, {"tensors", tensors}});
+    }
+    with_chunks["chunks"] = std::move(chunks);
+  }
   events::Event e;
   e.category = events::Category::phase;
   e.name = "frame";
   e.scope = note.label;
-  e.detail = frame.dump();
+  e.detail = with_chunks.dump();
+  events::emit(std::move(e));
+}
+
+void record_chunk_move(std::size_t chunk, std::string_view move, const std::string& why, std::int64_t bytes) {
+  if (!events::enabled()) return;
+  events::Event e;
+  e.category = events::Category::phase;
+  e.kind = events::Kind::instant;
+  e.name = "gemini_" + std::string(move);
+  e.scope = "chunk " + std::to_string(chunk) + ": " + why;
+  e.bytes = bytes;
+  e.detail = json{{"chunk", chunk}, {"move", move}, {"why", why}}.dump();
   events::emit(std::move(e));
 }
 
@@ -110,11 +133,16 @@ std::vector<json> frames_of(const std::vector<events::Event>& evs) {
   std::vector<json> out;
   std::int64_t step = 0, micro = 0;
   bool in_step = false;  // an evaluation or a save between steps makes no frames
+  json moves = json::array();  // chunk moves since the last frame
   for (const events::Event& e : evs) {
     if (e.category == events::Category::phase && e.name == "step_begin") {
       step = e.step + 1;
       micro = 0;
       in_step = true;
+      moves = json::array();
+    } else if (e.category == events::Category::phase && (e.name == "gemini_load" || e.name == "gemini_evict") &&
+               in_step && !e.detail.empty()) {
+      moves.push_back(json::parse(e.detail));
     } else if (e.category == events::Category::phase && e.name == "step_end") {
       in_step = false;
     } else if (e.category == events::Category::compute && e.kind == events::Kind::begin && e.micro_step >= 0 &&
@@ -124,6 +152,7 @@ std::vector<json> frames_of(const std::vector<events::Event>& evs) {
       json f = json::parse(e.detail);
       f["step"] = step;
       f["micro"] = micro;
+      if (!moves.empty()) f["chunk_moves"] = std::exchange(moves, json::array());
       out.push_back(std::move(f));
     }
   }
@@ -153,6 +182,8 @@ json frames_document(const json& run, const FlatSpace& space, const std::vector<
       const json& mine = per_rank[r][k];
       ranks.push_back({{"rank", r}, {"params", mine["params"]}, {"grads", mine["grads"]}, {"optim", mine["optim"]},
                        {"shadowed", mine["shadowed"]}, {"memory_bytes", mine["memory_bytes"]}});
+      for (const char* gemini : {"chunks", "chunk_moves"})  // version 4, Gemini's runs only
+        if (mine.contains(gemini)) ranks.back()[gemini] = mine[gemini];
     }
     frames.push_back({{"index", k}, {"step", f["step"]}, {"micro", f["micro"]}, {"phase", f["phase"]},
                       {"label", f["label"]}, {"caption", f["caption"]}, {"collective", f["collective"]},

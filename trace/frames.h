@@ -79,9 +79,22 @@ class HeldRanges {
   std::int64_t shadowed_ = 0;
 };
 
+/// Gemini's view of one chunk after the phase (docs/frames.md version 4; the chunks are the flat space's buckets).
+struct ChunkHolding {
+  std::string unit;   ///< "sharded" | "gathering" | "gathered" | "kept" (kept gathered: whole on every rank)
+  std::string shard;  ///< where its shard lives: "device" | "host" | "cached" (host memory, a copy on the device)
+  std::vector<std::pair<std::string, int>> tensors;  ///< its tensors per state (gemini/tensor_state.h), non-zero only
+};
+
 struct RankHoldings {
   HeldRanges params, grads, optim;
+  std::vector<ChunkHolding> chunks;  ///< Gemini only (empty otherwise)
 };
+
+/// A chunk moved between host and device (Gemini's auto placement): an instant phase event "gemini_load" or
+/// "gemini_evict" (move "load" | "evict"), scope "chunk c: why", bytes the shard's; frames_of gives the moves since
+/// a rank's previous frame to its next as `chunk_moves`. Nothing when no sink listens.
+void record_chunk_move(std::size_t chunk, std::string_view move, const std::string& why, std::int64_t bytes);
 
 /// The collective that led to a frame (docs/frames.md `collective`): `bucket` -1 for none.
 nlohmann::json collective_json(const std::string& op, int bucket, std::int64_t begin, std::int64_t end,
@@ -99,7 +112,8 @@ struct FrameNote {
 void record_frame(const FrameNote& note, const RankHoldings& held);
 
 /// This rank's frames out of its recorded events, in order, each with its step (1-based: the
-/// step_begin before it + 1) and micro-step (of the forward or backward before it in that step).
+/// step_begin before it + 1) and micro-step (of the forward or backward before it in that step), and the chunk
+/// moves (record_chunk_move) since the frame before it, if any, as `chunk_moves`.
 /// Only frames between a step_begin and its step_end count: an evaluation or a save makes none.
 std::vector<nlohmann::json> frames_of(const std::vector<events::Event>& events);
 

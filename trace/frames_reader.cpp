@@ -74,6 +74,51 @@ std::string joined(const std::vector<std::string>& words) {
   return s;
 }
 
+std::string one_of(const Checker& c, const json& v, const std::string& at, const std::vector<std::string>& allowed) {
+  std::string word = c.text(v, at);
+  if (std::find(allowed.begin(), allowed.end(), word) == allowed.end())
+    c.fail(at, "must be one of " + joined(allowed) + "; got \"" + truncate_for_message(word) + "\"");
+  return word;
+}
+
+/// Gemini's keys of one rank's entry (version 4): `chunks` (one per bucket) and `chunk_moves`.
+void parse_chunks(const Checker& c, const json& rank, const std::string& ra, const FramesDoc& d, RankState& rs) {
+  if (const json* chunks = c.optional(rank, "chunks")) {
+    const std::string at = ra + ".chunks";
+    if (!chunks->is_array()) c.fail(at, "expected an array, got " + json_excerpt(*chunks));
+    if (chunks->size() != d.buckets.size())
+      c.fail(at, "expected one entry per bucket (" + std::to_string(d.buckets.size()) + "), got " +
+                     std::to_string(chunks->size()));
+    for (std::size_t q = 0; q < chunks->size(); ++q) {
+      const std::string qa = at_index(at, q);
+      const json& cj = (*chunks)[q];
+      ChunkState cs;
+      cs.unit = one_of(c, c.member(cj, qa, "unit"), qa + ".unit", chunk_units());
+      cs.shard = one_of(c, c.member(cj, qa, "shard"), qa + ".shard", chunk_shard_places());
+      const json& tensors = c.member(cj, qa, "tensors");
+      if (!tensors.is_object()) c.fail(qa + ".tensors", "expected an object, got " + json_excerpt(tensors));
+      for (auto it = tensors.begin(); it != tensors.end(); ++it) {
+        const std::string ta = qa + ".tensors." + truncate_for_message(it.key(), 40);
+        one_of(c, json(it.key()), ta, tensor_states());
+        cs.tensors.emplace_back(it.key(), c.integer(it.value(), ta, 1));
+      }
+      rs.chunks.push_back(std::move(cs));
+    }
+  }
+  if (const json* moves = c.optional(rank, "chunk_moves")) {
+    const std::string at = ra + ".chunk_moves";
+    if (!moves->is_array()) c.fail(at, "expected an array, got " + json_excerpt(*moves));
+    for (std::size_t q = 0; q < moves->size(); ++q) {
+      const std::string qa = at_index(at, q);
+      ChunkMove m;
+      m.chunk = static_cast<int>(c.integer_at((*moves)[q], qa, "chunk", 0, static_cast<std::int64_t>(d.buckets.size()) - 1));
+      m.move = one_of(c, c.member((*moves)[q], qa, "move"), qa + ".move", {"load", "evict"});
+      m.why = c.text_or((*moves)[q], qa, "why", "");
+      rs.chunk_moves.push_back(std::move(m));
+    }
+  }
+}
+
 }  // namespace
 
 std::int64_t RankState::memory_total() const {
@@ -244,6 +289,7 @@ FramesDoc parse_frames(const json& j, const std::string& what) {
           else rs.memory.emplace_back(it.key(), bytes);
         }
       }
+      parse_chunks(c, ranks[k], ra, d, rs);
       f.ranks.push_back(std::move(rs));
     }
     std::sort(f.ranks.begin(), f.ranks.end(), [](const RankState& a, const RankState& b) { return a.rank < b.rank; });

@@ -30,8 +30,23 @@ class FramesError : public std::runtime_error {
 
 /// The schema version this build writes and reads (docs/frames.md `version`; a file without one is 1).
 /// 2 added the state "reducing", run.gradient_accumulation_steps and space.buckets[].persistent; 3 the state
-/// "staged" (a tile of the optimizer's states in host memory during ZeRO-Infinity's step on NVMe).
-inline constexpr int kFramesVersion = 3;
+/// "staged" (a tile of the optimizer's states in host memory during ZeRO-Infinity's step on NVMe); 4 Gemini's
+/// `chunks` and `chunk_moves` per rank.
+inline constexpr int kFramesVersion = 4;
+
+/// Gemini's chunk fields (version 4): a chunk's unit, where its shard lives, its tensors' states, a move.
+inline const std::vector<std::string>& chunk_units() {
+  static const std::vector<std::string> s = {"sharded", "gathering", "gathered", "kept"};
+  return s;
+}
+inline const std::vector<std::string>& chunk_shard_places() {
+  static const std::vector<std::string> s = {"device", "cached", "host"};
+  return s;
+}
+inline const std::vector<std::string>& tensor_states() {
+  static const std::vector<std::string> s = {"FREE", "COMPUTE", "HOLD", "HOLD_AFTER_BWD", "READY_FOR_REDUCE"};
+  return s;
+}
 
 /// The states a held range can be in (docs/frames.md), in the order the players list them.
 inline const std::vector<std::string>& range_states() {
@@ -70,9 +85,23 @@ struct Collective {
   std::vector<int> ranks;
 };
 
+/// Gemini (version 4): chunk c (= bucket c) as a rank holds it after the frame's phase.
+struct ChunkState {
+  std::string unit;   ///< one of chunk_units()
+  std::string shard;  ///< one of chunk_shard_places()
+  std::vector<std::pair<std::string, std::int64_t>> tensors;  ///< per state of tensor_states() present, file order
+};
+/// Gemini auto (version 4): a shard cached on the device ("load") or dropped from it ("evict"), and why.
+struct ChunkMove {
+  int chunk = 0;
+  std::string move, why;
+};
+
 struct RankState {
   int rank = 0;
   std::vector<Range> params, grads, optim;
+  std::vector<ChunkState> chunks;   ///< one per bucket in a Gemini run's frames, else empty
+  std::vector<ChunkMove> chunk_moves;  ///< the moves since this rank's previous frame
   /// Bytes per allocator tag: memory_tags() first (zero when absent), then any others in file order.
   std::vector<std::pair<std::string, std::int64_t>> memory;
   std::int64_t memory_total() const;

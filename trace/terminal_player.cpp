@@ -114,6 +114,23 @@ std::string shown(const std::string& s) {
   }
   return out;
 }
+/// Gemini's chunks of one rank, each in its bucket's cells: unit, where its shard is, what most of its tensors are.
+std::string chunk_row(const RankState& rs, const Layout& l) {
+  std::string line = pad("       chunks", kPrefix);
+  for (std::size_t b = 0; b < l.per_bucket.size() && b < rs.chunks.size(); ++b) {
+    const ChunkState& ch = rs.chunks[b];
+    char code[3] = {ch.unit == "gathered" ? 'G' : ch.unit == "gathering" ? 'g' : ch.unit == "kept" ? 'K' : '.',
+                    ch.shard == "device" ? 'D' : ch.shard == "cached" ? 'c' : 'h', ' '};
+    const auto most = std::max_element(ch.tensors.begin(), ch.tensors.end(),
+                                       [](const auto& a, const auto& z) { return a.second < z.second; });
+    if (most != ch.tensors.end())
+      code[2] = most->first == "HOLD_AFTER_BWD" ? 'A' : most->first == "READY_FOR_REDUCE" ? 'R' : most->first[0];
+    const std::size_t width = l.per_bucket[b].size();
+    line.push_back('|');
+    for (std::size_t k = 0; k < width; ++k) line.push_back(k < 3 ? code[k] : ' ');
+  }
+  return line + "|\n";
+}
 }  // namespace
 
 std::string format_bytes(std::int64_t bytes) {
@@ -135,6 +152,9 @@ std::string render_run_header(const FramesDoc& doc, const TerminalOptions& opt) 
     << (doc.frames.size() == 1 ? " frame" : " frames");
   if (doc.capacity_bytes) o << ", capacity " << format_bytes(*doc.capacity_bytes) << " per rank";
   o << "\ncells: # own shard  = whole  + gathered  : gathering  ~ local grads  % reducing  * reduced  @ staged  . freed\n";
+  if (!doc.frames.empty() && !doc.frames[0].ranks.empty() && !doc.frames[0].ranks[0].chunks.empty())
+    o << "chunks (Gemini, a bucket each): unit G gathered g gathering . sharded K kept | shard D on the device c cached "
+         "h host | its tensors, most of them: C COMPUTE H HOLD A HOLD_AFTER_BWD R READY_FOR_REDUCE F FREE\n";
   o << "owner: the rank whose shard of the bucket holds the cell";
   if (opt.colour) {
     o << "; colours:";
@@ -209,6 +229,9 @@ std::string render_frame_text(const FramesDoc& doc, std::size_t i, const Termina
       }
       o << line << "|\n";
     }
+    if (!rs.chunks.empty()) o << chunk_row(rs, l);
+    for (const ChunkMove& m : rs.chunk_moves)
+      o << pad("       " + m.move, kPrefix) << "chunk " << m.chunk << (m.why.empty() ? "" : ": " + shown(m.why)) << "\n";
     std::string mem = pad("       memory", kPrefix);
     bool any = false;
     for (const auto& [tag, bytes] : rs.memory) {

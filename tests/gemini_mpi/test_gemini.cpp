@@ -12,6 +12,7 @@
 #include "minitorch/allocator.h"
 #include "minitorch/events.h"
 #include "runtime/report.h"
+#include "trace/frames.h"
 
 using namespace minitorch;
 using gemini::TensorState;
@@ -221,6 +222,27 @@ AutoStep one_auto_step(ZeroRun& run) {
   }
   EXPECT_EQ(loads, after.loads - before.loads);
   EXPECT_EQ(evictions, after.evictions - before.evictions);
+  // The step's frames (docs/frames.md version 4) carry every chunk and, on the frame after them, the same moves in
+  // the same order; the last frame's chunks are where the shards are now.
+  const std::vector<nlohmann::json> frames = trace::frames_of(recorder.events());
+  std::vector<std::string> moved, emitted;
+  for (const events::Event& e : recorder.events())
+    if (e.name == "gemini_load" || e.name == "gemini_evict") emitted.push_back(e.name.substr(7) + " " + e.scope);
+  for (const nlohmann::json& f : frames) {
+    EXPECT_EQ(f.at("chunks").size(), g.layout().size());
+    if (f.contains("chunk_moves"))
+      for (const nlohmann::json& m : f["chunk_moves"])
+        moved.push_back(m.at("move").get<std::string>() + " chunk " + std::to_string(m.at("chunk").get<int>()) + ": " +
+                        m.at("why").get<std::string>());
+  }
+  EXPECT_EQ(moved, emitted);
+  if (!frames.empty()) {
+    const nlohmann::json& last = frames.back().at("chunks");
+    for (std::size_t c = 0; c < g.layout().size(); ++c) {
+      EXPECT_EQ(last[c].at("shard"), g.resident(c) ? "cached" : "host") << "chunk " << c;
+      EXPECT_EQ(last[c].at("unit"), g.gathered(c) ? "gathered" : "sharded") << "chunk " << c;
+    }
+  }
   return {transfer_stats().h2d - h2d, after.loads - before.loads, after.evictions - before.evictions,
           after.refreshes - before.refreshes, after.uncached_gathers - before.uncached_gathers, loss};
 }

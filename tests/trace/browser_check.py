@@ -251,10 +251,43 @@ def expected_traffic(doc, step):
 
     def ring(x):  # one ring pass over x elements
         return Fraction((n - 1) * x * b, n)
-    return {"formula": k * ring(psi), "padding": k * ring(numel - psi),
+    # Gemini: a chunk spanning two blocks is gathered once per block, beyond ZeRO-3's two gathers per micro-step
+    regather = Fraction(0)
+    if run.get("strategy") == "Gemini" and n > 1:
+        for i, bk in enumerate(doc["space"]["buckets"]):
+            gathers = sum(1 for f in frames if (f.get("collective") or {}).get("op") == "all_gather"
+                          and f["collective"].get("bucket") == i)
+            if not bk.get("persistent") and gathers > 2 * g:
+                regather += (gathers - 2 * g) * ring(bk["end"] - bk["begin"])
+    return {"formula": k * ring(psi), "padding": k * ring(numel - psi), "regather": regather,
             "persistent": (g + 1 - 3 * g) * ring(persistent) if stage == 3 else Fraction(0),
             "norm": Fraction(sum(f["collective"]["bytes"] for f in frames
                                  if f["phase"] == "optimizer_step" and f.get("collective")))}
+
+
+def check_chunks(b, doc, frame):
+    """Gemini (frames version 4): one rect.chunk per rank and chunk with the unit, shard place and tensor states
+    frames.json gives, an arrow (text.move) per chunk move, and #chunk-moves counting rank 0's moves."""
+    f, problems = doc["frames"][frame], []
+    drawn = b.js("""[...document.querySelectorAll('rect.chunk')].map(e => [+e.dataset.rank, +e.dataset.chunk,
+        e.dataset.unit, e.dataset.shard, e.dataset.tensors])""")
+    want = []
+    for rs in f["ranks"]:
+        for c, ch in enumerate(rs.get("chunks", [])):
+            want.append([rs["rank"], c, ch["unit"], ch["shard"], ",".join(f"{k}:{v}" for k, v in ch["tensors"].items())])
+    if sorted(drawn) != sorted(want):
+        problems.append(f"rect.chunk drawn {sorted(drawn)[:3]}... ({len(drawn)}), frames.json says {sorted(want)[:3]}... "
+                        f"({len(want)})")
+    arrows = b.js("""[...document.querySelectorAll('text.move')].map(e => [+e.dataset.rank, +e.dataset.chunk,
+        e.dataset.move])""")
+    moves = [[rs["rank"], m["chunk"], m["move"]] for rs in f["ranks"] for m in rs.get("chunk_moves", [])]
+    if sorted(arrows) != sorted(moves):
+        problems.append(f"text.move drawn {sorted(arrows)}, frames.json's chunk_moves {sorted(moves)}")
+    count = b.js("+document.getElementById('chunk-moves').dataset.count")
+    rank0 = next(rs for rs in f["ranks"] if rs["rank"] == 0)
+    if count != len(rank0.get("chunk_moves", [])):
+        problems.append(f"#chunk-moves data-count {count}, rank 0 has {len(rank0.get('chunk_moves', []))} moves")
+    return problems
 
 
 def phase_runs(doc):
@@ -460,6 +493,19 @@ def main():
                     failures.append(f"step {step}: #formula data-{k} {shown.get(k)}, expected {float(v)}")
             if shown.get("other") != 0:
                 failures.append(f"step {step}: the page leaves {shown.get('other')} B unexplained")
+        # Gemini: the chunks at the chosen frame and at the first frame with an eviction (which must exist)
+        if any("chunks" in rs for f in doc["frames"] for rs in f["ranks"]):
+            evict = next((i for i, f in enumerate(doc["frames"]) if any(m["move"] == "evict" for rs in f["ranks"]
+                                                                        for m in rs.get("chunk_moves", []))), None)
+            if evict is None:
+                failures.append("a Gemini trace with no eviction: record one at a capacity that needs them")
+            for i in sorted({chosen} | ({evict} if evict is not None else set())):
+                go(b, i)
+                failures += [f"frame index {i} ({doc['frames'][i]['label']}): {p}" for p in check_chunks(b, doc, i)]
+            if evict is not None:
+                time.sleep(0.8)
+                with open(os.path.splitext(args.screenshot)[0] + "-evict.png", "wb") as out:
+                    out.write(base64.b64decode(b.call("Page.captureScreenshot", {"format": "png"})["data"]))
         # a backward release frame: the unit back to its own shard, its reduce-scatter in flight
         if release is None:
             failures.append("no backward release frame ('release <unit>' in phase backward)")

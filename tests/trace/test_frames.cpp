@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include <nlohmann/json.hpp>
 
 #include "trace/frames.h"
@@ -122,4 +124,64 @@ TEST(L07_Frames, TheNormsAllReduceIsNamedNotAnEmptyRange) {
   EXPECT_THAT(shown, HasSubstr("all_reduce of the gradient norm (one number, not a range of the buffers): 1 elements"));
   EXPECT_THAT(shown, Not(HasSubstr("[0, 0)")));
   EXPECT_THAT(trace::render_frame_text(doc, 0, {}), HasSubstr("reduce_scatter bucket 0 (bucket 0) [0, 8): 4 elements"));
+}
+
+// Gemini's chunks (version 4): a frame carries every chunk's state, and the chunk moves since the rank's frame before
+// it; the file keeps them per rank, the reader checks them, the terminal shows a chunks row and a line per move.
+TEST(L12_Frames, GeminiChunksAndTheirMovesTravelFromTheEventsToThePlayers) {
+  events::Event load = phase("gemini_load", -1), evict = phase("gemini_evict", -1);
+  load.detail = json{{"chunk", 1}, {"move", "load"}, {"why", "cached on the device"}}.dump();
+  evict.detail = json{{"chunk", 0}, {"move", "evict"}, {"why", "next use at 9, the farthest (OPT); at use 4"}}.dump();
+  const std::vector<events::Event> evs = {load, phase("step_begin", 0), evict, load, frame("a"), frame("b")};
+  const std::vector<json> got = trace::frames_of(evs);
+  ASSERT_EQ(got.size(), 2u);  // the load before the step is not shown: frames are made inside a step only
+  ASSERT_EQ(got[0]["chunk_moves"].size(), 2u);
+  EXPECT_EQ(got[0]["chunk_moves"][0]["move"], "evict");
+  EXPECT_EQ(got[0]["chunk_moves"][1]["chunk"], 1);
+  EXPECT_FALSE(got[1].contains("chunk_moves"));  // the moves go with the first frame after them only
+
+  trace::FlatSpace space;
+  space.add_bucket("chunk 0", 4).params.push_back({"w", 0, 4});
+  space.add_bucket("chunk 1", 4).params.push_back({"v", 4, 8});
+  const json run = {{"strategy", "Gemini"}, {"zero_stage", 3}, {"world_size", 2}, {"dtype", "f32"}, {"num_parameters", 8}};
+  auto gemini_frame = [&](std::int64_t begin) {
+    json f = rank_frame("all-gather chunk 1", begin, begin + 2);
+    f["chunks"] = json::parse(R"([{"unit": "sharded", "shard": "host", "tensors": {"HOLD": 1}},
+                                  {"unit": "gathered", "shard": "cached", "tensors": {"COMPUTE": 1}}])");
+    f["chunk_moves"] = got[0]["chunk_moves"];
+    return f;
+  };
+  json doc = trace::frames_document(run, space, {{gemini_frame(0)}, {gemini_frame(2)}});
+  const trace::FramesDoc read = trace::parse_frames(doc, "test");
+  ASSERT_EQ(read.frames[0].ranks[1].chunks.size(), 2u);
+  EXPECT_EQ(read.frames[0].ranks[1].chunks[1].shard, "cached");
+  EXPECT_EQ(read.frames[0].ranks[1].chunks[1].tensors[0], (std::pair<std::string, std::int64_t>{"COMPUTE", 1}));
+  EXPECT_EQ(read.frames[0].ranks[0].chunk_moves[0].why, "next use at 9, the farthest (OPT); at use 4");
+  const std::string shown = trace::render_frame_text(read, 0, {});
+  EXPECT_THAT(shown, HasSubstr("       chunks   |.hH |GcC |"));
+  EXPECT_THAT(shown, HasSubstr("       evict    chunk 0: next use at 9, the farthest (OPT); at use 4"));
+  EXPECT_THAT(trace::render_run_header(read, {}), HasSubstr("chunks (Gemini, a bucket each)"));
+
+  // Bad chunk fields: one error naming the place.
+  auto error_of = [&](const std::function<void(json&)>& spoil) {
+    json bad = doc;
+    spoil(bad["frames"][0]["ranks"][1]);
+    try {
+      trace::parse_frames(bad, "f.json");
+    } catch (const trace::FramesError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_THAT(error_of([](json& r) { r["chunks"].erase(1); }),
+              HasSubstr("frames[0].ranks[1].chunks: expected one entry per bucket (2), got 1"));
+  EXPECT_THAT(error_of([](json& r) { r["chunks"][0]["shard"] = "nvme"; }),
+              HasSubstr("chunks[0].shard: must be one of device, cached, host; got \"nvme\""));
+  EXPECT_THAT(error_of([](json& r) { r["chunks"][1]["unit"] = "lost"; }), HasSubstr("chunks[1].unit: must be one of"));
+  EXPECT_THAT(error_of([](json& r) { r["chunks"][0]["tensors"] = {{"HELD", 1}}; }),
+              HasSubstr("chunks[0].tensors.HELD: must be one of FREE, COMPUTE, HOLD, HOLD_AFTER_BWD, READY_FOR_REDUCE"));
+  EXPECT_THAT(error_of([](json& r) { r["chunks"][0]["tensors"]["HOLD"] = 0; }), HasSubstr("tensors.HOLD: must be in [1,"));
+  EXPECT_THAT(error_of([](json& r) { r["chunk_moves"][0]["chunk"] = 2; }), HasSubstr("chunk_moves[0].chunk: must be in [0, 1]"));
+  EXPECT_THAT(error_of([](json& r) { r["chunk_moves"][1]["move"] = "swap"; }),
+              HasSubstr("chunk_moves[1].move: must be one of load, evict; got \"swap\""));
 }
