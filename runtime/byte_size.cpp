@@ -38,6 +38,26 @@ std::int64_t parse_byte_size(const std::string& text) {
   return static_cast<std::int64_t>(bytes);
 }
 
+const char* sim_size_meaning(SimSize which) {
+  return which == SimSize::capacity ? "the simulated accelerator's capacity" : "the simulated accelerator's host link";
+}
+
+std::int64_t parse_sim_size(const std::string& text, SimSize which, const std::string& name) {
+  std::int64_t bytes = 0;
+  try {
+    bytes = parse_byte_size(text);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(name + ": " + e.what());
+  }
+  if (bytes == 0)
+    throw std::invalid_argument(which == SimSize::capacity
+                                    ? name + " is 0 bytes: give " + sim_size_meaning(which) +
+                                          " (e.g. 24MiB), or leave it out for no limit"
+                                    : name + " is 0 bytes per second: give the link's rate (e.g. 16GB, PCIe 4.0 x16's "
+                                             "order), or leave it out for instant copies");
+  return bytes;
+}
+
 std::string format_mib(double bytes) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.2f MiB", bytes / 1048576.0);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include "minitorch/json_limits.h"
 #include "runtime/byte_size.h"
@@ -349,36 +350,24 @@ void parse_comm(const json& j, Config& c) {
 void parse_device(const json& j, Config& c) {
   SectionReader r(j, "device", c.source);
   r.get("type", c.device.type, {"cpu", "sim", "cuda"});
-  if (const json* m = j.contains("memory") ? &j.at("memory") : nullptr) {
-    r.known("memory");
+  // sim's two sizes (runtime/byte_size.h): a size string or a number of bytes, positive, on "type": "sim" only
+  for (const auto& [key, which, into] : {std::tuple{"memory", SimSize::capacity, &c.device.memory},
+                                         std::tuple{"link_bandwidth", SimSize::link_bandwidth, &c.device.link_bandwidth}}) {
+    if (!j.contains(key)) continue;
+    const json& v = j.at(key);
+    const std::string name = std::string("device.") + key;
+    r.known(key);
     if (c.device.type != "sim")
-      r.fail("device.memory is the simulated accelerator's capacity: it applies to \"type\": \"sim\" only, not \"" +
-             c.device.type + "\"; remove it, or set device.type to \"sim\"");
-    if (!m->is_string() && !m->is_number())
-      r.fail("device.memory must be a size: a string such as \"24MiB\" or a number of bytes");
+      r.fail(name + " is " + sim_size_meaning(which) + ": it applies to \"type\": \"sim\" only, not \"" + c.device.type +
+             "\"; remove it, or set device.type to \"sim\"");
+    if (!v.is_string() && !v.is_number())
+      r.fail(name + (which == SimSize::capacity ? " must be a size: a string such as \"24MiB\" or a number of bytes"
+                                                : " must be bytes per second: a string such as \"16GB\" or a number"));
     try {
-      c.device.memory = parse_byte_size(m->is_string() ? m->get<std::string>() : m->dump());
+      *into = parse_sim_size(v.is_string() ? v.get<std::string>() : v.dump(), which, name);
     } catch (const std::invalid_argument& e) {
-      r.fail(std::string("device.memory: ") + e.what());
+      r.fail(e.what());
     }
-    if (c.device.memory == 0)
-      r.fail("device.memory is 0 bytes: give the simulated accelerator's capacity (e.g. \"24MiB\"), or remove the key for no limit");
-  }
-  if (const json* l = j.contains("link_bandwidth") ? &j.at("link_bandwidth") : nullptr) {
-    r.known("link_bandwidth");
-    if (c.device.type != "sim")
-      r.fail("device.link_bandwidth is the simulated accelerator's host link: it applies to \"type\": \"sim\" only, not \"" +
-             c.device.type + "\"; remove it, or set device.type to \"sim\"");
-    if (!l->is_string() && !l->is_number())
-      r.fail("device.link_bandwidth must be bytes per second: a string such as \"16GB\" or a number");
-    try {
-      c.device.link_bandwidth = parse_byte_size(l->is_string() ? l->get<std::string>() : l->dump());
-    } catch (const std::invalid_argument& e) {
-      r.fail(std::string("device.link_bandwidth: ") + e.what());
-    }
-    if (c.device.link_bandwidth == 0)
-      r.fail("device.link_bandwidth is 0 bytes per second: give the link's rate (e.g. \"16GB\", PCIe 4.0 x16's order), or "
-             "remove the key for instant copies");
   }
   r.finish(c.warnings);
 }

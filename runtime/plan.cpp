@@ -32,32 +32,28 @@ Device parse_device(const std::string& name, const std::string& what) {
   }
 }
 
-/// sim's capacity: --device-memory over device.memory; refused for any other device.
-std::int64_t capacity_of(const Config& config, const PlanOverrides& o, const Device& d) {
-  std::int64_t capacity = config.device.memory;
-  if (o.device_memory) {
-    try {
-      capacity = parse_byte_size(*o.device_memory);
-    } catch (const std::invalid_argument& e) {
-      throw ConfigError("--device-memory: " + std::string(e.what()));
-    }
-    if (capacity == 0)
-      throw ConfigError("--device-memory 0: give the simulated accelerator's capacity (e.g. 24MiB), or leave the "
-                        "flag out for no limit");
-  }
-  if (capacity > 0 && !d.is_sim())
-    throw ConfigError(std::string(o.device_memory ? "--device-memory" : "device.memory") +
-                      " is the simulated accelerator's capacity: it needs --device sim (or device.type \"sim\"), not " +
+/// A sim size set (runtime/byte_size.h) needs the sim device: one ConfigError naming where it was set otherwise.
+std::int64_t sim_only(std::int64_t value, SimSize which, const std::string& name, const Device& d) {
+  if (value > 0 && !d.is_sim())
+    throw ConfigError(name + " is " + sim_size_meaning(which) + ": it needs --device sim (or device.type \"sim\"), not " +
                       d.str());
-  return capacity;
+  return value;
 }
 
-/// sim's host link (device.link_bandwidth; minitorch-train's --link-bandwidth sets it): refused for any other device.
+/// sim's capacity: --device-memory over device.memory.
+std::int64_t capacity_of(const Config& config, const PlanOverrides& o, const Device& d) {
+  if (!o.device_memory) return sim_only(config.device.memory, SimSize::capacity, "device.memory", d);
+  try {
+    return sim_only(parse_sim_size(*o.device_memory, SimSize::capacity, "--device-memory"), SimSize::capacity,
+                    "--device-memory", d);
+  } catch (const std::invalid_argument& e) {
+    throw ConfigError(e.what());
+  }
+}
+
+/// sim's host link (device.link_bandwidth; minitorch-train's --link-bandwidth sets it).
 std::int64_t link_of(const Config& config, const Device& d) {
-  if (config.device.link_bandwidth > 0 && !d.is_sim())
-    throw ConfigError("device.link_bandwidth (or --link-bandwidth) is the simulated accelerator's host link: it needs "
-                      "--device sim (or device.type \"sim\"), not " + d.str());
-  return config.device.link_bandwidth;
+  return sim_only(config.device.link_bandwidth, SimSize::link_bandwidth, "device.link_bandwidth (or --link-bandwidth)", d);
 }
 
 /// What runs otherwise than the config says, one line each (the tools print them once, on rank 0).

@@ -68,13 +68,11 @@ runtime::Config read_config(const Flags& flags, dist::ProcessGroup& world) {
     for (const auto& w : cfg.warnings) tools::warn(w);
   if (flags.link_bandwidth) {  // over device.link_bandwidth (the plan refuses it off sim)
     try {
-      cfg.device.link_bandwidth = runtime::parse_byte_size(*flags.link_bandwidth);
+      cfg.device.link_bandwidth =
+          runtime::parse_sim_size(*flags.link_bandwidth, runtime::SimSize::link_bandwidth, "--link-bandwidth");
     } catch (const std::invalid_argument& e) {
-      throw runtime::ConfigError("--link-bandwidth: " + std::string(e.what()));
+      throw runtime::ConfigError(e.what());
     }
-    if (cfg.device.link_bandwidth == 0)
-      throw runtime::ConfigError("--link-bandwidth 0: give the link's bytes per second (e.g. 16GB), or leave the flag "
-                                 "out for instant copies");
   }
   const auto& sc = cfg.scheduler;  // DeepSpeed's scheduler keeps its own horizon: --steps does not rescale it
   const bool decays = sc.type == optim::LRScheduleType::warmup_decay_lr || sc.type == optim::LRScheduleType::warmup_cosine_lr;

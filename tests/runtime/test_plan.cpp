@@ -81,7 +81,7 @@ TEST(L10_Plan, TheDeviceAndItsCapacityFromTheConfigOrTheCommandLine) {
   EXPECT_EQ(minitorch::memory_capacity(minitorch::Device::sim()), 0);
   const std::vector<std::pair<mr::PlanOverrides, std::string>> bad = {
       {{.device = "cpu", .device_memory = "1MiB"}, "--device-memory is the simulated accelerator's capacity"},
-      {{.device = "sim", .device_memory = "0"}, "--device-memory 0: give the simulated accelerator's capacity"},
+      {{.device = "sim", .device_memory = "0"}, "--device-memory is 0 bytes: give the simulated accelerator's capacity"},
       {{.device = "sim", .device_memory = "lots"}, "--device-memory: "},
       {{.device = "tpu", .device_memory = std::nullopt}, "--device 'tpu' is not a device"}};
   for (const auto& [overrides, message] : bad) {

@@ -183,7 +183,7 @@ TEST(L10_DeviceCli, BadDeviceValuesAreOneClearErrorEach) {
       {"--device sim --device-memory -5MiB", "--device-memory: '-5MiB' is negative"},
       {"--device sim --device-memory 12XB", "unknown unit 'XB'"},
       {"--device sim --device-memory lots", "'lots' is not a size"},
-      {"--device sim --device-memory 0", "--device-memory 0: give the simulated accelerator's capacity"},
+      {"--device sim --device-memory 0", "--device-memory is 0 bytes: give the simulated accelerator's capacity"},
       {"--device cpu --device-memory 24MiB", "--device-memory is the simulated accelerator's capacity: it needs --device sim"},
   };
   for (const auto& [args, message] : cases) {
