@@ -48,8 +48,58 @@ std::string activation_levers(const MemoryRun& run, double in_use) {
   return os.str();
 }
 
+/// Gemini's device model states by its placement (chunk waste aside): static keeps (P+G+K)Ψ/N, less the optimizer's
+/// with offload_optim_frac 1.0, less the shards' share offload_param_frac of PΨ/N; auto keeps GΨ/N at the least.
+double gemini_state_bytes(const MemoryRun& run, const gemini::GeminiConfig& g, BytesPerParameter b) {
+  const double shard = run.psi / run.dp_size;
+  if (g.placement_policy == "auto") return b.G * shard;
+  if (g.offload_optim_frac < 1) return (b.P + b.G + b.K) * shard;
+  return ((1 - g.offload_param_frac) * b.P + b.G) * shard;
+}
+
+/// A Gemini run's line and its levers: more of the static placement on the host, or auto placement.
+std::string gemini_run_and_levers(const MemoryRun& run, double activations_in_use, std::int64_t capacity) {
+  const Config& c = *run.config;
+  const gemini::GeminiConfig& g = c.gemini;
+  const BytesPerParameter b = bytes_per_parameter(c.mixed_precision());
+  const bool is_auto = g.placement_policy == "auto";
+  std::ostringstream os;
+  os << "  this run: Gemini, placement \"" << g.placement_policy << "\"";
+  if (!is_auto) os << " (offload_optim_frac " << g.offload_optim_frac << ", offload_param_frac " << g.offload_param_frac << ")";
+  os << ", " << (c.bf16 ? "bf16" : c.fp16.enabled ? "fp16" : "f32") << " (P, G, K = " << b.P << ", " << b.G << ", " << b.K
+     << " bytes per parameter), Ψ = " << static_cast<std::int64_t>(run.psi) << ", N = " << run.dp_size
+     << ": model states on the device about " << mib(gemini_state_bytes(run, g, b)) << " per rank"
+     << (is_auto ? " (GΨ/N; the shards live on the host and are cached as the capacity allows)" : "") << "\n";
+  os << "  what would fit in " << mib(static_cast<double>(capacity)) << " (computed for this run):\n";
+  const double fits = static_cast<double>(capacity);
+  auto lever = [&](const std::string& what, double need, const std::string& text) {
+    os << "    - " << what << ": " << text << " = " << mib(need) << " on the device"
+       << (need <= fits ? ", leaving " + mib(fits - need) + " for activations and buffers"
+                        : ", " + mib(need - fits) + " over the capacity")
+       << "\n";
+  };
+  gemini::GeminiConfig more = g;
+  if (!is_auto && g.offload_optim_frac < 1) {
+    more.offload_optim_frac = 1;
+    lever("gemini.offload_optim_frac 1.0 (the optimizer states on the host)", gemini_state_bytes(run, more, b), "(P+G)Ψ/N");
+  }
+  if (!is_auto && g.offload_param_frac < 1) {
+    more.offload_optim_frac = 1, more.offload_param_frac = 1;
+    lever("gemini.offload_optim_frac 1.0 and offload_param_frac 1.0 (every shard on the host, copied up at each gather)",
+          gemini_state_bytes(run, more, b), "GΨ/N + the chunks being computed");
+  }
+  if (!is_auto) {
+    more.placement_policy = "auto";
+    lever("gemini.placement_policy \"auto\" (every shard on the host, the device caching what the capacity allows)",
+          gemini_state_bytes(run, more, b), "GΨ/N + the chunks being computed");
+  }
+  if (activations_in_use > 0) os << activation_levers(run, activations_in_use);
+  return os.str();
+}
+
 /// The run, its formula and its levers: the lines after the first.
 std::string run_and_levers(const MemoryRun& run, double activations_in_use, std::int64_t capacity) {
+  if (run.gemini) return gemini_run_and_levers(run, activations_in_use, capacity);
   const Config& c = *run.config;
   const BytesPerParameter b = bytes_per_parameter(c.mixed_precision());
   const bool off = run.offload;
@@ -114,6 +164,7 @@ MemoryRun memory_run_for(const Plan& plan, const Config& config, const nn::GPTCo
   run.offload = plan.offload_optimizer;
   run.offload_param = plan.offload_param;
   run.nvme = config.zero.offload_optimizer.on_nvme();
+  run.gemini = plan.gemini;
   run.psi = static_cast<double>(model.num_parameters());
   run.model = model;
   run.config = &config;
@@ -122,6 +173,7 @@ MemoryRun memory_run_for(const Plan& plan, const Config& config, const nn::GPTCo
 
 double device_model_state_bytes(const MemoryRun& run) {
   const BytesPerParameter b = bytes_per_parameter(run.config->mixed_precision());
+  if (run.gemini) return gemini_state_bytes(run, run.config->gemini, b);
   if (run.nvme)  // as ZeRO-Offload's device (the states are on disk instead of the host)
     return nvme_state_bytes(run.psi, run.dp_size, b, static_cast<int>(run.config->gradient_accumulation_steps),
                             run.config->zero.offload_param.device, 0, 1).device.total();

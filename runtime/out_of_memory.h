@@ -15,6 +15,9 @@
 ///       - micro-batch 2 with gradient_accumulation_steps 2 (the same batch): activations about 0.25 MiB
 ///       - activation checkpointing: ...
 ///
+/// A Gemini run (docs/design.md §11) is described by its placement and offered Gemini's levers instead: the static
+/// fractions that move more to the host, and auto placement (every shard on the host, cached as the capacity allows).
+///
 /// A run whose model states alone exceed the capacity is told so before its first step
 /// (check_model_states_fit), in the same words.
 #include <cstdint>
@@ -42,6 +45,7 @@ struct MemoryRun {
   bool offload = false;       ///< ZeRO-Offload runs (the plan's)
   bool offload_param = false; ///< and ZeRO-Infinity's offload_param with it (stage 3)
   bool nvme = false;          ///< the optimizer on NVMe (stage 3): no optimizer state on the device either
+  bool gemini = false;        ///< Gemini runs (the plan's): its placement (config->gemini) says where the states are
   double psi = 0;             ///< Ψ: the parameters this rank's engine trains (a pipeline stage's own)
   int pipeline_stages = 1;    ///< > 1: a stage of a pipeline (its activations are not the whole model's)
   nn::GPTConfig model;        ///< B·T·C sizes for the activation levers

@@ -104,3 +104,42 @@ TEST(L10_T3_OutOfMemoryMessage, NamesTheRequestThePoolTheFormulaAndTheLeversOfTh
   EXPECT_NO_THROW(mz::check_model_states_fit(run, minitorch::Device::sim(), 0)) << "0: no capacity";
   EXPECT_NO_THROW(mz::check_model_states_fit(run, minitorch::Device::sim(), static_cast<std::int64_t>(16 * psi)));
 }
+
+// A Gemini run is told by its placement, with Gemini's levers: the static fractions that move more to the host, then
+// auto placement; its model states before the first step are the placement's (auto: only GΨ/N stays on the device).
+TEST(L12_OutOfMemoryMessage, GeminiIsToldByItsPlacementWithGeminisLevers) {
+  auto config = [](const std::string& gemini) {
+    return mz::Config::from_json(
+        R"({"train_micro_batch_size_per_gpu": 4, "zero_optimization": {"stage": 3}, "gemini": {)" + gemini + R"(},
+            "model": {"name": "baby", "n_layer": 2, "n_head": 2, "n_embd": 32, "block_size": 32}})",
+        4, "test.json");
+  };
+  const mz::Config static_cfg = config(R"("min_chunk_size_m": 0.001)");
+  const minitorch::nn::GPTConfig model = mz::model_config(static_cfg, 63);
+  const mz::MemoryRun run = mz::memory_run_for(static_cfg, model, 1);
+  ASSERT_TRUE(run.gemini);
+  const double psi = run.psi;
+  EXPECT_DOUBLE_EQ(mz::device_model_state_bytes(run), 16 * psi / 4);  // the defaults keep everything on the device
+  minitorch::MemoryStats in_use;
+  in_use.current_bytes[static_cast<int>(minitorch::MemTag::activation)] = 1 << 20;
+  in_use.current_total = 1 << 20;
+  const std::string msg =
+      mz::explain_out_of_memory({minitorch::Device::sim(), minitorch::MemTag::activation, 65536, 2 << 20, in_use}, run);
+  for (const std::string& part :
+       {std::string("this run: Gemini, placement \"static\" (offload_optim_frac 0, offload_param_frac 0), f32"),
+        "model states on the device about " + mz::format_mib(16 * psi / 4),
+        "gemini.offload_optim_frac 1.0 (the optimizer states on the host): (P+G)Ψ/N = " + mz::format_mib(8 * psi / 4),
+        "offload_param_frac 1.0 (every shard on the host, copied up at each gather): GΨ/N + the chunks being computed = " +
+            mz::format_mib(4 * psi / 4),
+        std::string("gemini.placement_policy \"auto\""), std::string("activations of this run, micro-batch 4")})
+    EXPECT_TRUE(contains(msg, part)) << "missing '" << part << "' in:\n" << msg;
+  EXPECT_FALSE(contains(msg, "ZeRO-2")) << msg;  // ZeRO's stage levers are not Gemini's
+
+  const mz::Config auto_cfg = config(R"("placement_policy": "auto", "min_chunk_size_m": 0.001)");
+  const mz::MemoryRun auto_run = mz::memory_run_for(auto_cfg, model, 1);
+  EXPECT_DOUBLE_EQ(mz::device_model_state_bytes(auto_run), 4 * psi / 4);
+  EXPECT_NO_THROW(mz::check_model_states_fit(auto_run, minitorch::Device::sim(), static_cast<std::int64_t>(4 * psi / 4) + 1))
+      << "auto's shards live on the host: only the gradient shard must fit before the first step";
+  EXPECT_THROW(mz::check_model_states_fit(run, minitorch::Device::sim(), static_cast<std::int64_t>(4 * psi / 4) + 1),
+               mz::OutOfMemoryError);
+}
