@@ -14,16 +14,6 @@ namespace minitorch::gemini {
 
 namespace {
 
-/// Per chunk, its parameters in slot order: the Partition's buckets.
-std::vector<std::vector<std::size_t>> chunk_members(const GeminiLayout& layout) {
-  std::vector<std::vector<std::size_t>> members;
-  for (const PlannedChunk& chunk : layout.chunks.chunks) {
-    members.emplace_back();
-    for (const ChunkSlot& slot : chunk.slots) members.back().push_back(slot.param);
-  }
-  return members;
-}
-
 /// The ZeRO-3 settings the shared machinery runs with: Gemini's placement replaces DeepSpeed's offload sections
 /// (the config refuses both together): the optimizer on the host when offload_optim_frac is 1.0.
 zero::StrategyConfig chunk_strategy_config(zero::StrategyConfig config, const GeminiLayout& layout) {

@@ -80,4 +80,13 @@ GeminiLayout plan_gemini(const nn::NamedTensors& params, int dp_size, const Gemi
   return l;
 }
 
+std::vector<std::vector<std::size_t>> chunk_members(const GeminiLayout& layout) {
+  std::vector<std::vector<std::size_t>> members;
+  for (const PlannedChunk& chunk : layout.chunks.chunks) {
+    members.emplace_back();
+    for (const ChunkSlot& slot : chunk.slots) members.back().push_back(slot.param);
+  }
+  return members;
+}
+
 }  // namespace minitorch::gemini

@@ -43,6 +43,9 @@ struct GeminiLayout {
   std::size_t on_host() const;  ///< chunks whose shard lives in host memory
 };
 
+/// Per chunk, its parameters (indices into named_parameters()) in slot order: the buckets of the chunks' Partition.
+std::vector<std::vector<std::size_t>> chunk_members(const GeminiLayout& layout);
+
 /// The order of use of a GPT's named_parameters(): the outer tensors first, then block by block.
 std::vector<std::size_t> gemini_use_order(const nn::NamedTensors& params);
 

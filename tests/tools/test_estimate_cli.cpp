@@ -455,3 +455,52 @@ TEST(L06_EstimateCli, ConfigTakesTheLargestLayerFromItsModel) {
   expect_usage_error("--config " + config + " --ranks 4 --largest-layer 5 --data " + corpus,
                      "--largest-layer does not go with --config");
 }
+
+// Gemini (its `gemini` section): the estimate's layout is the run's, and every rank's device model states — shards by
+// the static placement, kept-gathered chunks whole, gradient shards, AdamW's states unless on the host — are what a
+// run's report measures, to the byte; under auto the device caches shards on top of the estimate's floor.
+TEST(L12_EstimateCli, GeminiPredictionIsWhatRealRunsMeasureToTheByte) {
+  mt_test::TempDir dir;
+  std::string text;
+  for (int i = 0; i < 40; ++i) text += "In the beginning God created the heaven and the earth.\n";
+  const std::string corpus = dir.write("corpus.txt", text);
+  struct Case {
+    int n;
+    std::string gemini;
+  };
+  bool kept = false, on_host = false, ranks_differ = false;
+  for (const Case& c : {Case{2, R"("shard_param_frac": 0.5)"}, Case{4, R"("offload_optim_frac": 1.0, "offload_param_frac": 0.5)"},
+                        Case{2, R"("placement_policy": "auto")"}}) {
+    SCOPED_TRACE(std::to_string(c.n) + " ranks, " + c.gemini);
+    std::string json = config_json(3, false);
+    json.insert(json.find(R"("model")"), R"("gemini": {"chunk_config_dict": {"2": {"chunk_size": 256}, "4": {"chunk_size": 256}}, )" +
+                                             c.gemini + "},\n    ");
+    const std::string config = dir.write("gemini.json", json);
+    const nlohmann::json est = run_json("--config " + config + " --ranks " + std::to_string(c.n) + " --data " + corpus);
+    const nlohmann::json& g = est["rows"][0]["gemini"];
+    ASSERT_TRUE(g.is_object()) << est.dump();
+    kept |= g["kept_gathered"].get<int>() > 0;
+    on_host |= g["shards_on_host"].get<int>() > 0;
+    const std::string report = dir.path("r.json");
+    auto run = run_ranks(c.n, "--config " + config + " --data " + corpus + " --steps 2 --out '' --device sim --report " + report);
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    const nlohmann::json measured = nlohmann::json::parse(std::ifstream(report));
+    for (const char* key : {"chunk_size", "chunks", "waste_elements", "kept_gathered", "shards_on_host", "optimizer_on_host"})
+      EXPECT_EQ(measured["ranks"][0]["gemini"][key], g[key]) << key;
+    const bool is_auto = g["placement_policy"] == "auto";
+    for (int r = 0; r < c.n; ++r) {
+      const auto& m = measured["ranks"][r]["model_states"];
+      const auto& p = at_rank(g["exact"], r);
+      if (is_auto) {
+        EXPECT_GE(m["param"].get<std::int64_t>(), p["param"].get<std::int64_t>()) << "rank " << r << ": cached on top";
+      } else {
+        EXPECT_EQ(m["param"], p["param"]) << "rank " << r;
+      }
+      EXPECT_EQ(m["grad"], p["grad"]) << "rank " << r;
+      EXPECT_EQ(m["optim"], p["optim"]) << "rank " << r;
+      ranks_differ |= p["optim"] != at_rank(g["exact"], 0)["optim"];
+    }
+  }
+  EXPECT_TRUE(kept && on_host && ranks_differ) << "the cases must keep a chunk gathered, put a shard on the host and "
+                                                  "hold different bytes on different ranks";
+}

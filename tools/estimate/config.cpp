@@ -65,6 +65,28 @@ void plan_ranks(const nn::NamedTensors& meta, ConfigRow* row) {
     st.formula = runtime::model_state_bytes(st.stage, static_cast<double>(row->psi), row->world, b);
 }
 
+/// Gemini's layout and every rank's device bytes (GeminiBytes), from the chunks' Partition as each rank builds it.
+GeminiBytes plan_gemini_ranks(const nn::NamedTensors& meta, const ConfigRow& row) {
+  GeminiBytes g{gemini::plan_gemini(meta, row.world, row.config.gemini), {}};
+  const gemini::GeminiLayout& l = g.layout;
+  const runtime::BytesPerParameter b = row.plan.bytes;
+  const std::int64_t n = row.world;
+  std::int64_t param = 0, grad = 0;  // the same on every rank: every chunk's size is a multiple of N
+  for (std::size_t c = 0; c < l.size(); ++c) {
+    param += l.keep_gathered[c] ? l.allocated[c] : l.param_on_host[c] ? 0 : l.allocated[c] / n;
+    grad += l.allocated[c] / n;
+  }
+  const auto partition = [&](int rank) { return zero::Partition(meta, gemini::chunk_members(l), rank, row.world, l.allocated); };
+  const zero::Partition first = partition(0);
+  for (const runtime::RankSpan span : runtime::rank_classes({&first})) {
+    std::int64_t mine = 0;  // AdamW keeps its states for the pieces only: never for a chunk's empty tail
+    const zero::Partition of_rank = partition(span.first);
+    for (const zero::ShardPiece& piece : of_rank.pieces()) mine += piece.range.size();
+    add_run(g.exact, span, zero::ModelStateBytes{b.P * param, b.G * grad, l.optim_on_host ? 0 : b.K * mine});
+  }
+  return g;
+}
+
 ConfigRow config_row(const ConfigRequest& q, runtime::Config cfg, std::int64_t vocab_size, int world) {
   ConfigRow row;
   row.world = world;
@@ -79,6 +101,7 @@ ConfigRow config_row(const ConfigRequest& q, runtime::Config cfg, std::int64_t v
   }
   const auto shapes = nn::GPT::parameter_shapes(row.model);
   plan_ranks(runtime::meta_parameters(shapes), &row);
+  if (row.plan.gemini) row.gemini = plan_gemini_ranks(runtime::meta_parameters(shapes), row);
   const Inputs inputs{"--config " + q.path + " (Ψ = " + commas(row.psi) + ") on --ranks " + std::to_string(world),
                       "--ranks or the config's model"};
   for (const StageBytes& st : row.stages)
@@ -169,6 +192,20 @@ json row_json(const ConfigRow& row) {
   if (row.plan.offload_optimizer) {
     j["offload"] = json::array();
     for (const OffloadBytes& off : row.offload) j["offload"].push_back(offload_json(off));
+  }
+  if (row.gemini) {
+    const gemini::GeminiLayout& l = row.gemini->layout;
+    json runs = json::array();
+    for (const auto& run : row.gemini->exact) runs.push_back(run_json(run.first, run.last, bytes_json(run.bytes)));
+    j["gemini"] = {{"placement_policy", row.config.gemini.placement_policy},
+                   {"chunk_size", l.search.chunk_size},
+                   {"chunk_size_from", l.from_dict ? "chunk_config_dict" : "search"},
+                   {"chunks", l.size()},
+                   {"waste_elements", l.chunks.waste()},
+                   {"kept_gathered", l.size() - l.sharded()},
+                   {"shards_on_host", l.on_host()},
+                   {"optimizer_on_host", l.optim_on_host},
+                   {"exact", runs}};
   }
   if (row.deepspeed) {
     j["deepspeed"] = deepspeed_json(*row.deepspeed);

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "gemini/layout.h"
 #include "nn/gpt_config.h"
 #include "runtime/config.h"
 #include "runtime/estimate.h"
@@ -54,6 +55,15 @@ struct OffloadBytes {
   std::vector<RankRun<runtime::ExactOffload>> exact;  ///< runs of ranks, in rank order, covering all
 };
 
+/// Gemini (the config's `gemini` section): its layout and every rank's device model states at an optimizer step, by
+/// its placement — a sharded chunk's shard (none where it lives on the host: offload_param_frac, or auto, whose
+/// cached copies come on top), a kept-gathered chunk whole, every chunk's gradient shard, and AdamW's K bytes per
+/// owned element unless the optimizer is on the host.
+struct GeminiBytes {
+  gemini::GeminiLayout layout;
+  std::vector<RankRun<zero::ModelStateBytes>> exact;  ///< runs of ranks, in rank order, covering all
+};
+
 /// The config on one number of ranks.
 struct ConfigRow {
   int world = 1;
@@ -66,6 +76,7 @@ struct ConfigRow {
   std::vector<OffloadBytes> offload;   ///< stages 1-3 asked, when the config offloads its optimizer
   std::optional<DeepSpeedRow> deepspeed;  ///< when stage 2 or 3 is asked
   std::string largest_layer_module;    ///< whose parameters are DeepSpeed's largest layer
+  std::optional<GeminiBytes> gemini;   ///< when the config runs Gemini
 };
 
 struct ConfigEstimate {

@@ -39,7 +39,7 @@ void print_description(const ConfigRequest& q, const ConfigEstimate& e, const Co
   const runtime::Plan& plan = row.plan;
   const runtime::Config& cfg = row.config;
   std::printf("%s on %d rank%s: the config runs stage %d (%s)\n", q.path.c_str(), row.world, row.world == 1 ? "" : "s",
-              plan.zero_stage, what_runs(plan).c_str());
+              plan.zero_stage, plan.gemini ? "Gemini: ZeRO-3 on chunks, placed by its gemini section" : what_runs(plan).c_str());
   if (plan.zero_stage != plan.config_zero_stage)
     std::printf("  asks     zero_optimization.stage %d; one data-parallel rank runs it as stage 0 (its shard would be "
                 "the whole model)\n", plan.config_zero_stage);
@@ -80,6 +80,31 @@ void print_stages(const ConfigRow& row) {
                  pad(commas(b.optim), 13, true) + pad(commas(b.total()), 14, true) + (first ? " " + formula : ""));
       first = false;
     }
+  }
+}
+
+/// Gemini: its chunks and placement, and each rank's device bytes (the table's ZeRO-3 row is not what it runs).
+void print_gemini(const ConfigRow& row) {
+  const gemini::GeminiLayout& l = row.gemini->layout;
+  const gemini::GeminiConfig& g = row.config.gemini;
+  std::printf("\n  Gemini, placement \"%s\": %zu chunks of %s elements (%s), %s elements of empty tails, %zu kept gathered,\n"
+              "  %zu with their shard in host memory, the optimizer states %s%s\n",
+              g.placement_policy.c_str(), l.size(), commas(l.search.chunk_size).c_str(),
+              l.from_dict ? "chunk_config_dict" : "Colossal-AI's search", commas(l.chunks.waste()).c_str(),
+              l.size() - l.sharded(), l.on_host(), l.optim_on_host ? "on the host" : "on the device",
+              g.placement_policy == "auto" ? " (auto: the device caches shards as the capacity allows, on top of these)" : "");
+  std::printf("    %s%s%s%s%s%s\n", pad("device", 15).c_str(), pad("ranks", ranks_width(row)).c_str(),
+              pad("param", 13, true).c_str(), pad("grad", 13, true).c_str(), pad("optim", 13, true).c_str(),
+              pad("total", 14, true).c_str());
+  const auto same = [](const zero::ModelStateBytes& a, const zero::ModelStateBytes& b) {
+    return a.param == b.param && a.grad == b.grad && a.optim == b.optim;
+  };
+  bool first = true;
+  for (const auto& [from, to, b] : table_runs(row.gemini->exact, same)) {
+    print_line("  * " + pad(first ? "Gemini" : "", 15) + pad(rank_span(from, to), ranks_width(row)) +
+               pad(commas(b.param), 13, true) + pad(commas(b.grad), 13, true) + pad(commas(b.optim), 13, true) +
+               pad(commas(b.total()), 14, true));
+    first = false;
   }
 }
 
@@ -144,6 +169,7 @@ void print_config(const ConfigRequest& q, const ConfigEstimate& e) {
     print_description(q, e, row);
     print_stages(row);
     if (row.plan.offload_optimizer) print_offload(row);
+    if (row.gemini) print_gemini(row);
     if (row.deepspeed) print_deepspeed(*row.deepspeed, row.largest_layer_module);
     std::printf("\n");
     all_mixed &= row.plan.precision != runtime::Precision::f32;
