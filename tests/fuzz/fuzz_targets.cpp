@@ -352,7 +352,7 @@ Outcome run_frames(std::string_view input) {
 
 /// What the recorder writes (trace::frames_document, version 2) for three frames of a 2-rank ZeRO-3 step
 /// over a padded bucket: a gathered unit over the shards, its release with the gradient shards reducing,
-/// then the reduced gradient shards.
+/// then the reduced gradient shards; and the same with Gemini's chunk of it and two moves (version 4).
 std::vector<std::string> frames_seeds() {
   trace::FlatSpace space;
   trace::SpaceBucket& b = space.add_bucket("h.0", 8);
@@ -377,7 +377,15 @@ std::vector<std::string> frames_seeds() {
            {"shadowed", {{"params", held->params.shadowed()}, {"grads", 0}, {"optim", 0}}},
            {"memory_bytes", {{"param", 48}, {"grad", 16}, {"comm", 0}}}});
   }
-  return {trace::frames_document(run, space, per_rank).dump(2)};
+  nlohmann::json gemini = trace::frames_document(run, space, per_rank);  // version 4: Gemini's chunks and moves
+  gemini["run"]["strategy"] = "Gemini";
+  for (nlohmann::json& frame : gemini["frames"])
+    for (nlohmann::json& rank : frame["ranks"]) {
+      rank["chunks"] = {{{"unit", "gathered"}, {"shard", "cached"}, {"tensors", {{"COMPUTE", 1}, {"HOLD", 1}}}}};
+      rank["chunk_moves"] = {{{"chunk", 0}, {"move", "evict"}, {"why", "next use at 3, the farthest (OPT)"}},
+                             {{"chunk", 0}, {"move", "load"}, {"why", "cached on the device"}}};
+    }
+  return {trace::frames_document(run, space, per_rank).dump(2), gemini.dump(2)};
 }
 
 // ---------------- text data ----------------
