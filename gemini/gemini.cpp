@@ -409,10 +409,14 @@ void Gemini::load(std::size_t c) {
 }
 
 void Gemini::evict(std::size_t c) {
+  uncache(c);
+  ++auto_stats_.evictions;
+}
+
+void Gemini::uncache(std::size_t c) {
   zero::ShardedBucket& b = partition_.buckets()[c];
   b.param_shard = host_shard_[c];  // the device copy is freed; the host's is current (the optimizer writes it)
   b.home = zero::ShardHome::host;
-  ++auto_stats_.evictions;
 }
 
 bool Gemini::resident(std::size_t c) const {
@@ -447,7 +451,7 @@ zero::StepResult Gemini::step(const zero::StepRequest& request) {
 void Gemini::load_parameters(const nn::NamedTensors& whole) {
   if (auto_)
     for (std::size_t c = 0; c < units_.size(); ++c)
-      if (units_[c] && resident(c)) evict(c);
+      if (units_[c] && resident(c)) uncache(c);  // not an eviction: no room was made
   ShardedStrategy::load_parameters(whole);
 }
 

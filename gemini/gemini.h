@@ -146,7 +146,8 @@ class Gemini final : public zero::ShardedStrategy {
   /// Whether `chunks`, used from position `at`, are what the recorded schedule says (after the warm-up).
   bool on_schedule(std::size_t at, const std::vector<std::size_t>& chunks) const;
   void load(std::size_t c);   ///< shard copied up (h2d) and cached
-  void evict(std::size_t c);  ///< cached copy dropped; the host shard stays
+  void evict(std::size_t c);    ///< cached copy dropped to make room (counted); the host shard stays
+  void uncache(std::size_t c);  ///< cached copy dropped (the values go to the host shards: load_parameters)
   std::int64_t shard_bytes(std::size_t c) const;
   std::int64_t full_bytes(std::size_t c) const;
   std::int64_t model_bytes() const;  ///< the device's param + grad + optim bytes now
