@@ -34,6 +34,8 @@
 /// event ("gemini_load", "gemini_evict": which chunk, and why that one; trace::record_chunk_move), and the frames of
 /// a traced run carry every chunk's state (holdings) and the moves since the frame before (docs/frames.md version 4).
 ///
+/// (The auto placement's code: gemini/auto_placement.cpp.)
+///
 /// **Prefetch** (max_prefetch, either policy): after the warm-up each moment also starts the all-gathers of the next
 /// max_prefetch chunks of the schedule, which run while the moment's modules compute. Under auto a prefetch must fit
 /// (its buffer held until its use, under the periods' peaks in between), else it waits: at the warm-up's end every

@@ -12,6 +12,17 @@ namespace minitorch::runtime {
 
 using ordered_json = nlohmann::ordered_json;
 
+ordered_json gemini_layout_json(const gemini::GeminiLayout& l, const std::string& placement_policy) {
+  return {{"placement_policy", placement_policy},
+          {"chunk_size", l.search.chunk_size},
+          {"chunk_size_from", l.from_dict ? "chunk_config_dict" : "search"},
+          {"chunks", l.size()},
+          {"waste_elements", l.chunks.waste()},
+          {"kept_gathered", l.size() - l.sharded()},
+          {"shards_on_host", l.on_host()},
+          {"optimizer_on_host", l.optim_on_host}};
+}
+
 RunReport::RunReport(const Engine& engine, dist::ProcessGroup* group) : engine_(engine), group_(group) {}
 
 void RunReport::on_event(const events::Event& e) {
@@ -96,17 +107,9 @@ ordered_json RunReport::rank_json() const {
                  {"waited_seconds_last_step", sw->waited_seconds_last_step}};
   }
   if (const auto* g = dynamic_cast<const gemini::Gemini*>(&engine_.strategy())) {  // Gemini's chunks (gemini/layout.h)
-    const gemini::GeminiLayout& l = g->layout();
-    r["gemini"] = {{"placement_policy", engine_.config().gemini.placement_policy},
-                   {"chunk_size", l.search.chunk_size},
-                   {"chunk_size_from", l.from_dict ? "chunk_config_dict" : "search"},
-                   {"chunks", l.size()},
-                   {"waste_elements", l.chunks.waste()},
-                   {"kept_gathered", l.size() - l.sharded()},
-                   {"shards_on_host", l.on_host()},
-                   {"optimizer_on_host", l.optim_on_host},
-                   {"gathers", g->gathers()},
-                   {"prefetches", g->auto_stats().prefetches}};
+    r["gemini"] = gemini_layout_json(g->layout(), engine_.config().gemini.placement_policy);
+    r["gemini"]["gathers"] = g->gathers();
+    r["gemini"]["prefetches"] = g->auto_stats().prefetches;
     if (engine_.config().gemini.placement_policy == "auto") {
       const gemini::Gemini::AutoStats& a = g->auto_stats();
       r["gemini"]["auto"] = {{"warmed_up", a.warmed_up},

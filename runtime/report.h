@@ -23,10 +23,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gemini/layout.h"
 #include "minitorch/events.h"
 #include "runtime/engine.h"
 
 namespace minitorch::runtime {
+
+/// A Gemini layout as the report's `gemini` section and minitorch-estimate's both open it (docs/report.md):
+/// placement_policy, chunk_size and where it came from, chunks, waste_elements, kept_gathered, shards_on_host,
+/// optimizer_on_host.
+nlohmann::ordered_json gemini_layout_json(const gemini::GeminiLayout& layout, const std::string& placement_policy);
 
 /// Calls, elements and bytes of one kind of collective.
 struct CommCount {

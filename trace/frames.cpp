@@ -89,7 +89,7 @@ void record_frame(const FrameNote& note, const RankHoldings& held) {
   const MemoryStats m = memory_stats();
   json memory = json::object();
   for (int t = 0; t < kNumMemTags; ++t) memory[tag_name(static_cast<MemTag>(t))] = m.current_bytes[static_cast<std::size_t>(t)];
-  const json frame = {{"phase", note.phase},
+  json frame = {{"phase", note.phase},
                       {"label", note.label},
                       {"caption", note.caption},
                       {"collective", note.collective},
@@ -99,7 +99,6 @@ void record_frame(const FrameNote& note, const RankHoldings& held) {
                       {"shadowed", {{"params", held.params.shadowed()}, {"grads", held.grads.shadowed()},
                                     {"optim", held.optim.shadowed()}}},
                       {"memory_bytes", memory}};
-  json with_chunks = frame;
   if (!held.chunks.empty()) {
     json chunks = json::array();
     for (const ChunkHolding& c : held.chunks) {
@@ -107,13 +106,13 @@ void record_frame(const FrameNote& note, const RankHoldings& held) {
       for (const auto& [state, n] : c.tensors) tensors[state] = n;
       chunks.push_back({{"unit", c.unit}, {"shard", c.shard}, {"tensors", tensors}});
     }
-    with_chunks["chunks"] = std::move(chunks);
+    frame["chunks"] = std::move(chunks);
   }
   events::Event e;
   e.category = events::Category::phase;
   e.name = "frame";
   e.scope = note.label;
-  e.detail = with_chunks.dump();
+  e.detail = frame.dump();
   events::emit(std::move(e));
 }
 

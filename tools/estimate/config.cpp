@@ -8,6 +8,7 @@
 #include "nn/gpt.h"
 #include "runtime/engine.h"
 #include "runtime/rank_classes.h"
+#include "runtime/report.h"
 #include "tools/cli_common.h"
 #include "zero/stage3.h"
 
@@ -194,18 +195,10 @@ json row_json(const ConfigRow& row) {
     for (const OffloadBytes& off : row.offload) j["offload"].push_back(offload_json(off));
   }
   if (row.gemini) {
-    const gemini::GeminiLayout& l = row.gemini->layout;
     json runs = json::array();
     for (const auto& run : row.gemini->exact) runs.push_back(run_json(run.first, run.last, bytes_json(run.bytes)));
-    j["gemini"] = {{"placement_policy", row.config.gemini.placement_policy},
-                   {"chunk_size", l.search.chunk_size},
-                   {"chunk_size_from", l.from_dict ? "chunk_config_dict" : "search"},
-                   {"chunks", l.size()},
-                   {"waste_elements", l.chunks.waste()},
-                   {"kept_gathered", l.size() - l.sharded()},
-                   {"shards_on_host", l.on_host()},
-                   {"optimizer_on_host", l.optim_on_host},
-                   {"exact", runs}};
+    j["gemini"] = runtime::gemini_layout_json(row.gemini->layout, row.config.gemini.placement_policy);
+    j["gemini"]["exact"] = runs;
   }
   if (row.deepspeed) {
     j["deepspeed"] = deepspeed_json(*row.deepspeed);
