@@ -3,7 +3,8 @@
 // and MFU: model FLOPs per token (6 N + 12 L C T, nanoGPT's estimate_mfu) times tokens/s over the
 // card's dense bf16 peak (--peak-tflops; 989 for an H100 or H200 SXM). PyTorch eager on the same shapes,
 // and cuBLAS's own GEMM rate, come from bench/pytorch_gpu.py in the same GPU check (tools/gpu_check.sh).
-// Usage: bench-gpu [--steps N] [--warmup W] [--batch B] [--seq T] [--fp32] [--peak-tflops P]
+// --profile N: then N more steps with every kernel timed (cuda/op_profile.h), the table per step.
+// Usage: bench-gpu [--steps N] [--warmup W] [--batch B] [--seq T] [--fp32] [--peak-tflops P] [--profile N]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -17,13 +18,14 @@
 #include "optim/adamw.h"
 #if MINITORCH_WITH_CUDA
 #include "cuda/cuda.h"
+#include "cuda/op_profile.h"
 #endif
 
 using namespace minitorch;
 
 int main(int argc, char** argv) {
   cli::Parser parser{"bench-gpu: a GPT-2 124M training step on one GPU (bf16, f32 master weights)"};
-  int steps = 10, warmup = 2;
+  int steps = 10, warmup = 2, profile_steps = 0;
   std::int64_t B = 8, T = 1024;
   bool fp32 = false;
   double peak_tflops = 989.0;
@@ -33,6 +35,8 @@ int main(int argc, char** argv) {
   parser.option("--seq", T, "sequence length T (at most 1024)")->check(cli::range(1, 1024));
   parser.flag("--fp32", fp32, "f32 weights and activations instead of bf16");
   parser.option("--peak-tflops", peak_tflops, "the card's dense peak in TFLOP/s for the MFU")->check(cli::positive_number());
+  parser.option("--profile", profile_steps, "then this many steps with every kernel timed")
+      ->check(cli::non_negative_number());
   if (int status = parser.parse(argc, argv); status >= 0) return status;
 #if !MINITORCH_WITH_CUDA
   std::fprintf(stderr, "bench-gpu: this build has no CUDA layer (nvcc not found, or -DMINITORCH_CUDA=OFF)\n");
@@ -57,14 +61,17 @@ int main(int argc, char** argv) {
   Tensor x = Tensor::from_ints(ids, {B, T}).to(Device::cuda()), y = Tensor::from_ints(tg, {B, T}).to(Device::cuda());
   std::vector<double> times;
   float last_loss = 0;
-  for (int i = 0; i < warmup + steps; ++i) {
+  auto step = [&] {  // seconds of one training step, its loss in last_loss
     const auto t0 = std::chrono::steady_clock::now();
     Tensor loss = model.loss(x, y);
     autograd::backward(loss);
     opt.step();
     opt.zero_grad();
     last_loss = loss.to(Device::cpu()).to(DType::f32).item();  // waits for the step's kernels
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  for (int i = 0; i < warmup + steps; ++i) {
+    const double s = step();
     if (i >= warmup) times.push_back(s);
   }
   std::sort(times.begin(), times.end());
@@ -77,6 +84,18 @@ int main(int argc, char** argv) {
               dtype_name(dtype), cfg.describe().c_str(), static_cast<long long>(B), static_cast<long long>(T), N / 1e6,
               median, times.front(), steps, tok_s, tflops, 100 * tflops / peak_tflops, peak_tflops, last_loss,
               static_cast<double>(cuda::reserved_bytes()) / (1 << 30));
+  if (profile_steps > 0) {
+    double wall = 0;
+    cuda::OpProfile prof;
+    for (int i = 0; i < profile_steps; ++i) {
+      wall += step();
+      prof.collect();
+    }
+    std::printf("bench-gpu: profile of %d steps (every kernel between two CUDA events; the step %.1f ms with "
+                "the events, %.1f ms without):\n",
+                profile_steps, 1e3 * wall / profile_steps, 1e3 * median);
+    prof.print(stdout, profile_steps);
+  }
   return 0;
 #endif
 }

@@ -26,11 +26,15 @@ CudaBackend& cuda_backend();
 // ---- helpers shared by the kernel files (cuda/util.cu) ----
 /// x itself if contiguous f32, else a new contiguous f32 copy on x's device (bf16 widened, strides walked).
 Tensor f32_contiguous(const Tensor& x);
+/// x itself if contiguous f32 or bf16 (kernels templated on the element type read either as it is:
+/// no widened copy), else a new contiguous f32 copy.
+Tensor readable(const Tensor& x);
 /// x itself if contiguous, else a contiguous copy of the same dtype.
 Tensor contiguous(const Tensor& x);
 /// New contiguous f32 tensor on `device` (uninitialised).
 Tensor f32_empty(const Shape& shape, Device device);
-/// `t` (contiguous f32) as `dtype`: t itself for f32, else a new bf16 copy (round to nearest even).
+/// `t` (contiguous f32, or already `dtype`) as `dtype`: t itself when the dtypes agree, else a new bf16 copy
+/// (round to nearest even).
 Tensor f32_to(const Tensor& t, DType dtype);
 /// Copies `src` (same shape, any view, any float dtype; or i32 into i32) into contiguous `dst`.
 void copy_into(Tensor& dst, const Tensor& src);

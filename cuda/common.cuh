@@ -52,6 +52,17 @@ __device__ inline float warp_max(float v) {
   return v;
 }
 
+/// Calls f(T{}) with T the element type of a contiguous f32 or bf16 tensor (float or __nv_bfloat16): one
+/// kernel template serves both, and a bf16 tensor is read and written as it is, never widened into a
+/// temporary f32 copy (each element is widened in registers, computed in f32, rounded once on store:
+/// the same bits as the CPU's kernels).
+template <typename F>
+void with_elem(const Tensor& t, F&& f) {
+  if (t.dtype() == DType::bf16) f(__nv_bfloat16{}); else f(float{});
+}
+template <typename T> const T* cptr(const Tensor& t) { return static_cast<const T*>(t.raw_data()); }
+template <typename T> T* ptr(const Tensor& t) { return static_cast<T*>(t.raw_data()); }
+
 inline const float* cfp(const Tensor& t) { return static_cast<const float*>(t.raw_data()); }
 inline float* fp(const Tensor& t) { return static_cast<float*>(t.raw_data()); }
 inline const std::int32_t* cip(const Tensor& t) { return static_cast<const std::int32_t*>(t.raw_data()); }

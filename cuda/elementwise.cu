@@ -1,6 +1,9 @@
 // Elementwise CUDA kernels: broadcasting binary ops, unary maps, in-place axpy and scale, GELU.
-// One thread per output element in a grid-stride loop; memory-bound, so the only "fast" trick is
-// the flat path when no operand broadcasts (no index arithmetic at all).
+// One thread per output element in a grid-stride loop; memory-bound, so the "fast" tricks are the
+// flat path when no operand broadcasts (no index arithmetic at all), 32-bit index arithmetic when the
+// sizes allow (a 64-bit division is emulated in tens of instructions), and reading bf16 as it is
+// (templates on the element types: no widened f32 copy of an input, no rounding pass for the output).
+#include <cstdint>
 #include <stdexcept>
 
 #include "cuda/common.cuh"
@@ -25,28 +28,33 @@ __device__ inline float apply(BinaryOp op, float x, float y) {
   return 0.f;
 }
 
-// out[i] = a[i] op b[i]    a, b, out: (n) contiguous f32 (no broadcast)
-__global__ void binary_flat_kernel(BinaryOp op, const float* a, const float* b, float* out, std::int64_t n) {
-  for (std::int64_t i = gtid(); i < n; i += gstride()) out[i] = apply(op, a[i], b[i]);
+// out[i] = a[i] op b[i]    a, b, out: (n) contiguous, f32 or bf16 each (no broadcast)
+template <typename TA, typename TB, typename TO>
+__global__ void binary_flat_kernel(BinaryOp op, const TA* a, const TB* b, TO* out, std::int64_t n) {
+  for (std::int64_t i = gtid(); i < n; i += gstride()) store(out, i, apply(op, load(a, i), load(b, i)));
 }
 
-// out[i] = a[ia(i)] op b[ib(i)]    a, b: f32 contiguous, broadcast through zero strides in B
-__global__ void binary_bcast_kernel(BinaryOp op, const float* a, const float* b, float* out, std::int64_t n, Bcast B) {
+// out[i] = a[ia(i)] op b[ib(i)]    a, b: contiguous, broadcast through zero strides in B; Index: the
+// integer type of the index arithmetic (int32 when every index fits).
+template <typename Index, typename TA, typename TB, typename TO>
+__global__ void binary_bcast_kernel(BinaryOp op, const TA* a, const TB* b, TO* out, std::int64_t n, Bcast B) {
   for (std::int64_t i = gtid(); i < n; i += gstride()) {
-    std::int64_t rest = i, ia = 0, ib = 0;
+    Index rest = static_cast<Index>(i), ia = 0, ib = 0;
     for (int d = B.nd - 1; d >= 0; --d) {
-      const std::int64_t k = rest % B.shape[d];
-      rest /= B.shape[d];
-      ia += k * B.sa[d];
-      ib += k * B.sb[d];
+      const Index size = static_cast<Index>(B.shape[d]);
+      const Index k = rest % size;
+      rest /= size;
+      ia += k * static_cast<Index>(B.sa[d]);
+      ib += k * static_cast<Index>(B.sb[d]);
     }
-    out[i] = apply(op, a[ia], b[ib]);
+    store(out, i, apply(op, load(a, ia), load(b, ib)));
   }
 }
 
-__global__ void unary_kernel(UnaryOp op, const float* x, float* y, std::int64_t n, float p0, float p1) {
+template <typename T>
+__global__ void unary_kernel(UnaryOp op, const T* x, T* y, std::int64_t n, float p0, float p1) {
   for (std::int64_t i = gtid(); i < n; i += gstride()) {
-    const float v = x[i];
+    const float v = load(x, i);
     float r = 0.f;
     switch (op) {
       case UnaryOp::affine: r = v * p0 + p1; break;
@@ -57,14 +65,14 @@ __global__ void unary_kernel(UnaryOp op, const float* x, float* y, std::int64_t 
       case UnaryOp::sqrt: r = sqrtf(v); break;
       case UnaryOp::pow: r = p0 == 2.f ? v * v : (p0 == 1.f ? v : powf(v, p0)); break;
     }
-    y[i] = r;
+    store(y, i, r);
   }
 }
 
-// dst[i] += alpha * src[i]   dst: f32 or bf16 (widened, added, rounded back), src: f32
-template <typename T>
-__global__ void axpy_kernel(T* dst, const float* src, float alpha, std::int64_t n) {
-  for (std::int64_t i = gtid(); i < n; i += gstride()) store(dst, i, load(dst, i) + alpha * src[i]);
+// dst[i] += alpha * src[i]   dst, src: f32 or bf16 each (widened, added, rounded back)
+template <typename T, typename TS>
+__global__ void axpy_kernel(T* dst, const TS* src, float alpha, std::int64_t n) {
+  for (std::int64_t i = gtid(); i < n; i += gstride()) store(dst, i, load(dst, i) + alpha * load(src, i));
 }
 template <typename T>
 __global__ void scale_kernel(T* dst, float s, std::int64_t n) {
@@ -74,20 +82,22 @@ __global__ void scale_kernel(T* dst, float s, std::int64_t n) {
 constexpr float kGeluScale = 0.7978845608028654f;  // sqrt(2 / pi)
 
 // y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x³)))
-__global__ void gelu_kernel(const float* x, float* y, std::int64_t n) {
+template <typename T>
+__global__ void gelu_kernel(const T* x, T* y, std::int64_t n) {
   for (std::int64_t i = gtid(); i < n; i += gstride()) {
-    const float v = x[i];
-    y[i] = 0.5f * v * (1.f + tanhf(kGeluScale * (v + 0.044715f * v * v * v)));
+    const float v = load(x, i);
+    store(y, i, 0.5f * v * (1.f + tanhf(kGeluScale * (v + 0.044715f * v * v * v))));
   }
 }
 
 // forward: y = 0.5 x (1 + tanh(u)),  u = sqrt(2/pi) (x + 0.044715 x³)
 //   dx = dy * (0.5 (1 + tanh u) + 0.5 x (1 - tanh² u) sqrt(2/pi) (1 + 3 * 0.044715 x²))
-__global__ void gelu_backward_kernel(const float* x, const float* dy, float* dx, std::int64_t n) {
+template <typename TX, typename TG>
+__global__ void gelu_backward_kernel(const TX* x, const TG* dy, TG* dx, std::int64_t n) {
   for (std::int64_t i = gtid(); i < n; i += gstride()) {
-    const float v = x[i];
+    const float v = load(x, i);
     const float t = tanhf(kGeluScale * (v + 0.044715f * v * v * v));
-    dx[i] = dy[i] * (0.5f * (1.f + t) + 0.5f * v * (1.f - t * t) * kGeluScale * (1.f + 3.f * 0.044715f * v * v));
+    store(dx, i, load(dy, i) * (0.5f * (1.f + t) + 0.5f * v * (1.f - t * t) * kGeluScale * (1.f + 3.f * 0.044715f * v * v)));
   }
 }
 
@@ -108,21 +118,33 @@ void bcast_strides(const Shape& s, const Shape& out, std::int64_t* st) {
 // a, b: broadcastable to out_shape (any view / dtype)  ->  out: (out_shape), dtype of a
 Tensor CudaBackend::binary(BinaryOp op, const Tensor& a, const Tensor& b, const Shape& out_shape) {
   use_device(a);
-  Tensor af = f32_contiguous(a), bf = f32_contiguous(b);
-  Tensor out = f32_empty(out_shape, a.device());
+  Tensor ar = readable(a), br = readable(b);
+  // out in a's dtype when a is read as it is; else computed in f32 and rounded to a's dtype at the end
+  Tensor out = Tensor::empty(out_shape, ar.dtype(), a.device());
   const std::int64_t n = out.numel();
   if (n == 0) return f32_to(out, a.dtype());
-  if (a.numel() == n && b.numel() == n) {
-    binary_flat_kernel<<<grid_for(n), kThreads>>>(op, cfp(af), cfp(bf), fp(out), n);
-  } else {
+  const bool flat = a.numel() == n && b.numel() == n;
+  Bcast B;
+  if (!flat) {
     if (out_shape.size() > kMaxDims) throw std::invalid_argument("cuda binary: more than 8 dims");
-    Bcast B;
     B.nd = static_cast<int>(out_shape.size());
     for (int d = 0; d < B.nd; ++d) B.shape[d] = out_shape[d];
     bcast_strides(a.shape(), out_shape, B.sa);
     bcast_strides(b.shape(), out_shape, B.sb);
-    binary_bcast_kernel<<<grid_for(n), kThreads>>>(op, cfp(af), cfp(bf), fp(out), n, B);
   }
+  const bool small = n <= INT32_MAX;  // every index and offset < n (contiguous operands, out of n elements)
+  with_elem(ar, [&](auto ta) {
+    with_elem(br, [&](auto tb) {
+      using TA = decltype(ta);
+      using TB = decltype(tb);
+      if (flat)
+        binary_flat_kernel<<<grid_for(n), kThreads>>>(op, cptr<TA>(ar), cptr<TB>(br), ptr<TA>(out), n);
+      else if (small)
+        binary_bcast_kernel<std::int32_t><<<grid_for(n), kThreads>>>(op, cptr<TA>(ar), cptr<TB>(br), ptr<TA>(out), n, B);
+      else
+        binary_bcast_kernel<std::int64_t><<<grid_for(n), kThreads>>>(op, cptr<TA>(ar), cptr<TB>(br), ptr<TA>(out), n, B);
+    });
+  });
   MT_CUDA_CHECK_LAUNCH();
   return f32_to(out, a.dtype());
 }
@@ -130,11 +152,14 @@ Tensor CudaBackend::binary(BinaryOp op, const Tensor& a, const Tensor& b, const 
 // a: any shape  ->  out: same shape, dtype of a
 Tensor CudaBackend::unary(UnaryOp op, const Tensor& a, float p0, float p1) {
   use_device(a);
-  Tensor af = f32_contiguous(a);
-  Tensor out = f32_empty(a.shape(), a.device());
+  Tensor ar = readable(a);
+  Tensor out = Tensor::empty(a.shape(), ar.dtype(), a.device());
   const std::int64_t n = a.numel();
   if (n) {
-    unary_kernel<<<grid_for(n), kThreads>>>(op, cfp(af), fp(out), n, p0, p1);
+    with_elem(ar, [&](auto t) {
+      using T = decltype(t);
+      unary_kernel<<<grid_for(n), kThreads>>>(op, cptr<T>(ar), ptr<T>(out), n, p0, p1);
+    });
     MT_CUDA_CHECK_LAUNCH();
   }
   return f32_to(out, a.dtype());
@@ -143,13 +168,16 @@ Tensor CudaBackend::unary(UnaryOp op, const Tensor& a, float p0, float p1) {
 // dst += alpha * src     dst: contiguous f32/bf16, src: same shape, any view / dtype
 void CudaBackend::add_(Tensor& dst, const Tensor& src, float alpha) {
   use_device(dst);
-  Tensor sf = f32_contiguous(src);
+  Tensor sr = readable(src);
   const std::int64_t n = dst.numel();
   if (n == 0) return;
-  if (dst.dtype() == DType::f32)
-    axpy_kernel<<<grid_for(n), kThreads>>>(fp(dst), cfp(sf), alpha, n);
-  else
-    axpy_kernel<<<grid_for(n), kThreads>>>(bp(dst), cfp(sf), alpha, n);
+  with_elem(dst, [&](auto td) {
+    with_elem(sr, [&](auto ts) {
+      using TD = decltype(td);
+      using TS = decltype(ts);
+      axpy_kernel<<<grid_for(n), kThreads>>>(ptr<TD>(dst), cptr<TS>(sr), alpha, n);
+    });
+  });
   MT_CUDA_CHECK_LAUNCH();
 }
 
@@ -168,11 +196,14 @@ void CudaBackend::scale_(Tensor& dst, float s) {
 // x: any shape -> y: same shape, dtype of x
 Tensor CudaBackend::gelu(const Tensor& x) {
   use_device(x);
-  Tensor xf = f32_contiguous(x);
-  Tensor y = f32_empty(x.shape(), x.device());
+  Tensor xr = readable(x);
+  Tensor y = Tensor::empty(x.shape(), xr.dtype(), x.device());
   const std::int64_t n = x.numel();
   if (n) {
-    gelu_kernel<<<grid_for(n), kThreads>>>(cfp(xf), fp(y), n);
+    with_elem(xr, [&](auto t) {
+      using T = decltype(t);
+      gelu_kernel<<<grid_for(n), kThreads>>>(cptr<T>(xr), ptr<T>(y), n);
+    });
     MT_CUDA_CHECK_LAUNCH();
   }
   return f32_to(y, x.dtype());
@@ -181,11 +212,17 @@ Tensor CudaBackend::gelu(const Tensor& x) {
 // x, dy: same shape -> dx: dtype of dy
 Tensor CudaBackend::gelu_backward(const Tensor& x, const Tensor& dy) {
   use_device(x);
-  Tensor xf = f32_contiguous(x), gf = f32_contiguous(dy);
-  Tensor dx = f32_empty(x.shape(), x.device());
+  Tensor xr = readable(x), gr = readable(dy);
+  Tensor dx = Tensor::empty(x.shape(), gr.dtype(), x.device());
   const std::int64_t n = x.numel();
   if (n) {
-    gelu_backward_kernel<<<grid_for(n), kThreads>>>(cfp(xf), cfp(gf), fp(dx), n);
+    with_elem(xr, [&](auto tx) {
+      with_elem(gr, [&](auto tg) {
+        using TX = decltype(tx);
+        using TG = decltype(tg);
+        gelu_backward_kernel<<<grid_for(n), kThreads>>>(cptr<TX>(xr), cptr<TG>(gr), ptr<TG>(dx), n);
+      });
+    });
     MT_CUDA_CHECK_LAUNCH();
   }
   return f32_to(dx, dy.dtype());

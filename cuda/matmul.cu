@@ -1,4 +1,5 @@
-// Matmul on the GPU: cuBLAS (cublasGemmStridedBatchedEx, f32 or bf16 inputs, f32 accumulation) and
+// Matmul on the GPU: cuBLAS (cublasGemmStridedBatchedEx, f32 or bf16 inputs, f32 accumulation; TF32
+// tensor cores for a bf16 x f32 product) and
 // a naive one-thread-per-output kernel to read first (cuda::set_naive_kernels(true) selects it).
 //
 // Row-major vs column-major: cuBLAS thinks in columns. A row-major (M, N) buffer read as
@@ -86,6 +87,13 @@ Tensor CudaBackend::matmul(const Tensor& a, const Tensor& b, bool trans_a, bool 
     return f32_to(out, a.dtype());
   }
   const cudaDataType_t type = bf16 ? CUDA_R_16BF : CUDA_R_32F;
+  // One operand bf16, the other f32 (in a 16-bit model's backward the gradients flowing back are f32,
+  // the weights bf16; docs/design.md): cuBLAS takes one input type, so both go in as f32, and the tensor
+  // cores multiply them in TF32 — the bf16 operand exactly (7 mantissa bits fit in TF32's 10), the f32
+  // one to 10 bits, finer than the bf16 rounding it meets anyway, accumulated in f32. f32 x f32 stays
+  // plain f32 math (no TF32): the f32 model's results match the CPU's.
+  const bool mixed = (a.dtype() == DType::bf16) != (b.dtype() == DType::bf16);
+  const cublasComputeType_t compute = mixed ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   const float alpha = 1.f, beta = 0.f;
   const int m = as_int(N, "N"), n = as_int(M, "M"), k = as_int(K, "K");
   // Leading dims of the buffers as cuBLAS sees them (column-major): the row length of each buffer.
@@ -94,7 +102,7 @@ Tensor CudaBackend::matmul(const Tensor& a, const Tensor& b, bool trans_a, bool 
   MT_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
       handle_for(a.device().index), trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, m, n, k,
       &alpha, B.raw_data(), type, ldb, shared_b ? 0 : K * N, A.raw_data(), type, lda, M * K, &beta, out.raw_data(),
-      type, m, M * N, as_int(P, "batch count"), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+      type, m, M * N, as_int(P, "batch count"), compute, CUBLAS_GEMM_DEFAULT));
   return bf16 ? out : f32_to(out, a.dtype());
 }
 

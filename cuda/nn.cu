@@ -1,5 +1,6 @@
 // Neural-net CUDA kernels: LayerNorm forward / backward, embedding gather / scatter-add, and the
 // fused AdamW update.
+#include <algorithm>
 #include <cmath>
 
 #include "cuda/common.cuh"
@@ -29,17 +30,19 @@ __global__ void layernorm_naive_kernel(const float* x, const float* w, const flo
 }
 
 // fast: one warp per row, two passes over the row (mean, then variance of x - mean: as stable as the CPU's).
-__global__ void layernorm_warp_kernel(const float* x, const float* w, const float* b, float* y, float* mean,
-                                      float* rstd, std::int64_t R, std::int64_t C, float eps) {
+// TX: x's and y's element type, TW: weight's and bias's (f32 or bf16 each, read as they are).
+template <typename TX, typename TW>
+__global__ void layernorm_warp_kernel(const TX* x, const TW* w, const TW* b, TX* y, float* mean, float* rstd,
+                                      std::int64_t R, std::int64_t C, float eps) {
   for (std::int64_t r = gwarp(); r < R; r += nwarps()) {
-    const float* xr = x + r * C;
+    const TX* xr = x + r * C;
     float m = 0.f;
-    for (std::int64_t j = lane(); j < C; j += kWarp) m += xr[j];
+    for (std::int64_t j = lane(); j < C; j += kWarp) m += load(xr, j);
     m = warp_sum(m) / static_cast<float>(C);
     float var = 0.f;
-    for (std::int64_t j = lane(); j < C; j += kWarp) var += (xr[j] - m) * (xr[j] - m);
+    for (std::int64_t j = lane(); j < C; j += kWarp) var += (load(xr, j) - m) * (load(xr, j) - m);
     const float s = rsqrtf(warp_sum(var) / static_cast<float>(C) + eps);
-    for (std::int64_t j = lane(); j < C; j += kWarp) y[r * C + j] = (xr[j] - m) * s * w[j] + b[j];
+    for (std::int64_t j = lane(); j < C; j += kWarp) store(y, r * C + j, (load(xr, j) - m) * s * load(w, j) + load(b, j));
     if (lane() == 0) {
       mean[r] = m;
       rstd[r] = s;
@@ -49,35 +52,57 @@ __global__ void layernorm_warp_kernel(const float* x, const float* w, const floa
 
 // forward: norm = (x - mean) * rstd;  y = norm * weight + bias
 //   dnorm = dy * weight;  dx = rstd * (dnorm - mean_j(dnorm) - norm * mean_j(dnorm * norm))
-// one warp per row.   dy, x: (R, C) -> dx: (R, C)
-__global__ void layernorm_dx_kernel(const float* dy, const float* x, const float* w, const float* mean,
-                                    const float* rstd, float* dx, std::int64_t R, std::int64_t C) {
+// one warp per row.   dy, x: (R, C) -> dx: (R, C) in dy's type (TG); TX: x's, TW: weight's
+template <typename TG, typename TX, typename TW>
+__global__ void layernorm_dx_kernel(const TG* dy, const TX* x, const TW* w, const float* mean, const float* rstd,
+                                    TG* dx, std::int64_t R, std::int64_t C) {
   for (std::int64_t r = gwarp(); r < R; r += nwarps()) {
-    const float *gr = dy + r * C, *xr = x + r * C;
+    const TG* gr = dy + r * C;
+    const TX* xr = x + r * C;
     const float m = mean[r], s = rstd[r];
     float sum_dn = 0.f, sum_dnn = 0.f;
     for (std::int64_t j = lane(); j < C; j += kWarp) {
-      const float dn = gr[j] * w[j];
+      const float dn = load(gr, j) * load(w, j);
       sum_dn += dn;
-      sum_dnn += dn * (xr[j] - m) * s;
+      sum_dnn += dn * (load(xr, j) - m) * s;
     }
     const float mean_dn = warp_sum(sum_dn) / static_cast<float>(C);
     const float mean_dnn = warp_sum(sum_dnn) / static_cast<float>(C);
     for (std::int64_t j = lane(); j < C; j += kWarp)
-      dx[r * C + j] = s * (gr[j] * w[j] - mean_dn - (xr[j] - m) * s * mean_dnn);
+      store(dx, r * C + j, s * (load(gr, j) * load(w, j) - mean_dn - (load(xr, j) - m) * s * mean_dnn));
   }
 }
 
-// dweight = sum_rows(dy * norm);  dbias = sum_rows(dy). One thread per column walks all rows
-// (neighbouring threads read neighbouring columns: coalesced; a fixed order: deterministic).
-__global__ void layernorm_dwdb_kernel(const float* dy, const float* x, const float* mean, const float* rstd,
-                                      float* dw, float* db, std::int64_t R, std::int64_t C) {
+// dweight = sum_rows(dy * norm);  dbias = sum_rows(dy). A thread per column walking all R rows would
+// leave most SMs idle (C = 768 threads for R = B·T = 8192 rows), so each thread sums one slab of
+// kLnSlabRows rows of one column into partials (S, C), S = ceil(R / kLnSlabRows) (neighbouring threads
+// read neighbouring columns: coalesced), and layernorm_dwdb_finish adds the S partials of each column
+// in a fixed order (deterministic).
+constexpr std::int64_t kLnSlabRows = 32;
+template <typename TG, typename TX>
+__global__ void layernorm_dwdb_slab_kernel(const TG* dy, const TX* x, const float* mean, const float* rstd, float* pw,
+                                           float* pb, std::int64_t R, std::int64_t C, std::int64_t S) {
+  for (std::int64_t k = gtid(); k < S * C; k += gstride()) {
+    const std::int64_t s = k / C, j = k % C;
+    const std::int64_t r0 = s * kLnSlabRows, r1 = r0 + kLnSlabRows < R ? r0 + kLnSlabRows : R;
+    float aw = 0.f, ab = 0.f;
+    for (std::int64_t r = r0; r < r1; ++r) {
+      const float g = load(dy, r * C + j);
+      aw += g * (load(x, r * C + j) - mean[r]) * rstd[r];
+      ab += g;
+    }
+    pw[k] = aw;
+    pb[k] = ab;
+  }
+}
+// pw, pb: (S, C) -> dw, db: (C)
+__global__ void layernorm_dwdb_finish_kernel(const float* pw, const float* pb, float* dw, float* db, std::int64_t S,
+                                             std::int64_t C) {
   for (std::int64_t j = gtid(); j < C; j += gstride()) {
     float aw = 0.f, ab = 0.f;
-    for (std::int64_t r = 0; r < R; ++r) {
-      const float g = dy[r * C + j];
-      aw += g * (x[r * C + j] - mean[r]) * rstd[r];
-      ab += g;
+    for (std::int64_t s = 0; s < S; ++s) {
+      aw += pw[s * C + j];
+      ab += pb[s * C + j];
     }
     dw[j] = aw;
     db[j] = ab;
@@ -102,11 +127,11 @@ __global__ void embedding_backward_kernel(const float* dy, const std::int32_t* i
 // ---- AdamW ----
 //   m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g²
 //   p -= lr * (m / (1 - b1^t) / (sqrt(v / (1 - b2^t)) + eps) + wd * p)
-template <typename T>
-__global__ void adamw_kernel(T* p, const float* g, float* m, float* v, std::int64_t n, float lr, float b1, float b2,
+template <typename T, typename TG>
+__global__ void adamw_kernel(T* p, const TG* g, float* m, float* v, std::int64_t n, float lr, float b1, float b2,
                              float eps, float wd, float inv_bc1, float inv_bc2) {
   for (std::int64_t i = gtid(); i < n; i += gstride()) {
-    const float gi = g[i];
+    const float gi = load(g, i);
     const float mi = b1 * m[i] + (1.f - b1) * gi;
     const float vi = b2 * v[i] + (1.f - b2) * gi * gi;
     m[i] = mi;
@@ -120,17 +145,29 @@ __global__ void adamw_kernel(T* p, const float* g, float* m, float* v, std::int6
 // x: (..., C), weight, bias: (C) -> y (..., C) dtype of x, mean, rstd (...) f32
 ops::LayerNormOut CudaBackend::layernorm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps) {
   use_device(x);
-  Tensor xf = f32_contiguous(x), wf = f32_contiguous(weight), bf = f32_contiguous(bias);
+  const bool naive = naive_kernels();
+  Tensor xf = naive ? f32_contiguous(x) : readable(x);
+  Tensor wf = f32_contiguous(weight), bf = f32_contiguous(bias);
+  if (!naive && weight.dtype() == DType::bf16 && bias.dtype() == DType::bf16 && weight.is_contiguous() &&
+      bias.is_contiguous())
+    wf = weight, bf = bias;  // both bf16: one weight type for the kernel
   const std::int64_t C = x.shape().back(), R = C ? x.numel() / C : 0;
   Shape row_shape(x.shape().begin(), x.shape().end() - 1);
-  Tensor y = f32_empty(x.shape(), x.device()), mean = f32_empty(row_shape, x.device()),
+  Tensor y = Tensor::empty(x.shape(), xf.dtype(), x.device()), mean = f32_empty(row_shape, x.device()),
          rstd = f32_empty(row_shape, x.device());
   if (R) {
-    if (naive_kernels())
+    if (naive) {
       layernorm_naive_kernel<<<grid_for(R), kThreads>>>(cfp(xf), cfp(wf), cfp(bf), fp(y), fp(mean), fp(rstd), R, C, eps);
-    else
-      layernorm_warp_kernel<<<grid_for_warps(R), kThreads>>>(cfp(xf), cfp(wf), cfp(bf), fp(y), fp(mean), fp(rstd), R,
-                                                             C, eps);
+    } else {
+      with_elem(xf, [&](auto tx) {
+        with_elem(wf, [&](auto tw) {
+          using TX = decltype(tx);
+          using TW = decltype(tw);
+          layernorm_warp_kernel<<<grid_for_warps(R), kThreads>>>(cptr<TX>(xf), cptr<TW>(wf), cptr<TW>(bf), ptr<TX>(y),
+                                                                 fp(mean), fp(rstd), R, C, eps);
+        });
+      });
+    }
     MT_CUDA_CHECK_LAUNCH();
   }
   return {f32_to(y, x.dtype()), mean, rstd};
@@ -140,18 +177,34 @@ ops::LayerNormOut CudaBackend::layernorm(const Tensor& x, const Tensor& weight, 
 ops::LayerNormGrads CudaBackend::layernorm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight,
                                                     const Tensor& mean, const Tensor& rstd) {
   use_device(x);
-  Tensor gf = f32_contiguous(dy), xf = f32_contiguous(x), wf = f32_contiguous(weight);
+  Tensor gf = readable(dy), xf = readable(x), wf = readable(weight);
   Tensor mf = f32_contiguous(mean), sf = f32_contiguous(rstd);
   const std::int64_t C = x.shape().back(), R = C ? x.numel() / C : 0;
-  Tensor dx = f32_empty(x.shape(), x.device()), dw = f32_empty({C}, x.device()), db = f32_empty({C}, x.device());
-  if (R) {
-    layernorm_dx_kernel<<<grid_for_warps(R), kThreads>>>(cfp(gf), cfp(xf), cfp(wf), cfp(mf), cfp(sf), fp(dx), R, C);
-    MT_CUDA_CHECK_LAUNCH();
-  }
-  if (C) {
-    layernorm_dwdb_kernel<<<grid_for(C), kThreads>>>(cfp(gf), cfp(xf), cfp(mf), cfp(sf), fp(dw), fp(db), R, C);
-    MT_CUDA_CHECK_LAUNCH();
-  }
+  Tensor dx = Tensor::empty(x.shape(), gf.dtype(), x.device()), dw = f32_empty({C}, x.device()),
+         db = f32_empty({C}, x.device());
+  with_elem(gf, [&](auto tg) {
+    with_elem(xf, [&](auto tx) {
+      using TG = decltype(tg);
+      using TX = decltype(tx);
+      if (R) {
+        with_elem(wf, [&](auto tw) {
+          using TW = decltype(tw);
+          layernorm_dx_kernel<<<grid_for_warps(R), kThreads>>>(cptr<TG>(gf), cptr<TX>(xf), cptr<TW>(wf), cfp(mf),
+                                                               cfp(sf), ptr<TG>(dx), R, C);
+        });
+        MT_CUDA_CHECK_LAUNCH();
+      }
+      if (C) {
+        const std::int64_t S = std::max<std::int64_t>((R + kLnSlabRows - 1) / kLnSlabRows, 1);
+        Tensor pw = f32_empty({S, C}, x.device()), pb = f32_empty({S, C}, x.device());
+        layernorm_dwdb_slab_kernel<<<grid_for(S * C), kThreads>>>(cptr<TG>(gf), cptr<TX>(xf), cfp(mf), cfp(sf), fp(pw),
+                                                                  fp(pb), R, C, S);
+        MT_CUDA_CHECK_LAUNCH();
+        layernorm_dwdb_finish_kernel<<<grid_for(C), kThreads>>>(cfp(pw), cfp(pb), fp(dw), fp(db), S, C);
+        MT_CUDA_CHECK_LAUNCH();
+      }
+    });
+  });
   return {f32_to(dx, dy.dtype()), f32_to(dw, weight.dtype()), f32_to(db, weight.dtype())};
 }
 
@@ -194,16 +247,18 @@ void CudaBackend::adamw_step(Tensor& param, const Tensor& grad, Tensor& m, Tenso
   use_device(param);
   const std::int64_t n = param.numel();
   if (n == 0) return;
-  Tensor g = f32_contiguous(grad);
+  Tensor g = readable(grad);
   const double t = static_cast<double>(hp.step);
   const float inv_bc1 = static_cast<float>(1.0 / (1.0 - std::pow(static_cast<double>(hp.beta1), t)));
   const float inv_bc2 = static_cast<float>(1.0 / (1.0 - std::pow(static_cast<double>(hp.beta2), t)));
-  if (param.dtype() == DType::bf16)
-    adamw_kernel<<<grid_for(n), kThreads>>>(bp(param), cfp(g), fp(m), fp(v), n, hp.lr, hp.beta1, hp.beta2, hp.eps,
-                                            hp.weight_decay, inv_bc1, inv_bc2);
-  else
-    adamw_kernel<<<grid_for(n), kThreads>>>(fp(param), cfp(g), fp(m), fp(v), n, hp.lr, hp.beta1, hp.beta2, hp.eps,
-                                            hp.weight_decay, inv_bc1, inv_bc2);
+  with_elem(param, [&](auto tp) {
+    with_elem(g, [&](auto tg) {
+      using TP = decltype(tp);
+      using TG = decltype(tg);
+      adamw_kernel<<<grid_for(n), kThreads>>>(ptr<TP>(param), cptr<TG>(g), fp(m), fp(v), n, hp.lr, hp.beta1, hp.beta2,
+                                              hp.eps, hp.weight_decay, inv_bc1, inv_bc2);
+    });
+  });
   MT_CUDA_CHECK_LAUNCH();
 }
 

@@ -24,6 +24,23 @@ __global__ void reduce_ori_naive_kernel(const float* in, std::int64_t O, std::in
   }
 }
 
+// fast path for I > 1 with a long R (a bias gradient: (1, B·T, C) -> (C)). The naive kernel gives each of
+// only O·I threads all R rows, a long serial walk on a few SMs; here each thread sums one slab of
+// kSlabRows rows of one column into partial (O, S, I), S = ceil(R / kSlabRows), still coalesced along i;
+// the naive kernel then adds the S partials. A fixed order: the same sum on every run.
+constexpr std::int64_t kSlabRows = 64;
+__global__ void reduce_ori_slab_kernel(const float* in, std::int64_t O, std::int64_t R, std::int64_t I,
+                                       std::int64_t S, float* partial) {
+  for (std::int64_t k = gtid(); k < O * S * I; k += gstride()) {
+    const std::int64_t o = k / (S * I), s = (k / I) % S, i = k % I;
+    const std::int64_t r0 = s * kSlabRows, r1 = r0 + kSlabRows < R ? r0 + kSlabRows : R;
+    const float* p = in + o * R * I + i;
+    float acc = 0.f;
+    for (std::int64_t r = r0; r < r1; ++r) acc += p[r * I];
+    partial[k] = acc;
+  }
+}
+
 // fast path for I == 1 (the common "sum the last dim"): one warp per row, lanes stride the row and
 // a butterfly shuffle adds the 32 partial sums.   in: (O, R) -> out: (O)
 __global__ void reduce_rows_warp_kernel(const float* in, std::int64_t O, std::int64_t R, float* out) {
@@ -83,11 +100,20 @@ Tensor CudaBackend::sum(const Tensor& x, const std::vector<std::int64_t>& dims, 
   Tensor cur = f32_contiguous(x);
   for (const auto& st : plan.steps) {  // (O, R, I) -> (O, I)
     Tensor next = f32_empty({st.outer * st.inner}, x.device());
-    if (st.inner == 1 && !naive_kernels())
+    const std::int64_t S = (st.reduced + kSlabRows - 1) / kSlabRows;
+    if (st.inner == 1 && !naive_kernels()) {
       reduce_rows_warp_kernel<<<grid_for_warps(st.outer), kThreads>>>(cfp(cur), st.outer, st.reduced, fp(next));
-    else
+    } else if (S > 1 && st.outer * st.inner < (1 << 20) && !naive_kernels()) {  // few outputs, long columns
+      Tensor partial = f32_empty({st.outer * S * st.inner}, x.device());
+      reduce_ori_slab_kernel<<<grid_for(st.outer * S * st.inner), kThreads>>>(cfp(cur), st.outer, st.reduced,
+                                                                              st.inner, S, fp(partial));
+      MT_CUDA_CHECK_LAUNCH();
+      reduce_ori_naive_kernel<<<grid_for(st.outer * st.inner), kThreads>>>(cfp(partial), st.outer, S, st.inner,
+                                                                          fp(next));
+    } else {
       reduce_ori_naive_kernel<<<grid_for(st.outer * st.inner), kThreads>>>(cfp(cur), st.outer, st.reduced, st.inner,
                                                                           fp(next));
+    }
     MT_CUDA_CHECK_LAUNCH();
     cur = next;
   }

@@ -7,6 +7,7 @@
 //        32 partial max / sums in registers (no shared memory, no __syncthreads).
 #include <cfloat>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 #include "cuda/common.cuh"
@@ -35,47 +36,54 @@ __global__ void softmax_naive_kernel(const float* x, float* y, std::int64_t rows
 
 // ---- fast: one warp per row ----
 // The row softmax of the first n of N entries (zeros after); returns log sum_j exp(scale x[j]).
-__device__ float warp_softmax_row(const float* xr, float* yr, std::int64_t n, std::int64_t N, float scale) {
+// TI, TO: the element types of x and y (f32, or bf16 read as it is and widened in registers).
+template <typename TI, typename TO>
+__device__ float warp_softmax_row(const TI* xr, TO* yr, std::int64_t n, std::int64_t N, float scale) {
   float m = -FLT_MAX;
-  for (std::int64_t j = lane(); j < n; j += kWarp) m = fmaxf(m, scale * xr[j]);
+  for (std::int64_t j = lane(); j < n; j += kWarp) m = fmaxf(m, scale * load(xr, j));
   m = warp_max(m);
   float s = 0.f;
-  for (std::int64_t j = lane(); j < n; j += kWarp) s += expf(scale * xr[j] - m);
+  for (std::int64_t j = lane(); j < n; j += kWarp) s += expf(scale * load(xr, j) - m);
   s = warp_sum(s);
   const float inv = 1.f / s;
-  for (std::int64_t j = lane(); j < n; j += kWarp) yr[j] = expf(scale * xr[j] - m) * inv;
-  for (std::int64_t j = n + lane(); j < N; j += kWarp) yr[j] = 0.f;
+  for (std::int64_t j = lane(); j < n; j += kWarp) store(yr, j, expf(scale * load(xr, j) - m) * inv);
+  for (std::int64_t j = n + lane(); j < N; j += kWarp) store(yr, j, 0.f);
   return m + logf(s);
 }
 
-__global__ void softmax_warp_kernel(const float* x, float* y, std::int64_t rows, std::int64_t N, float scale,
-                                    bool causal) {
+template <typename T>
+__global__ void softmax_warp_kernel(const T* x, T* y, std::int64_t rows, std::int64_t N, float scale, bool causal) {
   for (std::int64_t r = gwarp(); r < rows; r += nwarps())
     warp_softmax_row(x + r * N, y + r * N, causal ? r % N + 1 : N, N, scale);
 }
 
 // forward: y = softmax(scale x) over j < n_r  =>  dx = scale * y * (dy - sum_{j<n_r}(dy * y)), 0 after
-__global__ void softmax_backward_warp_kernel(const float* y, const float* dy, float* dx, std::int64_t rows,
-                                             std::int64_t N, float scale, bool causal) {
+// TY, TG: f32 or bf16 each; dx in dy's type.
+template <typename TY, typename TG>
+__global__ void softmax_backward_warp_kernel(const TY* y, const TG* dy, TG* dx, std::int64_t rows, std::int64_t N,
+                                             float scale, bool causal) {
   for (std::int64_t r = gwarp(); r < rows; r += nwarps()) {
-    const float *yr = y + r * N, *gr = dy + r * N;
-    float* dr = dx + r * N;
+    const TY* yr = y + r * N;
+    const TG* gr = dy + r * N;
+    TG* dr = dx + r * N;
     const std::int64_t n = causal ? r % N + 1 : N;
     float s = 0.f;
-    for (std::int64_t j = lane(); j < n; j += kWarp) s += gr[j] * yr[j];
+    for (std::int64_t j = lane(); j < n; j += kWarp) s += load(gr, j) * load(yr, j);
     s = warp_sum(s);
-    for (std::int64_t j = lane(); j < n; j += kWarp) dr[j] = scale * yr[j] * (gr[j] - s);
-    for (std::int64_t j = n + lane(); j < N; j += kWarp) dr[j] = 0.f;
+    for (std::int64_t j = lane(); j < n; j += kWarp) store(dr, j, scale * load(yr, j) * (load(gr, j) - s));
+    for (std::int64_t j = n + lane(); j < N; j += kWarp) store(dr, j, 0.f);
   }
 }
 
 // Cross-entropy forward, fused: probs = softmax(logits[r]); row_loss[r] = lse_r - logits[r, t_r]
 // (0 for ignored rows).   logits, probs: (N, V), targets: (N), row_loss: (N)
-__global__ void cross_entropy_kernel(const float* x, const std::int32_t* tg, float* probs, float* row_loss,
+// T: the logits' element type (f32 or bf16, read as it is).
+template <typename T>
+__global__ void cross_entropy_kernel(const T* x, const std::int32_t* tg, float* probs, float* row_loss,
                                      std::int64_t N, std::int64_t V, std::int32_t ignore) {
   for (std::int64_t r = gwarp(); r < N; r += nwarps()) {
     const float lse = warp_softmax_row(x + r * V, probs + r * V, V, V, 1.f);
-    if (lane() == 0) row_loss[r] = tg[r] == ignore ? 0.f : lse - x[r * V + tg[r]];
+    if (lane() == 0) row_loss[r] = tg[r] == ignore ? 0.f : lse - load(x, r * V + tg[r]);
   }
 }
 
@@ -95,12 +103,14 @@ __global__ void mean_loss_kernel(const float* row_loss, std::int64_t N, std::int
 }
 
 // forward: loss = mean_r (lse_r - x[r, t_r])  =>  dx[r, j] = dloss * (probs[r, j] - [j == t_r]) / count
+// Index: the integer type of the row / column arithmetic (int32 when N·V fits).
+template <typename Index>
 __global__ void cross_entropy_backward_kernel(const float* probs, const std::int32_t* tg, const float* dloss,
                                               float* dx, std::int64_t N, std::int64_t V, std::int64_t count,
                                               std::int32_t ignore) {
   const float s = count > 0 ? *dloss / static_cast<float>(count) : 0.f;
   for (std::int64_t i = gtid(); i < N * V; i += gstride()) {
-    const std::int64_t r = i / V, j = i % V;
+    const Index r = static_cast<Index>(i) / static_cast<Index>(V), j = static_cast<Index>(i) - r * static_cast<Index>(V);
     const std::int32_t t = tg[r];
     dx[i] = (t == ignore || count == 0) ? 0.f : s * (probs[i] - (j == t ? 1.f : 0.f));
   }
@@ -109,14 +119,19 @@ __global__ void cross_entropy_backward_kernel(const float* probs, const std::int
 // Shared driver of softmax and causal softmax.   x: (..., N) -> y: (..., N), dtype of x
 Tensor run_softmax(const Tensor& x, float scale, bool causal) {
   use_device(x);
-  Tensor xf = f32_contiguous(x);
-  Tensor y = f32_empty(x.shape(), x.device());
+  const bool naive = naive_kernels();
+  Tensor xr = naive ? f32_contiguous(x) : readable(x);
+  Tensor y = Tensor::empty(x.shape(), xr.dtype(), x.device());
   const std::int64_t N = x.shape().back(), rows = N ? x.numel() / N : 0;
   if (rows) {
-    if (naive_kernels())
-      softmax_naive_kernel<<<grid_for(rows), kThreads>>>(cfp(xf), fp(y), rows, N, scale, causal);
-    else
-      softmax_warp_kernel<<<grid_for_warps(rows), kThreads>>>(cfp(xf), fp(y), rows, N, scale, causal);
+    if (naive) {
+      softmax_naive_kernel<<<grid_for(rows), kThreads>>>(cfp(xr), fp(y), rows, N, scale, causal);
+    } else {
+      with_elem(xr, [&](auto t) {
+        using T = decltype(t);
+        softmax_warp_kernel<<<grid_for_warps(rows), kThreads>>>(cptr<T>(xr), ptr<T>(y), rows, N, scale, causal);
+      });
+    }
     MT_CUDA_CHECK_LAUNCH();
   }
   return f32_to(y, x.dtype());
@@ -125,11 +140,18 @@ Tensor run_softmax(const Tensor& x, float scale, bool causal) {
 // y, dy: (..., N) -> dx: (..., N), dtype of dy
 Tensor run_softmax_backward(const Tensor& y, const Tensor& dy, float scale, bool causal) {
   use_device(y);
-  Tensor yf = f32_contiguous(y), gf = f32_contiguous(dy);
-  Tensor dx = f32_empty(y.shape(), y.device());
+  Tensor yr = readable(y), gr = readable(dy);
+  Tensor dx = Tensor::empty(y.shape(), gr.dtype(), y.device());
   const std::int64_t N = y.shape().back(), rows = N ? y.numel() / N : 0;
   if (rows) {
-    softmax_backward_warp_kernel<<<grid_for_warps(rows), kThreads>>>(cfp(yf), cfp(gf), fp(dx), rows, N, scale, causal);
+    with_elem(yr, [&](auto ty) {
+      with_elem(gr, [&](auto tg) {
+        using TY = decltype(ty);
+        using TG = decltype(tg);
+        softmax_backward_warp_kernel<<<grid_for_warps(rows), kThreads>>>(cptr<TY>(yr), cptr<TG>(gr), ptr<TG>(dx), rows,
+                                                                         N, scale, causal);
+      });
+    });
     MT_CUDA_CHECK_LAUNCH();
   }
   return f32_to(dx, dy.dtype());
@@ -149,11 +171,15 @@ ops::CrossEntropyOut CudaBackend::cross_entropy(const Tensor& logits, const Tens
   const std::int64_t N = logits.shape()[0], V = logits.shape()[1];
   Tensor tc = contiguous(targets);
   const std::int64_t count = check_ids("cross_entropy", "target", tc, V, true, ignore_index);
-  Tensor xf = f32_contiguous(logits);
+  Tensor xf = readable(logits);
   Tensor probs = f32_empty({N, V}, logits.device()), row_loss = f32_empty({N}, logits.device());
   Tensor loss = f32_empty({}, logits.device());
   if (N) {
-    cross_entropy_kernel<<<grid_for_warps(N), kThreads>>>(cfp(xf), cip(tc), fp(probs), fp(row_loss), N, V, ignore_index);
+    with_elem(xf, [&](auto t) {
+      using T = decltype(t);
+      cross_entropy_kernel<<<grid_for_warps(N), kThreads>>>(cptr<T>(xf), cip(tc), fp(probs), fp(row_loss), N, V,
+                                                            ignore_index);
+    });
     MT_CUDA_CHECK_LAUNCH();
   }
   mean_loss_kernel<<<1, kThreads>>>(cfp(row_loss), N, count, fp(loss));  // PyTorch: mean of nothing is nan
@@ -174,8 +200,12 @@ Tensor CudaBackend::cross_entropy_backward(const Tensor& probs, const Tensor& ta
   check_ids("cross_entropy_backward", "target", tc, V, true, ignore_index);
   Tensor dx = f32_empty({N, V}, probs.device());
   if (N * V > 0) {
-    cross_entropy_backward_kernel<<<grid_for(N * V), kThreads>>>(cfp(pf), cip(tc), cfp(gf), fp(dx), N, V, count,
-                                                                  ignore_index);
+    if (N * V <= INT32_MAX)
+      cross_entropy_backward_kernel<std::int32_t><<<grid_for(N * V), kThreads>>>(cfp(pf), cip(tc), cfp(gf), fp(dx), N,
+                                                                                V, count, ignore_index);
+    else
+      cross_entropy_backward_kernel<std::int64_t><<<grid_for(N * V), kThreads>>>(cfp(pf), cip(tc), cfp(gf), fp(dx), N,
+                                                                                V, count, ignore_index);
     MT_CUDA_CHECK_LAUNCH();
   }
   return dx;

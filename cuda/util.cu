@@ -48,27 +48,38 @@ template <typename Tin, typename Tout> __device__ inline Tout convert(Tin v) {
   if constexpr (std::is_same_v<Tin, Tout>) return v; else return from_f<Tout>(to_f(v));
 }
 
-// The element offset of the view's element with row-major index i.
-__device__ inline std::int64_t offset_of(std::int64_t i, const Layout& L) {
-  std::int64_t off = 0;
+// Whether every index and offset of the view fits 32-bit arithmetic (a 64-bit division is emulated in
+// tens of instructions: the index math, not the memory, would bound a transposing copy).
+bool fits_int32(const Layout& L, std::int64_t n) {
+  std::int64_t last = 0;  // the largest offset (strides are non-negative)
+  for (int d = 0; d < L.nd; ++d) last += (L.shape[d] - 1) * L.stride[d];
+  return n <= INT_MAX && last <= INT_MAX;
+}
+
+// The element offset of the view's element with row-major index i, in Index arithmetic.
+template <typename Index>
+__device__ inline Index offset_of(Index i, const Layout& L) {
+  Index off = 0;
   for (int d = L.nd - 1; d >= 0; --d) {
-    off += (i % L.shape[d]) * L.stride[d];
-    i /= L.shape[d];
+    const Index size = static_cast<Index>(L.shape[d]);
+    off += (i % size) * static_cast<Index>(L.stride[d]);
+    i /= size;
   }
   return off;
 }
 
 // out[i] = convert(in[offset(i)])   in: any view described by L, out: (n) contiguous
-template <typename Tin, typename Tout>
+template <typename Index, typename Tin, typename Tout>
 __global__ void gather_kernel(const Tin* in, Layout L, Tout* out, std::int64_t n) {
-  for (std::int64_t i = gtid(); i < n; i += gstride()) out[i] = convert<Tin, Tout>(in[offset_of(i, L)]);
+  for (std::int64_t i = gtid(); i < n; i += gstride())
+    out[i] = convert<Tin, Tout>(in[offset_of<Index>(static_cast<Index>(i), L)]);
 }
 
 // out[offset(i)] = in[i]   in: (n) contiguous, out: any view described by L (a destination view: no
 // element appears twice, so the writes never race)
-template <typename T>
+template <typename Index, typename T>
 __global__ void scatter_kernel(const T* in, Layout L, T* out, std::int64_t n) {
-  for (std::int64_t i = gtid(); i < n; i += gstride()) out[offset_of(i, L)] = in[i];
+  for (std::int64_t i = gtid(); i < n; i += gstride()) out[offset_of<Index>(static_cast<Index>(i), L)] = in[i];
 }
 
 template <typename T>
@@ -100,8 +111,13 @@ template <typename Tin, typename Tout>
 void gather(const Tensor& src, void* dst) {
   const std::int64_t n = src.numel();
   if (n == 0) return;
-  gather_kernel<<<grid_for(n), kThreads>>>(static_cast<const Tin*>(src.raw_data()), make_layout(src),
-                                           static_cast<Tout*>(dst), n);
+  const Layout L = make_layout(src);
+  if (fits_int32(L, n))
+    gather_kernel<std::int32_t><<<grid_for(n), kThreads>>>(static_cast<const Tin*>(src.raw_data()), L,
+                                                           static_cast<Tout*>(dst), n);
+  else
+    gather_kernel<std::int64_t><<<grid_for(n), kThreads>>>(static_cast<const Tin*>(src.raw_data()), L,
+                                                           static_cast<Tout*>(dst), n);
   MT_CUDA_CHECK_LAUNCH();
 }
 }  // namespace
@@ -133,6 +149,11 @@ Tensor f32_contiguous(const Tensor& x) {
   return out;
 }
 
+Tensor readable(const Tensor& x) {
+  if ((x.dtype() == DType::f32 || x.dtype() == DType::bf16) && x.is_contiguous()) return x;
+  return f32_contiguous(x);
+}
+
 Tensor contiguous(const Tensor& x) {
   if (x.is_contiguous()) return x;
   Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
@@ -141,7 +162,7 @@ Tensor contiguous(const Tensor& x) {
 }
 
 Tensor f32_to(const Tensor& t, DType dtype) {
-  if (dtype == DType::f32) return t;
+  if (t.dtype() == dtype) return t;
   Tensor out = Tensor::empty(t.shape(), dtype, t.device());
   copy_into(out, t);
   return out;
@@ -219,12 +240,16 @@ void scatter(const Tensor& packed, Tensor& dst) {
   const std::int64_t n = dst.numel();
   if (n == 0) return;
   const Layout L = make_layout(dst);
-  if (dtype_size(dst.dtype()) == 4)
-    scatter_kernel<<<grid_for(n), kThreads>>>(static_cast<const std::uint32_t*>(packed.raw_data()), L,
-                                              static_cast<std::uint32_t*>(dst.raw_data()), n);
-  else
-    scatter_kernel<<<grid_for(n), kThreads>>>(static_cast<const std::uint16_t*>(packed.raw_data()), L,
-                                              static_cast<std::uint16_t*>(dst.raw_data()), n);
+  auto run = [&](auto index) {
+    using Index = decltype(index);
+    if (dtype_size(dst.dtype()) == 4)
+      scatter_kernel<Index><<<grid_for(n), kThreads>>>(static_cast<const std::uint32_t*>(packed.raw_data()), L,
+                                                       static_cast<std::uint32_t*>(dst.raw_data()), n);
+    else
+      scatter_kernel<Index><<<grid_for(n), kThreads>>>(static_cast<const std::uint16_t*>(packed.raw_data()), L,
+                                                       static_cast<std::uint16_t*>(dst.raw_data()), n);
+  };
+  if (fits_int32(L, n)) run(std::int32_t{}); else run(std::int64_t{});
   MT_CUDA_CHECK_LAUNCH();
 }
 

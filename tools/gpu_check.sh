@@ -9,7 +9,7 @@
 # meant to take under 5 minutes on 16 cores.
 #
 # Usage: tools/gpu_check.sh [--dry-run] [--only PART[,PART...]] [--results DIR] [--build DIR]
-#   parts, in order: setup deps configure build table cuda-tests train nccl ranks bench bench-pytorch
+#   parts, in order: setup deps configure build table cuda-tests train nccl ranks lesson bench bench-pytorch
 #   --only      run these parts; setup always runs (the others need its environment). A part needs the
 #               parts before it that it builds on, among those selected: `--only table` reuses DIR's
 #               binaries, `--only build,table` rebuilds first.
@@ -23,15 +23,15 @@
 set -uo pipefail  # no -e: a part's failure is recorded, and the next parts go on
 cd "$(dirname "$0")/.." || exit 2
 
-PARTS=(setup deps configure build table cuda-tests train nccl ranks bench bench-pytorch)
-TARGETS=(test-backend_ops test-cuda minitorch-train bench-gpu)  # built, among those the tree has
+PARTS=(setup deps configure build table cuda-tests train nccl ranks lesson bench bench-pytorch)
+TARGETS=(test-backend_ops test-cuda minitorch-train lesson-04 bench-gpu)  # built, among those the tree has
 P=/tmp/mt-deps          # the prefix the .deb files are unpacked into
 ARCH_LIB=usr/lib/x86_64-linux-gnu
 # Shipped only as fallbacks: on the library path only for the sonames the system lacks (device_setup.sh).
 FALLBACK_PKGS=(libudev1 libnuma1)
 JOBS=$(nproc)
 # Seconds each part may run; the machine is ours for 15 minutes, all parts together.
-declare -A LIMIT=([configure]=120 [build]=420 [table]=180 [cuda-tests]=240 [train]=240 [nccl]=120 [ranks]=180
+declare -A LIMIT=([configure]=120 [build]=420 [table]=180 [cuda-tests]=240 [train]=240 [nccl]=120 [ranks]=180 [lesson]=180
                   [bench]=240 [bench-pytorch]=240)
 
 usage() { sed -n '/^# Usage:/,/^# summary.txt/p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
@@ -409,12 +409,26 @@ part_ranks() {
   NOTE="2 ranks on cuda:0 loss $gpu = cpu $cpu; --device cuda with 2 ranks on 1 GPU refused"
 }
 
-# bench: bench-gpu (bench/gpu.cpp), a GPT-2 124M training step.
+# lesson: lesson 04's GPU beats (the copies over PCIe, cuda/softmax.cu's kernels timed against the card's
+# bandwidth, the op table on cuda), the full run (--auto: 4096 rows, medians of 9) on a text of the docs.
+part_lesson() {
+  built lesson-04 || return
+  ((DRY)) && { not_run "--dry-run: needs the GPU"; return; }
+  local data=/tmp/mt-gpu-check-text.txt
+  [[ -s $data ]] || cat docs/*.md README.md > "$data"
+  limited "$BUILD/bin/lesson-04" --auto --data "$data" ||
+    { fail "$(why_failed $? 'error|Error|what\(\)|Abort|FAIL')"; return; }
+  grep -q '^cuda:0: 64 MiB up in' "$LOG" || { fail "beat 1 printed no cuda:0 copy times"; return; }
+  grep -q '^On the GPU (cuda:0)' "$LOG" || { fail "the kernel beat printed no GPU table"; return; }
+  NOTE=$(first_line '^cuda:0: 64 MiB up in')
+}
+
+# bench: bench-gpu (bench/gpu.cpp), a GPT-2 124M training step, then 3 steps with every kernel timed.
 part_bench() {
   has_target bench-gpu || { not_built "bench-gpu is not written yet"; return; }
   built bench-gpu || return
   ((DRY)) && { not_run "--dry-run: needs the GPU"; return; }
-  limited "$BUILD/bin/bench-gpu" || fail "$(why_failed $? 'error|Error|what\(\)|Abort')"
+  limited "$BUILD/bin/bench-gpu" --profile 3 || fail "$(why_failed $? 'error|Error|what\(\)|Abort')"
 }
 
 # bench-pytorch: PyTorch eager on the same shapes (bench/pytorch_gpu.py), with the system's own
@@ -429,7 +443,7 @@ part_bench-pytorch() {
 # ---------------------------------------------------------------------------------------------------
 # What each part builds on (among the selected parts).
 declare -A NEEDS=([deps]=setup [configure]=setup [build]=configure [table]=build [cuda-tests]=build
-                  [train]=build [nccl]=build [ranks]="build deps" [bench]=build [bench-pytorch]=setup)
+                  [train]=build [nccl]=build [ranks]="build deps" [lesson]=build [bench]=build [bench-pytorch]=setup)
 selected() { [[ $1 == setup || -z $ONLY || ",$ONLY," == *",$1,"* ]]; }
 
 declare -A RESULT

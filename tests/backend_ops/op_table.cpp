@@ -187,6 +187,8 @@ void reductions(Table& t) {
   t.add("sum_f16_3x4x5_dims02", {normal({3, 4, 5}, DType::f16)}, sum({0, 2}, false));
   t.add("sum_f32_1x7x1_dims1", {normal({1, 7, 1})}, sum({1}, false), kReduction);
   t.add("sum_f32_long_rows_3x1000_dims1", {normal({3, 1000})}, sum({1}, false), kReduction);
+  // long columns, few outputs (a bias gradient): the GPU sums slabs of rows, then the slabs
+  t.add("sum_f32_long_columns_2x300x37_dims1", {normal({2, 300, 37})}, sum({1}, false), kReduction);
 
   auto max_last = [](Backend& k, const std::vector<Tensor>& in) { return std::vector<Tensor>{k.max_last(in[0])}; };
   t.add("max_last_f32_5x9", {normal({5, 9})}, max_last, kExact);
@@ -219,6 +221,8 @@ void matmuls(Table& t) {
       {"batched_2x5x4_by_trans_b_2x3x4", normal({2, 5, 4}), normal({2, 3, 4}), false, true},
       {"bf16_16x24_by_24x8", normal({16, 24}, DType::bf16), normal({24, 8}, DType::bf16), false, false},
       {"bf16_by_f32_16x24_by_24x8", normal({16, 24}, DType::bf16), normal({24, 8}), false, false},
+      // a 16-bit model's backward: the f32 gradient times a bf16 weight (TF32 on the GPU)
+      {"f32_by_bf16_trans_b_64x96_by_80x96", normal({64, 96}), normal({80, 96}, DType::bf16), false, true},
       {"f16_4x8_by_8x4", normal({4, 8}, DType::f16), normal({8, 4}, DType::f16), false, false},
       {"64x96_by_96x80", normal({64, 96}), normal({96, 80}), false, false},
       {"transposed_view_5x4_by_4x3", viewed(normal({4, 5}), transposed), normal({4, 3}), false, false},
@@ -287,7 +291,9 @@ void nn_kernels(Table& t) {
                            {"bf16_x_4x16", normal({4, 16}, DType::bf16), DType::f32, DType::bf16},
                            {"bf16_weights_4x16", normal({4, 16}), DType::bf16, DType::f32},
                            {"f32_transposed_16x4", viewed(normal({16, 4}), transposed), DType::f32, DType::f32},
-                           {"f32_one_column_3x1", normal({3, 1}), DType::f32, DType::f32}};
+                           {"f32_one_column_3x1", normal({3, 1}), DType::f32, DType::f32},
+                           // more rows than one slab of the GPU's dweight / dbias sums (32)
+                           {"f32_many_rows_100x24", normal({100, 24}), DType::f32, DType::f32}};
   for (const L& l : lns) {
     const std::int64_t C = l.x.view ? l.x.shape.front() : l.x.shape.back();
     Shape xs = l.x.view ? Shape{l.x.shape[1], l.x.shape[0]} : l.x.shape;
