@@ -431,12 +431,12 @@ part_bench() {
   limited "$BUILD/bin/bench-gpu" --profile 3 || fail "$(why_failed $? 'error|Error|what\(\)|Abort')"
 }
 
-# bench-pytorch: PyTorch eager on the same shapes (bench/pytorch_gpu.py), with the system's own
+# bench-pytorch: PyTorch eager and torch.compile on the same shapes (bench/pytorch_gpu.py), with the system's own
 # environment (PyTorch needs none of the prefix).
 part_bench-pytorch() {
   [[ -f bench/pytorch_gpu.py ]] || { not_built "bench/pytorch_gpu.py is not in this tree"; return; }
   ((DRY)) && { not_run "--dry-run: needs the GPU"; return; }
-  PATH=$ORIG_PATH LD_LIBRARY_PATH=$ORIG_LD_LIBRARY_PATH limited python3 bench/pytorch_gpu.py ||
+  PATH=$ORIG_PATH LD_LIBRARY_PATH=$ORIG_LD_LIBRARY_PATH limited python3 bench/pytorch_gpu.py --compile ||
     fail "$(why_failed $? 'Error|error')"
 }
 
