@@ -14,6 +14,12 @@ namespace {
 std::string who(int rank, int size) { return "rank " + std::to_string(rank) + " of " + std::to_string(size); }
 
 /// input: (numel) f32/bf16; output: chunk_size(numel, size, rank) elements of input's dtype.
+/// A reduce-scatter sums (or averages): ReduceOp::max is all_reduce's only (process_group.h).
+void check_reduce_op(ReduceOp reduce, const char* op) {
+  if (reduce == ReduceOp::max)
+    throw std::invalid_argument(std::string(op) + ": ReduceOp::max is for all_reduce only (a reduce-scatter sums or averages)");
+}
+
 void check_reduce_scatter(const Tensor& output, const Tensor& input, int rank, int size, const char* op, Device dev) {
   detail::check_tensor(input, op, /*reduction=*/true, "input", dev);
   detail::check_tensor(output, op, /*reduction=*/true, "output_shard", dev);
@@ -63,12 +69,14 @@ Tensor all_gather_output(const Tensor& chunk, std::int64_t numel, int rank, int 
 
 // ---------------- reduce-scatter ----------------
 Tensor ProcessGroup::reduce_scatter(const Tensor& input, ReduceOp op) {
+  check_reduce_op(op, "reduce_scatter");
   Tensor out = reduce_scatter_output(input, rank_, size_, "reduce_scatter", device());
   start_reduce_scatter(out, input, op)->wait();
   return out;
 }
 
 AsyncTensor ProcessGroup::reduce_scatter_async(const Tensor& input, ReduceOp op) {
+  check_reduce_op(op, "reduce_scatter_async");
   AsyncTensor result;
   result.tensor = reduce_scatter_output(input, rank_, size_, "reduce_scatter_async", device());
   result.work = start_reduce_scatter(result.tensor, input, op);
@@ -76,11 +84,13 @@ AsyncTensor ProcessGroup::reduce_scatter_async(const Tensor& input, ReduceOp op)
 }
 
 void ProcessGroup::reduce_scatter_into(Tensor& output_shard, const Tensor& input, ReduceOp op) {
+  check_reduce_op(op, "reduce_scatter_into");
   check_reduce_scatter(output_shard, input, rank_, size_, "reduce_scatter_into", device());
   start_reduce_scatter(output_shard, input, op)->wait();
 }
 
 std::unique_ptr<Work> ProcessGroup::reduce_scatter_into_async(Tensor& output_shard, const Tensor& input, ReduceOp op) {
+  check_reduce_op(op, "reduce_scatter_into_async");
   check_reduce_scatter(output_shard, input, rank_, size_, "reduce_scatter_into_async", device());
   return start_reduce_scatter(output_shard, input, op);
 }

@@ -21,6 +21,9 @@ namespace {
 
 constexpr int kRingTag = 7;  // on the ring's own communicator, so any tag would do
 
+/// MPI's operation for a ReduceOp (avg sums; the division by N follows).
+MPI_Op mpi_op(ReduceOp op) { return op == ReduceOp::max ? MPI_MAX : MPI_SUM; }
+
 /// data: (numel) f32, in place: the ring all-reduce, dividing this rank's reduced chunk by N between
 /// the two phases for avg.
 void ring_all_reduce(float* data, std::int64_t numel, int rank, int size, const ring::Shift& shift, ReduceOp op) {
@@ -141,11 +144,11 @@ void MpiGroup::all_reduce(Tensor& t, ReduceOp op) {
   const std::uint64_t event = begin_op("all_reduce", numel, all_reduce_volume(numel, size_, rank_), t.dtype());
   Tensor buf = t.dtype() == DType::f32 ? t : detail::comm_f32_copy(t);
   float* data = buf.data<float>();
-  if (algorithm_ == Algorithm::ring) {
+  if (algorithm_ == Algorithm::ring && op != ReduceOp::max) {
     ring_all_reduce(data, numel, rank_, size_, shift(), op);
   } else {
     MPI_Request request = MPI_REQUEST_NULL;  // non-blocking + our wait: the deadline, no spinning
-    MPI_Iallreduce(MPI_IN_PLACE, data, detail::mpi_count(numel, "all_reduce"), MPI_FLOAT, MPI_SUM, comm_, &request);
+    MPI_Iallreduce(MPI_IN_PLACE, data, detail::mpi_count(numel, "all_reduce"), MPI_FLOAT, mpi_op(op), comm_, &request);
     wait(&request, 1, last_op_);
     if (op == ReduceOp::avg) detail::divide(data, numel, size_);
   }
@@ -158,7 +161,7 @@ std::unique_ptr<Work> MpiGroup::all_reduce_async(Tensor& t, ReduceOp op) {
   const std::int64_t numel = t.numel();
   const std::uint64_t event = begin_op("all_reduce", numel, all_reduce_volume(numel, size_, rank_), t.dtype());
   Tensor buf = t.dtype() == DType::f32 ? t : detail::comm_f32_copy(t);  // bf16: summed in f32
-  if (algorithm_ == Algorithm::ring) {  // the teaching ring runs here and now (see the header)
+  if (algorithm_ == Algorithm::ring && op != ReduceOp::max) {  // the teaching ring runs here and now (see the header)
     ring_all_reduce(buf.data<float>(), numel, rank_, size_, shift(), op);
     auto work = std::make_unique<CollectiveWork>("all_reduce", t, buf, /*divide_by=*/0);
     work->event_id = event;
@@ -168,7 +171,7 @@ std::unique_ptr<Work> MpiGroup::all_reduce_async(Tensor& t, ReduceOp op) {
   auto work = std::make_unique<CollectiveWork>("all_reduce", t, buf, op == ReduceOp::avg ? size_ : 0);
   work->event_id = event;
   work->wait_ctx = wait_context();
-  MPI_Iallreduce(MPI_IN_PLACE, buf.data<float>(), detail::mpi_count(numel, "all_reduce_async"), MPI_FLOAT, MPI_SUM,
+  MPI_Iallreduce(MPI_IN_PLACE, buf.data<float>(), detail::mpi_count(numel, "all_reduce_async"), MPI_FLOAT, mpi_op(op),
                  comm_, work->request());
   return work;
 }

@@ -95,7 +95,7 @@ class NcclGroup : public ProcessGroup {
     Tensor buf = t.dtype() == DType::f32 ? t : t.to(DType::f32);
     begin("all_reduce of " + std::to_string(n) + " elements");
     check_nccl(ncclAllReduce(buf.raw_data(), buf.raw_data(), static_cast<std::size_t>(n), ncclFloat32,
-                             op == ReduceOp::avg ? ncclAvg : ncclSum, comm_, stream()),
+                             op == ReduceOp::avg ? ncclAvg : op == ReduceOp::max ? ncclMax : ncclSum, comm_, stream()),
                "ncclAllReduce");
     return std::make_unique<NcclWork>(*this, last_op_, t, buf.same(t) ? Tensor() : buf, t);
   }

@@ -27,7 +27,8 @@
 /// - Algorithm::mpi  — the MPI library's own MPI_Iallreduce / MPI_Ireduce_scatter / MPI_Iallgatherv
 ///   (every collective starts the non-blocking call; the blocking forms wait on it);
 /// - Algorithm::ring — the hand-written ring over MPI_Isend / MPI_Irecv in dist/ring.h (the lesson;
-///   i32 all-gathers still go through MPI_Iallgatherv). broadcast, send/recv and barrier are MPI's always.
+///   i32 all-gathers still go through MPI_Iallgatherv, a max all-reduce through MPI_Iallreduce).
+///   broadcast, send/recv and barrier are MPI's always.
 /// Every wait has a deadline (set_timeout, default 300 s): a rank that waits longer — for a rank that
 /// stopped, deadlocked or was lost — prints what it waited for and ends the job (abort_job). Waiting
 /// ranks sleep between tests instead of spinning; Work::test() never sleeps.
@@ -54,7 +55,10 @@
 
 namespace minitorch::dist {
 
-enum class ReduceOp { sum, avg };
+/// sum and avg (sum, then ÷N) for every reduction; max (the element-wise largest) for all_reduce only: the
+/// vocabulary-parallel cross-entropy's row maxima (tp/). The teaching ring sums only, so a max runs as
+/// MPI's MPI_MAX under Algorithm::ring too (the bytes it records are an all-reduce's either way).
+enum class ReduceOp { sum, avg, max };
 enum class Algorithm { mpi, ring };
 /// "mpi" / "ring"; parse_algorithm throws std::invalid_argument naming the valid ones.
 const char* algorithm_name(Algorithm a);

@@ -35,6 +35,9 @@ std::vector<Tensor> run_collectives(dist::ProcessGroup& g, const Tensor& x) {
   Tensor m = x.to(d);
   g.all_reduce_async(m, dist::ReduceOp::avg)->wait();
   out.push_back(m);
+  Tensor mx = x.to(d);
+  g.all_reduce(mx, dist::ReduceOp::max);  // ncclMax / MPI_MAX
+  out.push_back(mx);
   out.push_back(g.reduce_scatter(x.to(d)));
   dist::AsyncTensor rs = g.reduce_scatter_async(x.to(d), dist::ReduceOp::avg);
   rs.work->wait();

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -91,6 +92,41 @@ TEST(L05_Collectives, AllReduceAvg) {
       EXPECT_TRUE(same_bits(t.to_vector(), sum)) << tag(a, numel);
     }
   }
+}
+
+// max: the element-wise largest on every rank (the vocabulary-parallel softmax's row maxima), in both
+// algorithms (the ring sums only, so MPI's MPI_MAX runs under either), blocking and async, f32 and bf16;
+// it records an all-reduce's bytes. A reduce-scatter refuses it.
+TEST(L05_Collectives, AllReduceMaxIsTheLargestOnEveryRank) {
+  auto& w = dist::world();
+  for (Algorithm a : kAlgorithms) {
+    UseAlgorithm use(w, a);
+    for (std::int64_t numel : sizes(w.size())) {
+      std::vector<float> want(static_cast<std::size_t>(numel), -1e30f);
+      for (int r = 0; r < w.size(); ++r)
+        for (std::int64_t i = 0; i < numel; ++i)
+          want[static_cast<std::size_t>(i)] = std::max(want[static_cast<std::size_t>(i)], float_pattern(r, i));
+      Tensor t = filled(float_pattern, w.rank(), numel), u = filled(float_pattern, w.rank(), numel);
+      w.stats().reset();
+      w.all_reduce(t, ReduceOp::max);
+      EXPECT_TRUE(same_bits(t.to_vector(), want)) << tag(a, numel);
+      EXPECT_EQ(w.stats().elements, dist::all_reduce_volume(numel, w.size(), w.rank())) << tag(a, numel);
+      w.all_reduce_async(u, ReduceOp::max)->wait();
+      EXPECT_TRUE(same_bits(u.to_vector(), want)) << tag(a, numel);
+      Tensor h = filled(float_pattern, w.rank(), numel).to(DType::bf16);
+      w.all_reduce(h, ReduceOp::max);
+      EXPECT_TRUE(same_bits(h.to_vector(), Tensor::from_vector(want, {numel}).to(DType::bf16).to_vector()))
+          << tag(a, numel);
+    }
+  }
+  Tensor in = Tensor::zeros({2 * w.size()});
+  try {
+    (void)w.reduce_scatter(in, ReduceOp::max);
+    ADD_FAILURE() << "reduce_scatter with ReduceOp::max did not throw";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("ReduceOp::max is for all_reduce only"), std::string::npos) << e.what();
+  }
+  w.stats().reset();
 }
 
 TEST(L05_Collectives, AllReduceBf16SumsInF32) {
