@@ -19,6 +19,7 @@ declare -A ALLOWED=(
   [data]="minitorch"
   [trace]="minitorch"
   [dist]="autograd nn trace minitorch"
+  [tp]="dist autograd nn trace minitorch"
   [zero]="dist optim nn autograd trace minitorch"
   [gemini]="zero dist optim nn autograd trace minitorch"
   [runtime]="gemini zero dist optim nn autograd data trace cuda minitorch"
