@@ -76,3 +76,38 @@ TEST(L05_Grid, StagesThatDoNotDivideTheWorldAreRejected) {
     EXPECT_THROW(dist::make_grid(w, 3), std::invalid_argument);
   }
 }
+
+// The 3D grid (Megatron's order, tensor ranks adjacent): for every stages × tensor size dividing the world,
+// each rank's coordinates, and the members of its three groups in their rank order. Runs at 2 and 4 ranks
+// and, registered on its own, at 8 (the 2 × 2 × 2 grid).
+TEST(L13_Grid, DataPipelineTensorGroupsInMegatronsOrder) {
+  auto& w = dist::world();
+  const int n = w.size(), r = w.rank();
+  for (int stages = 1; stages <= n; ++stages) {
+    for (int t = 1; t <= n; ++t) {
+      if (n % (stages * t) != 0) continue;
+      const dist::Grid g = dist::make_grid(w, stages, t);
+      const int d = n / (stages * t);
+      const std::string where = std::to_string(stages) + " stages × tensor " + std::to_string(t);
+      EXPECT_EQ(g.tp_size, t) << where;
+      EXPECT_EQ(g.dp_size, d) << where;
+      EXPECT_EQ(g.tp_rank, r % t) << where;
+      EXPECT_EQ(g.dp_rank, (r / t) % d) << where;
+      EXPECT_EQ(g.stage, r / (t * d)) << where;
+      EXPECT_EQ(g.world_rank(g.stage, g.dp_rank, g.tp_rank), r) << where;
+      std::vector<std::int32_t> tensor_expect, data_expect, pipe_expect;
+      for (int q = 0; q < t; ++q) tensor_expect.push_back(g.world_rank(g.stage, g.dp_rank, q));
+      for (int q = 0; q < d; ++q) data_expect.push_back(g.world_rank(g.stage, q, g.tp_rank));
+      for (int s = 0; s < stages; ++s) pipe_expect.push_back(g.world_rank(s, g.dp_rank, g.tp_rank));
+      EXPECT_EQ(members(*g.tensor), tensor_expect) << where;
+      EXPECT_EQ(members(*g.data), data_expect) << where;
+      EXPECT_EQ(members(*g.pipe), pipe_expect) << where;
+      EXPECT_EQ(g.tensor->rank(), g.tp_rank) << where;
+      // Tensor ranks are adjacent: r and r ± 1 share a tensor group unless a group boundary falls between.
+      EXPECT_EQ(tensor_expect.front(), r - g.tp_rank) << where;
+    }
+  }
+  const std::string e = mt_test::error_of([&] { dist::make_grid(w, 1, n + 1); });
+  EXPECT_TRUE(mt_test::contains(e, "cannot be split into 1 pipeline stages × " + std::to_string(n + 1) +
+                                       " tensor ranks (the number of stages times the tensor-parallel size must")) << e;
+}
