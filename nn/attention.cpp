@@ -28,9 +28,13 @@ Tensor CausalSelfAttention::attend(const Tensor& x) const {
   if (x.dim() != 3 || x.size(2) != n_embd_)
     throw std::invalid_argument("CausalSelfAttention: expected x of shape (B, T, " + std::to_string(n_embd_) +
                                 "), got " + shape_str(x.shape()));
-  const std::int64_t B = x.size(0), T = x.size(1), C = n_embd_, H = n_head_, hs = C / H;
-  Tensor qkv = c_attn->forward(x);                 // (B, T, 3C) = [q | k | v] along the last dim
-  qkv = ag::reshape(qkv, {B, T, 3 * H, hs});       // (B, T, 3H, hs), a free view: heads of q, k, v
+  return c_proj->forward(causal_attention(c_attn->forward(x), n_head_));  // (B, T, 3C) -> (B, T, C) -> (B, T, C)
+}
+
+// qkv: (B, T, 3·H·hs) -> (B, T, H·hs)
+Tensor causal_attention(const Tensor& qkv_in, std::int64_t H) {
+  const std::int64_t B = qkv_in.size(0), T = qkv_in.size(1), C = qkv_in.size(2) / 3, hs = C / H;
+  Tensor qkv = ag::reshape(qkv_in, {B, T, 3 * H, hs});  // (B, T, 3H, hs), a free view: heads of q, k, v
   // q, k or v: narrow to its H heads (B, T, H, hs), then heads first: (B, H, T, hs), contiguous.
   auto heads = [&](std::int64_t part) {
     Tensor t = ag::narrow(qkv, 2, part * H, H);
@@ -41,8 +45,7 @@ Tensor CausalSelfAttention::attend(const Tensor& x) const {
   att = ag::causal_softmax(att, 1.f / std::sqrt(static_cast<float>(hs)));      // (B, H, T, T), 0 for j > i
   Tensor y = ag::matmul(att, v);                                                // (B, H, T, hs)
   y = ag::contiguous(ag::permute(y, {0, 2, 1, 3}));                             // (B, T, H, hs)
-  y = ag::reshape(y, {B, T, C});                                                // (B, T, C)
-  return c_proj->forward(y);                                                    // (B, T, C)
+  return ag::reshape(y, {B, T, C});                                             // (B, T, C)
 }
 
 }  // namespace minitorch::nn

@@ -41,4 +41,9 @@ class CausalSelfAttention : public Module {
   std::int64_t n_embd_;
 };
 
+/// The attention itself, between the two projections: qkv (B, T, 3·H·hs) = [q | k | v] along the last dim, H
+/// heads of hs each -> (B, T, H·hs), the heads side by side. Shared by CausalSelfAttention and the
+/// tensor-parallel attention (tp/gpt.h), which runs it on its H/t heads.
+Tensor causal_attention(const Tensor& qkv, std::int64_t n_head);
+
 }  // namespace minitorch::nn

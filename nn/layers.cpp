@@ -46,6 +46,12 @@ Embedding::Embedding(std::int64_t num_embeddings, std::int64_t embedding_dim, Ge
   weight = register_parameter("weight", Tensor::randn({num_embeddings, embedding_dim}, gen, 0.f, init_std));
 }
 
+Embedding::Embedding(Tensor w) {
+  if (!w.defined() || w.dim() != 2)
+    throw std::invalid_argument("Embedding: weight must be a 2-D (num_embeddings, dim) tensor");
+  weight = register_parameter("weight", w);
+}
+
 // idx: (...) i32 -> (..., C)
 Tensor Embedding::forward(const Tensor& idx) const {
   return call({idx}, [&] { return autograd::embedding(weight, idx); });

@@ -49,6 +49,8 @@ class Embedding : public Module {
  public:
   /// weight ~ N(0, init_std²) from `gen`.
   Embedding(std::int64_t num_embeddings, std::int64_t embedding_dim, Generator& gen, float init_std = kInitStd);
+  /// An Embedding over an existing (num_embeddings, dim) tensor (a copy another model hands over).
+  explicit Embedding(Tensor weight);
 
   /// idx: (...) i32 in [0, num_embeddings) -> (..., dim)
   Tensor forward(const Tensor& idx) const;

@@ -1,0 +1,126 @@
+// Lesson 13 — the GPT split over a tensor group (tp/gpt.h) on 2 and 4 ranks against the same GPT on one:
+// the loss, every gradient (a replicated parameter's whole, a split one's slice), six AdamW steps, and the
+// tensor group's all-reduces per step counted to the element against the formula.
+//
+// Rule for this file: every collective is called on every rank whatever happened before (EXPECT_*, never
+// ASSERT_* ahead of a collective).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "autograd/functions.h"
+#include "dist/process_group.h"
+#include "nn/gpt.h"
+#include "optim/adamw.h"
+#include "test_util.h"
+#include "tp/gpt.h"
+
+namespace ag = minitorch::autograd;
+namespace dist = minitorch::dist;
+namespace nn = minitorch::nn;
+namespace tp = minitorch::tp;
+namespace optim = minitorch::optim;
+using minitorch::DType;
+using minitorch::Generator;
+using minitorch::Tensor;
+
+namespace {
+nn::GPTConfig tiny() {
+  nn::GPTConfig c;
+  c.n_layer = 2, c.n_head = 4, c.n_embd = 32, c.block_size = 16, c.vocab_size = 63;  // V as the KJV's characters
+  return c;
+}
+
+std::vector<std::int32_t> tokens(Generator& gen, std::int64_t n, std::int64_t V) {
+  std::vector<std::int32_t> out;
+  for (std::int64_t i = 0; i < n; ++i) out.push_back(static_cast<std::int32_t>(gen.next_below(static_cast<std::uint64_t>(V))));
+  return out;
+}
+
+double max_abs_diff(const Tensor& a, const Tensor& b) {
+  const auto x = a.to(DType::f32).contiguous().to_vector(), y = b.to(DType::f32).contiguous().to_vector();
+  if (x.size() != y.size()) return 1e30;
+  double d = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) d = std::max(d, static_cast<double>(std::fabs(x[i] - y[i])));
+  return d;
+}
+
+/// The slice of the full gradient `g` that rank r of t holds for the parameter `name` of shape `local`.
+Tensor full_slice(const std::string& name, const Tensor& g, const minitorch::Shape& local, int r, int t,
+                  const tp::VocabSlice& vocab) {
+  if (g.shape() == local) return g;  // replicated
+  if (name.find("wte") != std::string::npos || name.find("lm_head") != std::string::npos) {
+    Tensor out = Tensor::zeros(local);
+    if (vocab.valid > 0) out.narrow(0, 0, vocab.valid).copy_(g.narrow(0, vocab.start, vocab.valid));
+    return out;
+  }
+  if (name.find("c_attn") != std::string::npos) return tp::split_rows(g, r, t, 3, "test");
+  if (name.find("attn.c_proj.weight") != std::string::npos || name.find("mlp.c_proj.weight") != std::string::npos)
+    return g.narrow(1, r * local[1], local[1]).contiguous();
+  return tp::split_rows(g, r, t, 1, "test");  // c_fc
+}
+}  // namespace
+
+TEST(L13_TensorParallelGpt, LossGradientsAndSixStepsEqualOneRank) {
+  auto& w = dist::world();
+  const int t = w.size(), r = w.rank();
+  const nn::GPTConfig cfg = tiny();
+  const std::int64_t B = 2, T = 16, L = cfg.n_layer, C = cfg.n_embd;
+  Generator init(7), data(9);
+  nn::GPT full(cfg, init);                 // the 1-rank model, on every rank
+  tp::TensorParallelGPT model(full, w);    // its slices
+  // Per rank: wte's Vp/t rows, the replicated wpe, LayerNorms and row-layer biases whole, the rest a t-th.
+  const std::int64_t Vp = tp::padded_vocab_size(cfg.vocab_size, t);
+  const std::int64_t per_block = 2 * C + (3 * C / t * C + 3 * C / t) + (C * C / t + C) + 2 * C + (4 * C / t * C + 4 * C / t) +
+                                 (C * 4 * C / t + C);
+  EXPECT_EQ(model.num_parameters(), Vp / t * C + cfg.block_size * C + L * per_block + 2 * C);
+  optim::AdamW opt_full(full.named_parameters(), {.lr = 3e-3f, .weight_decay = 0.1f});
+  optim::AdamW opt_tp(model.named_parameters(), {.lr = 3e-3f, .weight_decay = 0.1f});
+  for (int step = 0; step < 6; ++step) {
+    const Tensor x = Tensor::from_ints(tokens(data, B * T, cfg.vocab_size), {B, T});
+    const Tensor y = Tensor::from_ints(tokens(data, B * T, cfg.vocab_size), {B, T});
+    Tensor loss_full = full.loss(x, y);
+    ag::backward(loss_full);
+    w.stats().reset();
+    Tensor loss = model.loss(x, y);
+    // forward: the embedding's g, two g's per block, the loss's three all-reduces of B·T
+    const std::int64_t btc = dist::all_reduce_volume(B * T * C, t, r), bt = dist::all_reduce_volume(B * T, t, r);
+    EXPECT_EQ(w.stats().calls, 1 + 2 * L + 3);
+    EXPECT_EQ(w.stats().elements, (1 + 2 * L) * btc + 3 * bt);
+    ag::backward(loss);
+    // backward: two f's per block and lm_head's f (the embedding's g passes the gradient back as it is)
+    EXPECT_EQ(w.stats().calls, (1 + 2 * L + 3) + (2 * L + 1));
+    EXPECT_EQ(w.stats().elements, (1 + 2 * L) * btc + 3 * bt + (2 * L + 1) * btc);
+    EXPECT_LT(std::fabs(loss.item() - loss_full.item()), 1e-5 * std::fabs(loss_full.item())) << "step " << step;
+    if (step == 0) {  // every gradient: the slice of the 1-rank model's
+      std::map<std::string, Tensor> full_grads;
+      for (const auto& [name, p] : full.named_parameters()) full_grads[name] = p.grad();
+      for (const auto& [name, p] : model.named_parameters()) {
+        ASSERT_TRUE(full_grads.count(name)) << name;
+        const Tensor want = full_slice(name, full_grads[name], p.shape(), r, t, model.wte->slice);
+        EXPECT_LT(max_abs_diff(p.grad(), want), 1e-6) << name;
+      }
+    }
+    opt_full.step();
+    opt_full.zero_grad();
+    opt_tp.step();
+    opt_tp.zero_grad();
+  }
+  w.stats().reset();
+}
+
+TEST(L13_TensorParallelGpt, ASizeThatDoesNotDivideTheHeadsIsOneClearError) {
+  auto& w = dist::world();
+  nn::GPTConfig cfg = tiny();
+  cfg.n_head = 2 * w.size() + 1, cfg.n_embd = 4 * cfg.n_head;
+  Generator init(1);
+  nn::GPT full(cfg, init);
+  const std::string e = mt_test::error_of([&] { tp::TensorParallelGPT bad(full, w); });
+  EXPECT_TRUE(mt_test::contains(e, "a tensor-parallel size of " + std::to_string(w.size()) + " must divide n_head = " +
+                                       std::to_string(cfg.n_head)))
+      << e;
+}
