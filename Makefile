@@ -26,7 +26,7 @@ DEB_PACKAGES := g++ make cmake ninja-build ccache libeigen3-dev libopenmpi-dev o
 # The notebooks (notebooks/, `make notebooks`): Debian's Jupyter, its Python kernel, numpy and matplotlib.
 NOTEBOOK_PACKAGES := jupyter-nbconvert python3-ipykernel python3-nbformat python3-numpy python3-matplotlib
 
-.PHONY: all deps configure build test notebooks sanitize fuzz data demo docs bench bench-pytorch bench-gemini gpu-check gpu-check-dry clean
+.PHONY: all deps configure build test notebooks sanitize fuzz data demo docs bench bench-pytorch bench-gemini bench-tp gpu-check gpu-check-dry clean
 
 all: build
 
@@ -355,6 +355,13 @@ bench-infinity: configure
 bench-gemini: configure
 	cmake --build $(BUILD) -j$(JOBS) --target minitorch-train
 	@set -o pipefail; /usr/bin/python3 bench/gemini.py --build $(BUILD) --runs 3 | tee $(BUILD)/bench-gemini.txt
+
+# Tensor parallelism on the small GPT over t = 1, 2, 3 ranks (bench/tp.py, bench/tp.cpp): step, all-reduce share,
+# parameter bytes and activation peak per rank, TP elements per step against the formula; medians of 3 runs.
+.PHONY: bench-tp
+bench-tp: configure
+	cmake --build $(BUILD) -j$(JOBS) --target bench-tp
+	@set -o pipefail; /usr/bin/python3 bench/tp.py --build $(BUILD) --runs 3 | tee $(BUILD)/bench-tp.txt
 
 # The GPU check (docs/build.md, "The GPU check"): `make gpu-check` on the rented GPU machine, whose
 # packages come from .device/ (tools/device_setup.sh, run here once): it depends on nothing here, since
