@@ -3,8 +3,9 @@
 // The small GPT (L6 H6 C384 T256, V 65: six heads, so t = 1, 2 or 3 ranks each compute whole heads), the world
 // one tensor group (tp/gpt.h), 1 thread per rank, the same batches on every rank, AdamW. Rank 0 prints one
 // line: the median step; the time inside the tensor group's all-reduces (from the collectives' begin/end
-// events) and its share of the step; the rank's parameter bytes and activation peak (the allocator's param
-// and activation tags); the elements its all-reduces sent per step against the formula
+// events) and its share of the step; the rank's parameter bytes (the allocator's param tag, and
+// tp::parameters_per_rank's formula) and activation peak (the activation tag); the elements its all-reduces
+// sent per step against the formula
 //   forward (1 + 2L)·v(BTC) + 3·v(BT), backward (2L + 1)·v(BTC),   v(n) = 2(t−1)/t·n (dist/process_group.h).
 #include <chrono>
 #include <cstdio>
@@ -22,6 +23,7 @@
 #include "nn/gpt.h"
 #include "optim/adamw.h"
 #include "tp/gpt.h"
+#include "tp/memory.h"
 #include "bench_util.h"
 
 using namespace minitorch;
@@ -111,9 +113,9 @@ int main(int argc, char** argv) {
   const double step = bench::median(step_s), comm = bench::median(comm_s);
   if (r == 0)
     std::printf("bench-tp: t %d | %s B=%lld | step %.1f ms | all-reduce %.1f ms (%.1f%%) | param %lld B | activation peak "
-                "%lld B | TP elements sent %lld (formula %lld) | loss %.4f\n",
+                "%lld B | param formula %lld B | TP elements sent %lld (formula %lld) | loss %.4f\n",
                 t, cfg.describe().c_str(), static_cast<long long>(B), 1e3 * step, 1e3 * comm, 100 * comm / step,
                 static_cast<long long>(param_bytes), static_cast<long long>(activation_peak),
-                static_cast<long long>(elements), static_cast<long long>(formula), loss_value);
+                static_cast<long long>(4 * tp::parameters_per_rank(cfg, t)), static_cast<long long>(elements), static_cast<long long>(formula), loss_value);
   return 0;
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """bench-tp: tensor parallelism on the small GPT (6 heads) over t = 1, 2 and 3 ranks: the median step, the share of
-it spent in the tensor group's all-reduces, each rank's parameter bytes and activation peak, and the elements the
-all-reduces sent against the formula (bench/tp.cpp prints one line per run; this runs it --runs times per t and
+it spent in the tensor group's all-reduces, each rank's parameter bytes (checked against tp::parameters_per_rank)
+and activation peak, and the elements the all-reduces sent against the formula (bench/tp.cpp prints one line per run; this runs it --runs times per t and
 prints the medians).
 
 /usr/bin/python3 bench/tp.py --build build [--runs 3] [--steps 4] [--micro 4] [--sizes 1,2,3]
@@ -18,7 +18,8 @@ import subprocess
 import sys
 
 LINE = re.compile(r"bench-tp: t (\d+) \| (.*?) B=(\d+) \| step ([\d.]+) ms \| all-reduce ([\d.]+) ms \(([\d.]+)%\) \| "
-                  r"param (\d+) B \| activation peak (\d+) B \| TP elements sent (\d+) \(formula (\d+)\) \| loss ([\d.]+)")
+                  r"param (\d+) B \| activation peak (\d+) B \| param formula (\d+) B \| TP elements sent (\d+) \(formula (\d+)\) \| "
+                  r"loss ([\d.]+)")
 
 
 def run(build, t, steps, micro):
@@ -47,8 +48,10 @@ def main():
         runs = [run(a.build, t, a.steps, a.micro) for _ in range(a.runs)]
         model = runs[0].group(2)
         med = lambda i, f=float: statistics.median(f(m.group(i)) for m in runs)  # noqa: E731
-        rows.append((t, med(4), med(5), med(6), int(runs[0].group(7)), int(runs[0].group(8)), int(runs[0].group(9)),
-                     int(runs[0].group(10)), runs[0].group(11)))
+        if runs[0].group(7) != runs[0].group(9):
+            sys.exit(f"bench-tp: t = {t}: {runs[0].group(7)} parameter bytes per rank, the formula says {runs[0].group(9)}")
+        rows.append((t, med(4), med(5), med(6), int(runs[0].group(7)), int(runs[0].group(8)), int(runs[0].group(10)),
+                     int(runs[0].group(11)), runs[0].group(12)))
     print(f"bench-tp: {model}, micro-batch {a.micro}, 1 thread per rank; step and all-reduce time: medians of "
           f"{a.runs} runs (each the median of {a.steps} steps after a warm-up step)")
     print(f"  {'t':>2} {'step ms':>9} {'all-reduce ms':>14} {'share':>6} {'param B/rank':>13} {'activ. peak B':>14} "

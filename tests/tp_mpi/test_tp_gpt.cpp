@@ -17,7 +17,9 @@
 #include "nn/gpt.h"
 #include "optim/adamw.h"
 #include "test_util.h"
+#include "minitorch/allocator.h"
 #include "tp/gpt.h"
+#include "tp/memory.h"
 
 namespace ag = minitorch::autograd;
 namespace dist = minitorch::dist;
@@ -74,10 +76,8 @@ TEST(L13_TensorParallelGpt, LossGradientsAndSixStepsEqualOneRank) {
   nn::GPT full(cfg, init);                 // the 1-rank model, on every rank
   tp::TensorParallelGPT model(full, w);    // its slices
   // Per rank: wte's Vp/t rows, the replicated wpe, LayerNorms and row-layer biases whole, the rest a t-th.
-  const std::int64_t Vp = tp::padded_vocab_size(cfg.vocab_size, t);
-  const std::int64_t per_block = 2 * C + (3 * C / t * C + 3 * C / t) + (C * C / t + C) + 2 * C + (4 * C / t * C + 4 * C / t) +
-                                 (C * 4 * C / t + C);
-  EXPECT_EQ(model.num_parameters(), Vp / t * C + cfg.block_size * C + L * per_block + 2 * C);
+  EXPECT_EQ(model.num_parameters(), tp::parameters_per_rank(cfg, t));
+  EXPECT_EQ(tp::parameters_per_rank(cfg, 1), full.num_parameters());  // t = 1: Ψ
   optim::AdamW opt_full(full.named_parameters(), {.lr = 3e-3f, .weight_decay = 0.1f});
   optim::AdamW opt_tp(model.named_parameters(), {.lr = 3e-3f, .weight_decay = 0.1f});
   for (int step = 0; step < 6; ++step) {
@@ -111,6 +111,37 @@ TEST(L13_TensorParallelGpt, LossGradientsAndSixStepsEqualOneRank) {
     opt_tp.zero_grad();
   }
   w.stats().reset();
+}
+
+// One block's activations per rank, to the byte: the bytes the forward's graph holds with L = 2 blocks minus
+// with L = 1 (embedding and head cancel) = tp::block_activation_bytes, in f32 and bf16; with t = 1 (each rank
+// alone) lesson 08's count.
+TEST(L13_TensorParallelGpt, OneBlocksActivationsPerRankAreTheFormulaToTheByte) {
+  auto& w = dist::world();
+  auto alone = w.split(w.rank(), 0);
+  const std::int64_t B = 2, T = 16;
+  for (dist::ProcessGroup* group : {&w, alone.get()}) {
+    for (DType dtype : {DType::f32, DType::bf16}) {
+      std::int64_t held[2] = {0, 0};
+      for (int layers = 1; layers <= 2; ++layers) {
+        nn::GPTConfig cfg = tiny();
+        cfg.n_layer = layers;
+        Generator init(3), data(5);
+        nn::GPT full(cfg, init);
+        tp::TensorParallelGPT model(full, *group);
+        model.to(dtype);
+        const Tensor x = Tensor::from_ints(tokens(data, B * T, cfg.vocab_size), {B, T});
+        const Tensor y = Tensor::from_ints(tokens(data, B * T, cfg.vocab_size), {B, T});
+        const std::int64_t before = minitorch::memory_stats().current(minitorch::MemTag::activation);
+        minitorch::TagScope scope(minitorch::MemTag::activation);
+        Tensor loss = model.loss(x, y);  // the graph keeps what backward needs
+        held[layers - 1] = minitorch::memory_stats().current(minitorch::MemTag::activation) - before;
+      }
+      const int e = dtype == DType::f32 ? 4 : 2;
+      EXPECT_EQ(held[1] - held[0], tp::block_activation_bytes(tiny(), B, T, group->size(), e))
+          << "t " << group->size() << ", " << minitorch::dtype_name(dtype);
+    }
+  }
 }
 
 TEST(L13_TensorParallelGpt, ASizeThatDoesNotDivideTheHeadsIsOneClearError) {
