@@ -60,6 +60,11 @@ template <typename F>
 void with_elem(const Tensor& t, F&& f) {
   if (t.dtype() == DType::bf16) f(__nv_bfloat16{}); else f(float{});
 }
+/// The same over two tensors: f(A{}, B{}) with A, B the element types of a and b.
+template <typename F>
+void with_elems(const Tensor& a, const Tensor& b, F&& f) {
+  with_elem(a, [&](auto ta) { with_elem(b, [&](auto tb) { f(ta, tb); }); });
+}
 template <typename T> const T* cptr(const Tensor& t) { return static_cast<const T*>(t.raw_data()); }
 template <typename T> T* ptr(const Tensor& t) { return static_cast<T*>(t.raw_data()); }
 

@@ -133,17 +133,15 @@ Tensor CudaBackend::binary(BinaryOp op, const Tensor& a, const Tensor& b, const 
     bcast_strides(b.shape(), out_shape, B.sb);
   }
   const bool small = n <= INT32_MAX;  // every index and offset < n (contiguous operands, out of n elements)
-  with_elem(ar, [&](auto ta) {
-    with_elem(br, [&](auto tb) {
-      using TA = decltype(ta);
-      using TB = decltype(tb);
-      if (flat)
-        binary_flat_kernel<<<grid_for(n), kThreads>>>(op, cptr<TA>(ar), cptr<TB>(br), ptr<TA>(out), n);
-      else if (small)
-        binary_bcast_kernel<std::int32_t><<<grid_for(n), kThreads>>>(op, cptr<TA>(ar), cptr<TB>(br), ptr<TA>(out), n, B);
-      else
-        binary_bcast_kernel<std::int64_t><<<grid_for(n), kThreads>>>(op, cptr<TA>(ar), cptr<TB>(br), ptr<TA>(out), n, B);
-    });
+  with_elems(ar, br, [&](auto ta, auto tb) {
+    using TA = decltype(ta);
+    using TB = decltype(tb);
+    if (flat)
+      binary_flat_kernel<<<grid_for(n), kThreads>>>(op, cptr<TA>(ar), cptr<TB>(br), ptr<TA>(out), n);
+    else if (small)
+      binary_bcast_kernel<std::int32_t><<<grid_for(n), kThreads>>>(op, cptr<TA>(ar), cptr<TB>(br), ptr<TA>(out), n, B);
+    else
+      binary_bcast_kernel<std::int64_t><<<grid_for(n), kThreads>>>(op, cptr<TA>(ar), cptr<TB>(br), ptr<TA>(out), n, B);
   });
   MT_CUDA_CHECK_LAUNCH();
   return f32_to(out, a.dtype());
@@ -171,12 +169,10 @@ void CudaBackend::add_(Tensor& dst, const Tensor& src, float alpha) {
   Tensor sr = readable(src);
   const std::int64_t n = dst.numel();
   if (n == 0) return;
-  with_elem(dst, [&](auto td) {
-    with_elem(sr, [&](auto ts) {
-      using TD = decltype(td);
-      using TS = decltype(ts);
-      axpy_kernel<<<grid_for(n), kThreads>>>(ptr<TD>(dst), cptr<TS>(sr), alpha, n);
-    });
+  with_elems(dst, sr, [&](auto td, auto ts) {
+    using TD = decltype(td);
+    using TS = decltype(ts);
+    axpy_kernel<<<grid_for(n), kThreads>>>(ptr<TD>(dst), cptr<TS>(sr), alpha, n);
   });
   MT_CUDA_CHECK_LAUNCH();
 }
@@ -216,12 +212,10 @@ Tensor CudaBackend::gelu_backward(const Tensor& x, const Tensor& dy) {
   Tensor dx = Tensor::empty(x.shape(), gr.dtype(), x.device());
   const std::int64_t n = x.numel();
   if (n) {
-    with_elem(xr, [&](auto tx) {
-      with_elem(gr, [&](auto tg) {
-        using TX = decltype(tx);
-        using TG = decltype(tg);
-        gelu_backward_kernel<<<grid_for(n), kThreads>>>(cptr<TX>(xr), cptr<TG>(gr), ptr<TG>(dx), n);
-      });
+    with_elems(xr, gr, [&](auto tx, auto tg) {
+      using TX = decltype(tx);
+      using TG = decltype(tg);
+      gelu_backward_kernel<<<grid_for(n), kThreads>>>(cptr<TX>(xr), cptr<TG>(gr), ptr<TG>(dx), n);
     });
     MT_CUDA_CHECK_LAUNCH();
   }

@@ -159,13 +159,11 @@ ops::LayerNormOut CudaBackend::layernorm(const Tensor& x, const Tensor& weight, 
     if (naive) {
       layernorm_naive_kernel<<<grid_for(R), kThreads>>>(cfp(xf), cfp(wf), cfp(bf), fp(y), fp(mean), fp(rstd), R, C, eps);
     } else {
-      with_elem(xf, [&](auto tx) {
-        with_elem(wf, [&](auto tw) {
-          using TX = decltype(tx);
-          using TW = decltype(tw);
-          layernorm_warp_kernel<<<grid_for_warps(R), kThreads>>>(cptr<TX>(xf), cptr<TW>(wf), cptr<TW>(bf), ptr<TX>(y),
-                                                                 fp(mean), fp(rstd), R, C, eps);
-        });
+      with_elems(xf, wf, [&](auto tx, auto tw) {
+        using TX = decltype(tx);
+        using TW = decltype(tw);
+        layernorm_warp_kernel<<<grid_for_warps(R), kThreads>>>(cptr<TX>(xf), cptr<TW>(wf), cptr<TW>(bf), ptr<TX>(y),
+                                                               fp(mean), fp(rstd), R, C, eps);
       });
     }
     MT_CUDA_CHECK_LAUNCH();
@@ -182,28 +180,26 @@ ops::LayerNormGrads CudaBackend::layernorm_backward(const Tensor& dy, const Tens
   const std::int64_t C = x.shape().back(), R = C ? x.numel() / C : 0;
   Tensor dx = Tensor::empty(x.shape(), gf.dtype(), x.device()), dw = f32_empty({C}, x.device()),
          db = f32_empty({C}, x.device());
-  with_elem(gf, [&](auto tg) {
-    with_elem(xf, [&](auto tx) {
-      using TG = decltype(tg);
-      using TX = decltype(tx);
-      if (R) {
-        with_elem(wf, [&](auto tw) {
-          using TW = decltype(tw);
-          layernorm_dx_kernel<<<grid_for_warps(R), kThreads>>>(cptr<TG>(gf), cptr<TX>(xf), cptr<TW>(wf), cfp(mf),
-                                                               cfp(sf), ptr<TG>(dx), R, C);
-        });
-        MT_CUDA_CHECK_LAUNCH();
-      }
-      if (C) {
-        const std::int64_t S = std::max<std::int64_t>((R + kLnSlabRows - 1) / kLnSlabRows, 1);
-        Tensor pw = f32_empty({S, C}, x.device()), pb = f32_empty({S, C}, x.device());
-        layernorm_dwdb_slab_kernel<<<grid_for(S * C), kThreads>>>(cptr<TG>(gf), cptr<TX>(xf), cfp(mf), cfp(sf), fp(pw),
-                                                                  fp(pb), R, C, S);
-        MT_CUDA_CHECK_LAUNCH();
-        layernorm_dwdb_finish_kernel<<<grid_for(C), kThreads>>>(cfp(pw), cfp(pb), fp(dw), fp(db), S, C);
-        MT_CUDA_CHECK_LAUNCH();
-      }
-    });
+  with_elems(gf, xf, [&](auto tg, auto tx) {
+    using TG = decltype(tg);
+    using TX = decltype(tx);
+    if (R) {
+      with_elem(wf, [&](auto tw) {
+        using TW = decltype(tw);
+        layernorm_dx_kernel<<<grid_for_warps(R), kThreads>>>(cptr<TG>(gf), cptr<TX>(xf), cptr<TW>(wf), cfp(mf),
+                                                             cfp(sf), ptr<TG>(dx), R, C);
+      });
+      MT_CUDA_CHECK_LAUNCH();
+    }
+    if (C) {
+      const std::int64_t S = std::max<std::int64_t>((R + kLnSlabRows - 1) / kLnSlabRows, 1);
+      Tensor pw = f32_empty({S, C}, x.device()), pb = f32_empty({S, C}, x.device());
+      layernorm_dwdb_slab_kernel<<<grid_for(S * C), kThreads>>>(cptr<TG>(gf), cptr<TX>(xf), cfp(mf), cfp(sf), fp(pw),
+                                                                fp(pb), R, C, S);
+      MT_CUDA_CHECK_LAUNCH();
+      layernorm_dwdb_finish_kernel<<<grid_for(C), kThreads>>>(cfp(pw), cfp(pb), fp(dw), fp(db), S, C);
+      MT_CUDA_CHECK_LAUNCH();
+    }
   });
   return {f32_to(dx, dy.dtype()), f32_to(dw, weight.dtype()), f32_to(db, weight.dtype())};
 }
@@ -251,13 +247,11 @@ void CudaBackend::adamw_step(Tensor& param, const Tensor& grad, Tensor& m, Tenso
   const double t = static_cast<double>(hp.step);
   const float inv_bc1 = static_cast<float>(1.0 / (1.0 - std::pow(static_cast<double>(hp.beta1), t)));
   const float inv_bc2 = static_cast<float>(1.0 / (1.0 - std::pow(static_cast<double>(hp.beta2), t)));
-  with_elem(param, [&](auto tp) {
-    with_elem(g, [&](auto tg) {
-      using TP = decltype(tp);
-      using TG = decltype(tg);
-      adamw_kernel<<<grid_for(n), kThreads>>>(ptr<TP>(param), cptr<TG>(g), fp(m), fp(v), n, hp.lr, hp.beta1, hp.beta2,
-                                              hp.eps, hp.weight_decay, inv_bc1, inv_bc2);
-    });
+  with_elems(param, g, [&](auto tp, auto tg) {
+    using TP = decltype(tp);
+    using TG = decltype(tg);
+    adamw_kernel<<<grid_for(n), kThreads>>>(ptr<TP>(param), cptr<TG>(g), fp(m), fp(v), n, hp.lr, hp.beta1, hp.beta2,
+                                            hp.eps, hp.weight_decay, inv_bc1, inv_bc2);
   });
   MT_CUDA_CHECK_LAUNCH();
 }

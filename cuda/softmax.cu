@@ -144,13 +144,11 @@ Tensor run_softmax_backward(const Tensor& y, const Tensor& dy, float scale, bool
   Tensor dx = Tensor::empty(y.shape(), gr.dtype(), y.device());
   const std::int64_t N = y.shape().back(), rows = N ? y.numel() / N : 0;
   if (rows) {
-    with_elem(yr, [&](auto ty) {
-      with_elem(gr, [&](auto tg) {
-        using TY = decltype(ty);
-        using TG = decltype(tg);
-        softmax_backward_warp_kernel<<<grid_for_warps(rows), kThreads>>>(cptr<TY>(yr), cptr<TG>(gr), ptr<TG>(dx), rows,
-                                                                         N, scale, causal);
-      });
+    with_elems(yr, gr, [&](auto ty, auto tg) {
+      using TY = decltype(ty);
+      using TG = decltype(tg);
+      softmax_backward_warp_kernel<<<grid_for_warps(rows), kThreads>>>(cptr<TY>(yr), cptr<TG>(gr), ptr<TG>(dx), rows,
+                                                                       N, scale, causal);
     });
     MT_CUDA_CHECK_LAUNCH();
   }
