@@ -78,21 +78,22 @@ Tensor vocab_parallel_cross_entropy(const Tensor& logits, const Tensor& targets,
     m[i] = mi;
   }
   group.all_reduce(row_max, dist::ReduceOp::max);  // m_i over every rank's columns
+  // exp(z − m) once: summed here, divided by the global sum below into the probabilities backward keeps
+  Tensor probs = Tensor::zeros({N, rows});
+  float* p = probs.data<float>();
   for (std::int64_t i = 0; i < N; ++i) {
     float si = 0.f;
-    for (std::int64_t j = 0; j < valid; ++j) si += std::exp(zp[i * rows + j] - m[i]);
+    for (std::int64_t j = 0; j < valid; ++j) si += p[i * rows + j] = std::exp(zp[i * rows + j] - m[i]);
     s[i] = si;
   }
   group.all_reduce(sum_exp);       // S_i
   group.all_reduce(target_logit);  // z_i[t_i]: only its owner added a nonzero term
 
-  // loss = mean over counted rows of log S_i + m_i − z_it; the probabilities kept for backward
-  Tensor probs = Tensor::zeros({N, rows});
-  float* p = probs.data<float>();
+  // loss = mean over counted rows of log S_i + m_i − z_it
   double total = 0.0;
   std::int64_t count = 0;
   for (std::int64_t i = 0; i < N; ++i) {
-    for (std::int64_t j = 0; j < valid; ++j) p[i * rows + j] = std::exp(zp[i * rows + j] - m[i]) / s[i];
+    for (std::int64_t j = 0; j < valid; ++j) p[i * rows + j] /= s[i];
     if (node->ignored[static_cast<std::size_t>(i)]) continue;
     total += static_cast<double>(std::log(s[i]) + m[i] - zt[i]);
     ++count;

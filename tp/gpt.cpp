@@ -8,6 +8,7 @@
 #include "minitorch/allocator.h"
 #include "nn/attention.h"
 #include "tp/cross_entropy.h"
+#include "tp/memory.h"
 #include "tp/regions.h"
 
 namespace minitorch::tp {
@@ -64,11 +65,7 @@ Tensor ParallelBlock::forward(const Tensor& x) const {
 
 TensorParallelGPT::TensorParallelGPT(const nn::GPT& full, dist::ProcessGroup& group)
     : config_(full.config()), group_(&group) {
-  const int t = group.size();
-  if (config_.n_head % t != 0)
-    throw std::invalid_argument("tensor parallelism: a tensor-parallel size of " + std::to_string(t) +
-                                " must divide n_head = " + std::to_string(config_.n_head) +
-                                " (each rank computes whole heads)");
+  check_head_split(config_, group.size());
   TagScope scope(MemTag::param);
   transformer = register_module("transformer", std::make_shared<nn::Module>());
   wte = transformer->register_module("wte", std::make_shared<VocabParallelEmbedding>(full.wte->weight, group));

@@ -7,16 +7,14 @@
 
 namespace minitorch::tp {
 
-namespace {
-void check_split(const nn::GPTConfig& c, int t) {
+void check_head_split(const nn::GPTConfig& c, int t) {
   if (t < 1 || c.n_head % t != 0)
     throw std::invalid_argument("tensor parallelism: a tensor-parallel size of " + std::to_string(t) +
-                                " must divide n_head = " + std::to_string(c.n_head));
+                                " must divide n_head = " + std::to_string(c.n_head) + " (each rank computes whole heads)");
 }
-}  // namespace
 
 std::int64_t parameters_per_rank(const nn::GPTConfig& c, int t) {
-  check_split(c, t);
+  check_head_split(c, t);
   const std::int64_t C = c.n_embd, b = c.bias ? 1 : 0;
   const std::int64_t Vp = padded_vocab_size(c.vocab_size, t);
   const std::int64_t layer_norm = C + b * C;  // weight, bias
@@ -26,7 +24,7 @@ std::int64_t parameters_per_rank(const nn::GPTConfig& c, int t) {
 }
 
 std::int64_t block_activation_bytes(const nn::GPTConfig& c, std::int64_t B, std::int64_t T, int t, int e) {
-  check_split(c, t);
+  check_head_split(c, t);
   const std::int64_t C = c.n_embd, H = c.n_head, BTC = B * T * C;
   return e * (4 * BTC + (12 * BTC + B * H * T * T) / t) + 4 * 4 * B * T;
 }

@@ -21,6 +21,9 @@
 
 namespace minitorch::tp {
 
+/// Throws one clear error unless t ≥ 1 divides n_head (each rank computes whole heads; then t also divides
+/// n_embd and 4·n_embd).
+void check_head_split(const nn::GPTConfig& config, int t);
 /// Parameter elements on each rank of a tensor group of `t` ranks (bias = true or false as the config says).
 std::int64_t parameters_per_rank(const nn::GPTConfig& config, int t);
 /// One block's saved activations per rank, in bytes, for micro-batch B, T tokens, e bytes an element.
