@@ -381,14 +381,17 @@ part_nccl() { run_cuda_suite 'L05_Nccl*'; }
 # ranks: minitorch-train --device on the GPU. 2 ranks (DDP, MPI staging the gradients through host
 # buffers) sharing the one GPU (--device cuda:0), against the same 2 ranks on the CPU: the last step's
 # loss within 1e-3 relative. Then --device cuda (one GPU per rank) with 2 ranks and 1 GPU: one error.
+# A few hundred KB of text to train on, made once: the corpus (datasets/) is not carried.
+CORPUS=/tmp/mt-gpu-check-text.txt
+corpus() { [[ -s $CORPUS ]] || cat docs/*.md README.md > "$CORPUS"; echo "$CORPUS"; }
 last_loss() { sed -n 's/^step *[0-9]*\/[0-9]* .* loss \([0-9.]*\) .*/\1/p' "$1" | tail -1; }
 part_ranks() {
   built minitorch-train || return
   "$BUILD/bin/minitorch-train" --help 2>&1 | grep -q -- '--device' ||
     { not_built "minitorch-train has no --device"; return; }
   ((DRY)) && { not_run "--dry-run: needs the GPU"; return; }
-  local data=/tmp/mt-gpu-check-text.txt out=/tmp/mt-gpu-check-ranks gpu cpu
-  cat docs/*.md README.md > "$data"  # a few hundred KB of text: the corpus (datasets/) is not carried
+  local data out=/tmp/mt-gpu-check-ranks gpu cpu
+  data=$(corpus)
   mkdir -p "$out"
   local run=(mpirun -np 2 --oversubscribe --bind-to none "$BUILD/bin/minitorch-train" --config configs/ddp.json
              --data "$data" --steps 20 --eval-iters 1 --out "")
@@ -414,9 +417,7 @@ part_ranks() {
 part_lesson() {
   built lesson-04 || return
   ((DRY)) && { not_run "--dry-run: needs the GPU"; return; }
-  local data=/tmp/mt-gpu-check-text.txt
-  [[ -s $data ]] || cat docs/*.md README.md > "$data"
-  limited "$BUILD/bin/lesson-04" --auto --data "$data" ||
+  limited "$BUILD/bin/lesson-04" --auto --data "$(corpus)" ||
     { fail "$(why_failed $? 'error|Error|what\(\)|Abort|FAIL')"; return; }
   grep -q '^cuda:0: 64 MiB up in' "$LOG" || { fail "beat 1 printed no cuda:0 copy times"; return; }
   grep -q '^On the GPU (cuda:0)' "$LOG" || { fail "the kernel beat printed no GPU table"; return; }

@@ -21,6 +21,7 @@
 #include "tp/gpt.h"
 #include "tp/memory.h"
 #include "tp/state.h"
+#include "tp_mpi/tp_test_util.h"
 
 namespace ag = minitorch::autograd;
 namespace dist = minitorch::dist;
@@ -30,6 +31,7 @@ namespace optim = minitorch::optim;
 using minitorch::DType;
 using minitorch::Generator;
 using minitorch::Tensor;
+using mt_tp::max_abs_diff;
 
 namespace {
 nn::GPTConfig tiny() {
@@ -42,14 +44,6 @@ std::vector<std::int32_t> tokens(Generator& gen, std::int64_t n, std::int64_t V)
   std::vector<std::int32_t> out;
   for (std::int64_t i = 0; i < n; ++i) out.push_back(static_cast<std::int32_t>(gen.next_below(static_cast<std::uint64_t>(V))));
   return out;
-}
-
-double max_abs_diff(const Tensor& a, const Tensor& b) {
-  const auto x = a.to(DType::f32).contiguous().to_vector(), y = b.to(DType::f32).contiguous().to_vector();
-  if (x.size() != y.size()) return 1e30;
-  double d = 0;
-  for (std::size_t i = 0; i < x.size(); ++i) d = std::max(d, static_cast<double>(std::fabs(x[i] - y[i])));
-  return d;
 }
 
 /// The slice of the full gradient `g` that rank r of t holds for the parameter `name` of shape `local`.

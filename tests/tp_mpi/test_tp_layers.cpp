@@ -20,6 +20,7 @@
 #include "tp/cross_entropy.h"
 #include "tp/layers.h"
 #include "tp/regions.h"
+#include "tp_mpi/tp_test_util.h"
 
 namespace ag = minitorch::autograd;
 namespace dist = minitorch::dist;
@@ -31,20 +32,9 @@ using minitorch::Tensor;
 using mt_test::contains;
 using mt_test::error_of;
 using mt_test::rand_leaf;
+using mt_tp::rel_diff;
 
 namespace {
-/// max |a − b| / max(1, max |b|) over all elements (a, b: same shape).
-double rel_diff(const Tensor& a, const Tensor& b) {
-  const auto x = a.to(DType::f32).contiguous().to_vector(), y = b.to(DType::f32).contiguous().to_vector();
-  if (x.size() != y.size()) return 1e30;
-  double diff = 0, scale = 1;
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    diff = std::max(diff, static_cast<double>(std::fabs(x[i] - y[i])));
-    scale = std::max(scale, static_cast<double>(std::fabs(y[i])));
-  }
-  return diff / scale;
-}
-
 Tensor leaf(const Shape& shape, Generator& gen, float std = 1.f) {
   return Tensor::randn(shape, gen, 0.f, std).set_requires_grad();
 }
