@@ -27,6 +27,9 @@ Grid make_grid(ProcessGroup& world, int pipeline_stages, int tensor_size) {
   g.data = world.split(/*color=*/g.stage * g.tp_size + g.tp_rank, /*key=*/g.dp_rank);
   g.pipe = world.split(/*color=*/g.dp_rank * g.tp_size + g.tp_rank, /*key=*/g.stage);
   g.tensor = world.split(/*color=*/g.stage * g.dp_size + g.dp_rank, /*key=*/g.tp_rank);
+  g.data->set_label("data");
+  g.pipe->set_label("pipeline");
+  g.tensor->set_label("tensor");
   return g;
 }
 

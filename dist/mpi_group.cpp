@@ -89,6 +89,7 @@ std::uint64_t MpiGroup::begin_op(const char* op, std::int64_t numel, std::int64_
   e.elements = elements;
   e.bytes = elements * static_cast<std::int64_t>(dtype_size(dtype));
   e.peer = peer >= 0 ? world_ranks_[static_cast<std::size_t>(peer)] : -1;  // in the world's numbering
+  e.group = label();
   e.id = events::next_id();
   events::FlatRange::annotate(e);
   const std::uint64_t id = e.id;

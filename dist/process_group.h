@@ -218,6 +218,11 @@ class ProcessGroup {
   void set_current_step(std::int64_t step) { current_step_ = step; }
   std::int64_t current_step() const { return current_step_; }
 
+  /// What this group is in its grid ("data", "pipeline", "tensor"; "" for the world), carried by every
+  /// collective's event (events::Event::group): the report and the trace tell tensor-parallel traffic apart.
+  void set_label(std::string label) { label_ = std::move(label); }
+  const std::string& label() const { return label_; }
+
   void set_algorithm(Algorithm a) { algorithm_ = a; }
   Algorithm algorithm() const { return algorithm_; }
   CommStats& stats() { return stats_; }
@@ -242,6 +247,7 @@ class ProcessGroup {
   bool recording_ = true;
   CommStats stats_;
   double timeout_s_ = kDefaultTimeoutSeconds;
+  std::string label_;
   std::int64_t current_step_ = -1;
 };
 

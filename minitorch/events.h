@@ -63,6 +63,7 @@ struct Event {
   MemTag tag = MemTag::other;        ///< memory: the allocation's tag
   int device = 0;                    ///< memory: 0 = the host (cpu), 1 + index for the accelerator (cuda:index, sim)
   int peer = -1;                     ///< comm point-to-point: the other rank (its world rank)
+  std::string group;                 ///< comm: the group's label ("data", "pipeline", "tensor"; "" = the world)
   std::int64_t step = -1;            ///< phase: the optimizer step (0-based), where known
   std::int64_t micro_step = -1;      ///< phase / compute: the micro-step inside the step, where known
   std::uint64_t id = 0;              ///< pairs a begin with its end (set by Span); memory: the block (Storage::block_id)

@@ -40,6 +40,8 @@ GPT::GPT(const GPTConfig& config, Generator& gen) : config_(config) {
   lm_head = register_module("lm_head", std::make_shared<Linear>(wte->weight));
 }
 
+GPT::GPT(const GPTConfig& config) : config_(config) { config_.validate(); }
+
 std::vector<std::pair<std::string, Shape>> GPT::parameter_shapes(const GPTConfig& config) {
   config.validate();
   const std::int64_t C = config.n_embd;
@@ -85,23 +87,27 @@ Tensor GPT::head(const Tensor& x) const { return lm_head->forward(ln_f->forward(
 
 // idx: (B, T) i32 -> logits: (B, T, V)
 Tensor GPT::forward(const Tensor& idx) const {
-  return call({idx}, [&] { return head(run_blocks(embed(idx), 0, static_cast<std::int64_t>(blocks.size()))); });
+  return call({idx}, [&] { return head(run_blocks(embed(idx), 0, config_.n_layer)); });
 }
+
+// x: (B, T, C) -> (B, T, C)
+Tensor GPT::run_block(std::int64_t i, const Tensor& x) const { return blocks[static_cast<std::size_t>(i)]->forward(x); }
 
 Tensor GPT::run_blocks(Tensor x, std::int64_t first, std::int64_t end) const {
   const std::int64_t k = checkpoint_segment_size_;
   if (k == 0) {
-    for (std::int64_t i = first; i < end; ++i) x = blocks[static_cast<std::size_t>(i)]->forward(x);
+    for (std::int64_t i = first; i < end; ++i) x = run_block(i, x);
     return x;
   }
   for (std::int64_t from = first; from < end; from += k) {
     // blocks[from, from + k): x (B, T, C) -> (B, T, C), recomputed in backward
-    std::vector<std::shared_ptr<Block>> segment(blocks.begin() + from, blocks.begin() + std::min(end, from + k));
+    // The recompute calls run_block on this model: a graph must not outlive the model that recorded it.
+    const std::int64_t to = std::min(end, from + k);
     ag::SaveOnHost on_host(checkpoint_on_host_);  // cpu_checkpointing: the input x waits in host memory
     x = ag::checkpoint(
-        [segment](const std::vector<Tensor>& in) {
+        [this, from, to](const std::vector<Tensor>& in) {
           Tensor h = in[0];
-          for (const auto& block : segment) h = block->forward(h);
+          for (std::int64_t i = from; i < to; ++i) h = run_block(i, h);
           return h;
         },
         {x});
@@ -129,7 +135,7 @@ Tensor GPT::loss_from_logits(const Tensor& logits, const Tensor& targets, std::i
 
 // idx, targets: (B, T) i32 -> scalar
 Tensor GPT::loss(const Tensor& idx, const Tensor& targets, std::int32_t ignore_index) const {
-  return loss_from_logits(forward(idx), targets, ignore_index);
+  return loss_of_logits(forward(idx), targets, ignore_index);
 }
 
 // idx: (B, T0) -> (B, T0 + max_new_tokens)

@@ -41,6 +41,10 @@
 /// nanoGPT's; the distributions are.) With `bias = false` there are no bias parameters.
 ///
 /// Ψ = V·C + T·C + L·(12C² + 13C) + 2C; GPT-2 124M: 124,439,808 (GPTConfig::num_parameters()).
+///
+/// A split model (tp::TensorParallelGPT, docs/design.md §14) is a GPT too: it overrides the pieces that differ
+/// (embed, one block, head, the loss of its logits) and builds its own parts through the protected constructor,
+/// so the engines drive both alike. The parts below (wte, blocks, ...) are then its own, not these.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -59,6 +63,7 @@ class GPT : public Module {
  public:
   /// Builds and initialises the model; `config.validate()` must pass (vocab_size set).
   GPT(const GPTConfig& config, Generator& gen);
+  ~GPT() override = default;
 
   const GPTConfig& config() const { return config_; }
 
@@ -69,9 +74,11 @@ class GPT : public Module {
 
   /// Token + position embeddings.   idx: (B, T) i32, T <= block_size -> x: (B, T, C)
   ///   x[b, t] = wte[idx[b, t]] + wpe[t]
-  Tensor embed(const Tensor& idx) const;
+  virtual Tensor embed(const Tensor& idx) const;
   /// Final LayerNorm and the LM head.   x: (B, T, C) -> logits: (B, T, V)
-  Tensor head(const Tensor& x) const;
+  virtual Tensor head(const Tensor& x) const;
+  /// Block i.   x: (B, T, C) -> (B, T, C)
+  virtual Tensor run_block(std::int64_t i, const Tensor& x) const;
   /// embed, every block, head.   idx: (B, T) i32 -> logits: (B, T, V)
   /// With activation checkpointing on, the blocks run in segments of `segment_size` consecutive blocks,
   /// each an autograd::checkpoint: only a segment's input (B, T, C) is kept for backward, which runs
@@ -95,6 +102,13 @@ class GPT : public Module {
   /// The loss part of loss(), for a last pipeline stage that has the logits.
   ///   logits: (B, T, V), targets: (B, T) i32 -> scalar (logits viewed as (B·T, V))
   static Tensor loss_from_logits(const Tensor& logits, const Tensor& targets, std::int32_t ignore_index = -1);
+  /// What loss() and a last pipeline stage apply to head()'s logits: loss_from_logits here; a split model's
+  /// logits are its slice of the vocabulary and its loss is computed across the slices.
+  virtual Tensor loss_of_logits(const Tensor& logits, const Tensor& targets, std::int32_t ignore_index = -1) const {
+    return loss_from_logits(logits, targets, ignore_index);
+  }
+  /// Ψ of the whole model (GPTConfig::num_parameters()), whatever this rank holds of it.
+  std::int64_t model_parameters() const { return config_.num_parameters(); }
 
   /// Samples `max_new_tokens` tokens after `idx` (B, T0) i32 -> (B, T0 + max_new_tokens) i32, without
   /// recording a graph. Each step feeds the last block_size tokens, takes the last position's logits,
@@ -112,6 +126,10 @@ class GPT : public Module {
   std::vector<std::shared_ptr<Block>> blocks;     // transformer.h.0 ... transformer.h.{L-1}
   std::shared_ptr<LayerNorm> ln_f;                // transformer.ln_f
   std::shared_ptr<Linear> lm_head;                // lm_head, weight tied to wte.weight
+
+ protected:
+  /// For a subclass that builds its own parts (tp::TensorParallelGPT): the config only, no parameters.
+  explicit GPT(const GPTConfig& config);
 
  private:
   GPTConfig config_;

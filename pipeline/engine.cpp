@@ -12,6 +12,7 @@
 #include "minitorch/not_implemented.h"
 #include "minitorch/ops.h"
 #include "nn/parameter_names.h"
+#include "tp/gpt.h"
 
 namespace minitorch::pipeline {
 
@@ -62,8 +63,10 @@ PipelineEngine::PipelineEngine(std::shared_ptr<nn::GPT> model, const runtime::Co
     : model_(std::move(model)),
       config_(config),
       world_(world),
-      grid_(dist::make_grid(world, static_cast<int>(config.pipeline.stages))) {
+      grid_(dist::make_grid(world, static_cast<int>(config.pipeline.stages), run.grid.tensor)) {
   const int P = grid_.stages;
+  // Tensor parallelism: this rank's slices of every block (the other stages' are released below).
+  if (grid_.tp_size > 1) model_ = std::make_shared<tp::TensorParallelGPT>(*model_, *grid_.tensor);
   plan_ = partition_gpt(model_->config(), P, config_.pipeline.partition_method);
   schedule_ = make_schedule(config_.pipeline.schedule, P, static_cast<int>(config_.gradient_accumulation_steps));
   check(schedule_);
@@ -96,7 +99,7 @@ Tensor PipelineEngine::stage_forward(Micro& mb) const {
   const StagePlan& p = plan();
   Tensor x = p.embeddings ? model_->embed(mb.batch.x) : mb.input;
   x = model_->run_blocks(x, p.first_block, p.end_block);
-  return p.head ? nn::GPT::loss_from_logits(model_->head(x), mb.batch.y) : x;
+  return p.head ? model_->loss_of_logits(model_->head(x), mb.batch.y) : x;
 }
 
 // ---- the instruction loop ----

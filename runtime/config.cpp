@@ -115,6 +115,25 @@ void check_gemini(const SectionReader& r, const json& top, Config& c) {
                              "gathered): accepted, but it has no effect here");
 }
 
+/// The rules of tensor_parallel.size t > 1 (tp/): t divides the heads, stages · t the world; no ZeRO-3 or Gemini.
+void check_tensor_parallel(const SectionReader& r, const Config& c, int world_size) {
+  const std::int64_t t = c.tensor_parallel.size;
+  if (t == 1) return;
+  const std::string ts = std::to_string(t);
+  if (c.model.n_head % t != 0)
+    r.fail("tensor_parallel.size " + ts + " does not divide the model's " + std::to_string(c.model.n_head) +
+           " heads (model.n_head): each rank computes whole heads; use a size that divides it");
+  if (world_size % (c.pipeline.stages * t) != 0)
+    r.fail("tensor_parallel.size " + ts + " × pipeline.stages " + std::to_string(c.pipeline.stages) +
+           " does not divide the world size (" + std::to_string(world_size) +
+           "): the ranks form data × pipeline × tensor; run with a multiple of " + std::to_string(c.pipeline.stages * t) +
+           " ranks");
+  if (c.zero.stage == 3 || c.gemini.enabled)
+    r.fail(std::string(c.gemini.enabled ? "gemini" : "zero_optimization.stage 3") + " with tensor_parallel.size " + ts +
+           " is not supported: ZeRO-3 gathers whole blocks, and a tensor-parallel rank holds slices (DeepSpeed's AutoTP "
+           "trains with ZeRO stages 0-2 too); use zero_optimization.stage 0, 1 or 2");
+}
+
 }  // namespace
 
 ModelConfig model_preset(const std::string& name) {
@@ -196,7 +215,8 @@ Config Config::from_json(const std::string& text, int world_size, const std::str
     r.fail("ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism (zero_optimization.stage " +
            std::to_string(c.zero.stage) + " with pipeline.stages " + std::to_string(c.pipeline.stages) +
            "): use stage 0 or 1, or pipeline.stages 1");
-  c.data_parallel_size = static_cast<int>(world_size / c.pipeline.stages);
+  check_tensor_parallel(r, c, world_size);
+  c.data_parallel_size = static_cast<int>(world_size / (c.pipeline.stages * c.tensor_parallel.size));
   if (c.gemini.enabled) check_gemini(r, top, c);
   resolve_batch(c, has_train, has_micro, has_gas);
   return c;

@@ -115,6 +115,12 @@ struct PipelineConfig {
   std::string partition_method = "parameters";  ///< "parameters" | "uniform" (pipeline/partition.h)
 };
 
+/// `tensor_parallel` (DeepSpeed's section): Megatron's tensor parallelism over `size` adjacent ranks (tp/). DeepSpeed's
+/// `autotp_size` (0 = off) and our `size` say the same; 1 = off.
+struct TensorParallelConfig {
+  int size = 1;
+};
+
 /// `activation_checkpointing` (our keys; DeepSpeed's are judged by runtime/config_keys.cpp): `enabled` runs
 /// the GPT's blocks in autograd::checkpoint segments of `segment_size` blocks (nn::GPT::set_checkpoint_segments).
 struct ActivationCheckpointingConfig {
@@ -146,7 +152,7 @@ struct Config {
   std::int64_t train_micro_batch_size_per_gpu = 0;
   std::int64_t gradient_accumulation_steps = 0;
   int world_size = 1;               ///< all ranks
-  int data_parallel_size = 1;       ///< world_size / pipeline.stages: the batch arithmetic's world_size
+  int data_parallel_size = 1;       ///< world_size / (pipeline.stages · tensor_parallel.size): the batch's world_size
 
   double gradient_clipping = 0.0;   ///< global-norm clip; 0 = off
   std::int64_t steps_per_print = 10;  ///< DeepSpeed's long-standing default (its newest code: None)
@@ -161,6 +167,7 @@ struct Config {
   ModelConfig model;
   TrainingConfig training;
   PipelineConfig pipeline;
+  TensorParallelConfig tensor_parallel;
   ActivationCheckpointingConfig activation_checkpointing;
   CommConfig comm;
   DeviceConfig device;

@@ -9,6 +9,7 @@ namespace {
 /// Gemini is ZeRO-3 on chunks: its keys' examples run at stage 3.
 constexpr std::string_view kGeminiContext = R"({"zero_optimization": {"stage": 3}})";
 constexpr std::string_view kGeminiAutoContext = R"({"zero_optimization": {"stage": 3}, "gemini": {"placement_policy": "auto"}})";
+constexpr std::string_view kTpLayout = "minitorch splits its GPT by Megatron's fixed layout (tp/gpt.h), not by a policy";
 constexpr std::string_view kActTuning = "it tunes DeepSpeed's checkpointing (device synchronisation, timing), which minitorch's has no counterpart for";
 }  // namespace
 
@@ -29,24 +30,47 @@ std::span<const ConfigKey> minitorch_rows() {
       noop("pipeline.activation_checkpoint_interval", "0",
            "minitorch's stages checkpoint with activation_checkpointing.segment_size").ds("0")
           .what("checkpoint every N layers; ours: `activation_checkpointing.segment_size`"),
-      noop("pipeline.pipe_partitioned", "true", "it splits the sent activations across tensor-parallel ranks; minitorch has no tensor parallelism")
+      noop("pipeline.pipe_partitioned", "true",
+           "it splits the sent activations across tensor-parallel ranks; every minitorch tensor rank sends its whole copy")
           .ds("true")
-          .what("split sent activations across tensor-parallel ranks (none here)"),
-      noop("pipeline.grad_partitioned", "true", "it splits the sent gradients across tensor-parallel ranks; minitorch has no tensor parallelism")
+          .what("split sent activations across tensor-parallel ranks (each tensor rank sends its whole copy here)"),
+      noop("pipeline.grad_partitioned", "true",
+           "it splits the sent gradients across tensor-parallel ranks; every minitorch tensor rank sends its whole copy")
           .ds("true")
-          .what("split sent gradients across tensor-parallel ranks (none here)"),
+          .what("split sent gradients across tensor-parallel ranks (each tensor rank sends its whole copy here)"),
+      // ---- tensor_parallel (DeepSpeed's TPTrainingConfig; tp/): the size, the rest warns ----
+      ok("tensor_parallel", "{}").ds("{}"),
+      ok("tensor_parallel.autotp_size", "2").ds("0").ge(0),  // DeepSpeed's: 0 = off; the same as `size`
+      ok("tensor_parallel.size", "2").ge(0),                 // minitorch's name for it
+      noop("tensor_parallel.tp_overlap_comm", "true", "the TP all-reduces run in order with the compute (no overlap)").ds("false")
+          .what("overlap the TP all-reduces with compute"),
+      noop("tensor_parallel.tp", R"({"tp_size": 2})", "the size is tensor_parallel.size (or autotp_size)").ds("{}")
+          .what("its inference TP group settings (tp_size, tp_grain_size)"),
+      noop("tensor_parallel.partition_config", "{}", kTpLayout).ds("null")
+          .what("a custom layer partition"),
+      noop("tensor_parallel.preset_model", R"("llama")", kTpLayout).ds("null")
+          .what("a named model's layer partition"),
+      noop("tensor_parallel.injection_policy_tuple", "null", kTpLayout).ds("null")
+          .what("which layers to split, by policy"),
+      noop("tensor_parallel.keep_module_on_host", "true", "each rank builds its slices from the whole model in host memory anyway").ds("false")
+          .what("keep the module on the host while splitting it"),
+      noop("tensor_parallel.kernel_inject", "true", "there are no DeepSpeed inference kernels here").ds("false")
+          .what("inject its inference kernels"),
+      noop("tensor_parallel.dtype", R"("bf16")", "the precision is bf16.enabled / fp16.enabled").ds(R"("float16")")
+          .what("the TP module's dtype"),
       ok("activation_checkpointing", "{}").ds("{}"),
       ok("activation_checkpointing.enabled", "true"),      // GPT::set_checkpoint_segments (minitorch's key)
       ok("activation_checkpointing.segment_size", "1").ge(1),  // blocks per checkpointed segment (minitorch's key)
       todo("activation_checkpointing.partition_activations", "true", "false",
            "activation_checkpointing.partition_activations",
-           "it splits each checkpoint across tensor-parallel ranks, and minitorch has no tensor parallelism: set it to false").ds("false"),
+           "it splits each checkpoint across tensor-parallel ranks, and minitorch's tensor-parallel runs keep whole "
+           "checkpoints (no sequence split yet): set it to false").ds("false"),
       // Checkpointed inputs kept in host memory (autograd::SaveOnHost); needs `enabled` (runtime/config.cpp).
       ok("activation_checkpointing.cpu_checkpointing", "true", R"({"activation_checkpointing": {"enabled": true}})").ds("false"),
       todo("activation_checkpointing.contiguous_memory_optimization", "true", "false",
            "activation_checkpointing.contiguous_memory_optimization",
-           "it copies partitioned checkpoints into one buffer, and minitorch does not partition them (no tensor "
-           "parallelism): set it to false").ds("false"),
+           "it copies partitioned checkpoints into one buffer, and minitorch does not partition them: set it to "
+           "false").ds("false"),
       noop("activation_checkpointing.number_checkpoints", "4",
            "it sizes DeepSpeed's buffer for contiguous_memory_optimization; minitorch checkpoints every segment_size blocks").ds("null")
           .what("checkpoints per model, sizing the buffer above (minitorch: `segment_size`)"),

@@ -90,8 +90,6 @@ std::span<const ConfigKey> top_level_rows() {
           .what("its weight quantization at load time"),
       noop("hybrid_engine", "{}", kNoFeature).ds("{}")
           .what("DeepSpeed-Chat's hybrid training/inference engine"),
-      noop("tensor_parallel", "{}", kNoFeature).ds("{}")
-          .what("its automatic tensor parallelism"),
       noop("expert_parallel", "{}", "there is no expert parallelism (no mixture of experts)").ds("{}")
           .what("its automatic expert parallelism"),
       noop("elasticity", "{}", "minitorch has no elastic training: the batch is the config's batch keys").ds("{}")

@@ -237,6 +237,18 @@ void parse_small_sections(SectionReader& r, Config& c) {
     pr.get("partition_method", c.pipeline.partition_method, {"parameters", "uniform"});
     pr.finish(c.warnings);
   }
+  if (const json* t = r.object("tensor_parallel")) {
+    SectionReader tr(*t, "tensor_parallel", c.source);
+    std::int64_t autotp = 0, size = 0;
+    tr.get("autotp_size", autotp);  // DeepSpeed's: 0 (off) or the size
+    tr.get("size", size);           // ours
+    if (autotp < 0 || size < 0) tr.fail("tensor_parallel sizes must be >= 0 (0 or 1 = off)");
+    if (autotp > 0 && size > 0 && autotp != size)
+      tr.fail("tensor_parallel.autotp_size (" + std::to_string(autotp) + ") and tensor_parallel.size (" +
+              std::to_string(size) + ") differ: they are the same setting, give one");
+    c.tensor_parallel.size = static_cast<int>(std::max<std::int64_t>({1, autotp, size}));
+    tr.finish(c.warnings);
+  }
   if (const json* a = r.object("activation_checkpointing")) {
     SectionReader ar(*a, "activation_checkpointing", c.source);
     ar.get("enabled", c.activation_checkpointing.enabled);

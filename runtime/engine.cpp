@@ -11,6 +11,7 @@
 #include "runtime/out_of_memory.h"
 #include "runtime/run_id.h"
 #include "gemini/gemini.h"
+#include "tp/gpt.h"
 #include "zero/make_strategy.h"
 #include "zero/step_frames.h"
 
@@ -34,9 +35,28 @@ Plan plan_on_model_device(const Config& config, const nn::GPT& model) {
 Engine::Engine(std::shared_ptr<nn::GPT> model, Config config, dist::ProcessGroup* group, PipelineStagePart part)
     : Engine(model, config, plan_on_model_device(config, *model), group, std::move(part)) {}
 
+Engine::Engine(std::shared_ptr<nn::GPT> model, Config config, Plan plan, std::shared_ptr<dist::ProcessGroup> group)
+    : Engine(std::move(model), std::move(config), std::move(plan), group.get()) {
+  owned_group_ = std::move(group);
+}
+
 Engine::Engine(std::shared_ptr<nn::GPT> model, Config config, Plan plan, dist::ProcessGroup* group, PipelineStagePart part)
     : model_(std::move(model)), config_(std::move(config)), plan_(std::move(plan)), part_(std::move(part)), group_(group) {
   const int world = dp_size();
+  const auto* split = dynamic_cast<const tp::TensorParallelGPT*>(model_.get());
+  if ((split ? split->group().size() : 1) != plan_.grid.tensor)
+    throw ConfigError(config_.source + ": the plan splits the model over " + std::to_string(plan_.grid.tensor) +
+                      " tensor-parallel ranks but the model given is " +
+                      (split ? "split over " + std::to_string(split->group().size()) : std::string("whole")) +
+                      "; pass a tp::TensorParallelGPT over the grid's tensor group (pipeline::make_trainer does)");
+  if (split) {
+    if (!plan_.device.is_cpu())
+      throw ConfigError(config_.source + ": tensor_parallel.size " + std::to_string(plan_.grid.tensor) + " on --device " +
+                        plan_.device.str() + " is not available yet: tensor parallelism runs on the CPU; use --device cpu");
+    tensor_group_ = &split->group();
+    tensor_group_->set_timeout(config_.comm.timeout_s);
+    norm_excluded_ = split->norm_excluded();
+  }
   if (config_.data_parallel_size != world || plan_.grid.data != world)
     throw ConfigError(config_.source + ": the config was read for a data-parallel size of " +
                       std::to_string(config_.data_parallel_size) + " but the process group has " +
@@ -236,7 +256,8 @@ bool Engine::step() try {
     // (fp16 overflow) step does not step the scheduler.
     const float lr = schedule_.lr_for_update(global_steps_ - skipped_steps_);
     const zero::StepResult r =
-        strategy_->step({lr, config_.gradient_clipping, loss_scale(), /*skip_on_overflow=*/scaler_ != nullptr, part_.pipeline});
+        strategy_->step({lr, config_.gradient_clipping, loss_scale(), /*skip_on_overflow=*/scaler_ != nullptr, part_.pipeline,
+                         tensor_group_, norm_excluded_});
     last_grad_norm_ = r.norm;
     last_step_skipped_ = r.skipped;
     // Every rank sees the same global norm, so every rank skips, or stops here, together.

@@ -74,6 +74,8 @@ class Engine : public Trainer {
          PipelineStagePart part = {});
   /// The same with make_plan(config) on the device the model is on (a library user places the model).
   Engine(std::shared_ptr<nn::GPT> model, Config config, dist::ProcessGroup* group = nullptr, PipelineStagePart part = {});
+  /// The same over a data-parallel group the engine keeps alive (a sub-group of the grid, pipeline/make_trainer.h).
+  Engine(std::shared_ptr<nn::GPT> model, Config config, Plan plan, std::shared_ptr<dist::ProcessGroup> group);
 
   /// Mean cross-entropy of one micro-batch (records the graph).   idx, targets: (B, T) i32
   Tensor forward(const Tensor& idx, const Tensor& targets);
@@ -169,6 +171,8 @@ class Engine : public Trainer {
   int dp_size() const { return group_ ? group_->size() : 1; }
   /// The data-parallel ranks (nullptr: one rank).
   dist::ProcessGroup* group() const { return group_; }
+  /// Tensor parallelism: the model's tensor group (tp::TensorParallelGPT; nullptr when the model is whole).
+  dist::ProcessGroup* tensor_group() const { return tensor_group_; }
   /// Model-state bytes measured by the allocator (tags param, grad, optim on this rank) at the last
   /// optimizer step, after the gradients were reduced and before the update (docs/design.md §9).
   const zero::ModelStateBytes& measured_model_states() const { return measured_states_; }
@@ -203,6 +207,9 @@ class Engine : public Trainer {
   StepTimes times_, last_times_;
   zero::ModelStateBytes measured_states_, measured_host_states_;
   dist::ProcessGroup* group_ = nullptr;
+  std::shared_ptr<dist::ProcessGroup> owned_group_;  ///< group_ when the engine keeps it alive
+  dist::ProcessGroup* tensor_group_ = nullptr;
+  std::vector<std::string> norm_excluded_;  ///< tp::TensorParallelGPT::norm_excluded: counted by another tensor rank
 };
 
 /// DeepSpeed's entry point: `deepspeed.initialize(model=..., config=...)`; `group` = the

@@ -74,7 +74,7 @@ std::vector<std::string> warnings_of(const Config& c, const Plan& p) {
 
 Plan make_plan(const Config& c, const PlanOverrides& o) {
   Plan p;
-  p.grid = {c.world_size, c.data_parallel_size, static_cast<int>(c.pipeline.stages), 1};
+  p.grid = {c.world_size, c.data_parallel_size, static_cast<int>(c.pipeline.stages), c.tensor_parallel.size};
   p.config_zero_stage = c.zero.stage;
   p.offload_optimizer = c.zero.offload_optimizer.enabled();
   p.offload_param = c.zero.offload_param.enabled();
@@ -93,7 +93,7 @@ Plan make_plan(const Config& c, const PlanOverrides& o) {
   p.activation_checkpointing = c.activation_checkpointing.enabled;
   // Each rank holds a part of the state when the optimizer is sharded or the model is split: a directory
   // of shards. Otherwise one rank writes the whole state to one file.
-  p.save_kind = p.zero_stage >= 1 || p.pipelined() ? SaveKind::sharded : SaveKind::single_file;
+  p.save_kind = p.zero_stage >= 1 || p.pipelined() || p.tensor_parallel() ? SaveKind::sharded : SaveKind::single_file;
   p.warnings = warnings_of(c, p);
   return p;
 }

@@ -33,7 +33,7 @@
 
 namespace minitorch::runtime {
 
-/// The ranks as a grid: world = data × pipeline × tensor (tensor is 1 until tensor parallelism lands).
+/// The ranks as a grid: world = data × pipeline × tensor (dist/grid.h orders them).
 struct RankGrid {
   int world = 1, data = 1, pipeline = 1, tensor = 1;
 };
@@ -71,6 +71,8 @@ struct Plan {
   std::vector<std::string> warnings;  ///< what runs otherwise than the config says, one line each
 
   bool pipelined() const { return grid.pipeline > 1; }
+  /// Each block's matrices split over grid.tensor ranks (tp/): the model is a tp::TensorParallelGPT.
+  bool tensor_parallel() const { return grid.tensor > 1; }
   bool sharded_save() const { return save_kind == SaveKind::sharded; }
   /// One line: "ZeRO stage 2 on 4 ranks (data 4 × pipeline 1), bf16, sim (24.00 MiB), micro 4 × accumulation 2".
   std::string describe() const;

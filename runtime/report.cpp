@@ -7,6 +7,8 @@
 #include "minitorch/allocator.h"
 #include "minitorch/atomic_file.h"
 #include "runtime/formulas.h"
+#include "tp/memory.h"
+#include "tp/vocab.h"
 
 namespace minitorch::runtime {
 
@@ -30,9 +32,11 @@ void RunReport::on_event(const events::Event& e) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (e.name == "step_begin") {
       this_step_ = {};
+      this_step_tensor_ = {};
       this_step_transfers_ = {};
     } else {  // what runs between steps (evaluation) is not step traffic
       last_step_ = this_step_;
+      last_step_tensor_ = this_step_tensor_;
       last_step_transfers_ = this_step_transfers_;
     }
     return;
@@ -49,6 +53,13 @@ void RunReport::on_event(const events::Event& e) {
     return;
   }
   if (e.category != events::Category::comm || e.kind != events::Kind::begin) return;
+  if (e.group == "tensor") {  // tensor parallelism's all-reduces: the rank_json's tensor_parallel entry
+    std::lock_guard<std::mutex> lock(mutex_);
+    this_step_tensor_.calls += 1;
+    this_step_tensor_.elements += e.elements;
+    this_step_tensor_.bytes += e.bytes;
+    return;
+  }
   for (std::size_t i = 0; i < kOps.size(); ++i)
     if (e.name == kOps[i]) {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -131,6 +142,7 @@ ordered_json RunReport::rank_json() const {
       comm[kOps[i]] = {{"calls", last_step_[i].calls}, {"elements", last_step_[i].elements}, {"bytes", last_step_[i].bytes}};
   }
   r["comm_last_step"] = comm;
+  if (const dist::ProcessGroup* tensor = engine_.tensor_group()) r["tensor_parallel"] = tensor_parallel_json(*tensor);
   // Every copy between host and device memory goes through minitorch::copy_between (Tensor::to), which
   // reports it; the run's input and output (batches up, the loss down) are counted apart as io_*.
   // ZeRO-Infinity's NVMe swap counts its reads and writes of the step as disk_read / disk_write.
@@ -143,9 +155,45 @@ ordered_json RunReport::rank_json() const {
   return r;
 }
 
+// This rank's slices and its tensor group's all-reduces of the last step, measured and by tp/memory.h's formulas.
+ordered_json RunReport::tensor_parallel_json(const dist::ProcessGroup& tensor) const {
+  const Config& c = engine_.config();
+  const Plan& plan = engine_.plan();
+  const nn::GPTConfig& m = engine_.model().config();
+  const int t = tensor.size(), e = plan.bytes.P;
+  std::int64_t held = 0;
+  for (const auto& [name, p] : engine_.model().named_parameters()) held += p.numel();
+  CommCount measured;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    measured = last_step_tensor_;
+  }
+  ordered_json j = {{"tp_rank", tensor.rank()},
+                    {"size", t},
+                    {"padded_vocab_size", tp::padded_vocab_size(m.vocab_size, t)},
+                    {"parameters", held},
+                    {"all_reduce_last_step", {{"calls", measured.calls}, {"elements", measured.elements},
+                                              {"bytes", measured.bytes}}}};
+  if (plan.pipelined()) return j;  // a stage's share: the pipeline section has the split
+  const std::int64_t G = c.gradient_accumulation_steps;
+  const tp::TensorTraffic per_micro = tp::tensor_traffic_per_micro_batch(
+      m, c.train_micro_batch_size_per_gpu, m.block_size, t, tensor.rank(), e, c.activation_checkpointing.enabled);
+  const std::int64_t norm = dist::all_reduce_volume(1, t, tensor.rank());  // the step's Σ g², one f32 (zero/strategy.h)
+  j["formula"] = {{"parameters", tp::parameters_per_rank(m, t)},
+                  {"parameters_text", "Vp/t·C + T·C + 2C + L·(6C + (12C² + 7C)/t)"},
+                  {"all_reduce_per_step", {{"calls", G * per_micro.calls + 1}, {"elements", G * per_micro.elements + norm},
+                                           {"bytes", G * per_micro.bytes + 4 * norm}}},
+                  {"all_reduce_text", "G·[(1 + 2L (+2L recomputed)) fwd + L bwd of B·T·C in e, L + 1 bwd of B·T·C and 3 of B·T in f32], "
+                                      "each 2(t−1)/t on the ring; + 1 scalar: the gradient norm's Σ g²"},
+                  {"block_activation_bytes", tp::block_activation_bytes(m, c.train_micro_batch_size_per_gpu,
+                                                                        m.block_size, t, e)},
+                  {"block_activation_text", "e·(4·BTC + (12·BTC + B·H·T²)/t) + 16·BT"}};
+  return j;
+}
+
 ordered_json RunReport::to_json(const std::vector<ordered_json>& ranks) const {
   const Config& c = engine_.config();
-  const std::int64_t psi = engine_.model().num_parameters();
+  const std::int64_t psi = engine_.model().model_parameters();
   const Plan& plan = engine_.plan();  // what ran (runtime/plan.h)
   const int n = plan.grid.data;
   const int stage = plan.zero_stage;
@@ -155,6 +203,7 @@ ordered_json RunReport::to_json(const std::vector<ordered_json>& ranks) const {
   j["world_size"] = plan.grid.world;
   j["data_parallel_size"] = n;
   j["pipeline_stages"] = plan.grid.pipeline;
+  j["tensor_parallel_size"] = plan.grid.tensor;
   j["zero_stage"] = stage;
   j["config_zero_stage"] = plan.config_zero_stage;
   j["strategy"] = engine_.strategy().name();
@@ -180,7 +229,9 @@ ordered_json RunReport::to_json(const std::vector<ordered_json>& ranks) const {
 ordered_json RunReport::formulas_json() const {
   const Config& c = engine_.config();
   const Plan& plan = engine_.plan();
-  const std::int64_t psi = engine_.model().num_parameters();
+  // Ψ of what each data-parallel group reduces and updates: the whole model, or a tensor rank's slices.
+  const std::int64_t psi = plan.tensor_parallel() ? tp::parameters_per_rank(engine_.model().config(), plan.grid.tensor)
+                                                  : engine_.model().model_parameters();
   const int n = plan.grid.data, stage = plan.zero_stage;
   const int G = static_cast<int>(c.gradient_accumulation_steps);
   const BytesPerParameter b = plan.bytes;

@@ -68,6 +68,8 @@ class RunReport : public events::Sink {
 
  private:
   nlohmann::ordered_json formulas_json() const;
+  /// rank_json's `tensor_parallel` entry (docs/report.md).
+  nlohmann::ordered_json tensor_parallel_json(const dist::ProcessGroup& tensor) const;
   const Engine& engine_;
   dist::ProcessGroup* group_;
   nlohmann::ordered_json steps_ = nlohmann::ordered_json::array();
@@ -76,6 +78,7 @@ class RunReport : public events::Sink {
   mutable std::mutex mutex_;
   std::array<CommCount, kOps.size()> this_step_{};  // since the last step_begin
   std::array<CommCount, kOps.size()> last_step_{};  // this_step_ at the last step_end: the last optimizer step
+  CommCount this_step_tensor_{}, last_step_tensor_{};  // the tensor group's all-reduces (tp/), apart from the rest
   TransferStats this_step_transfers_{}, last_step_transfers_{};  // host <-> device bytes, the same way
 };
 

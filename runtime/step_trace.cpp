@@ -28,7 +28,7 @@ json frames_run(const Engine& engine, int world_size) {
           {"zero_stage", plan.zero_stage},
           {"world_size", world_size},
           {"dtype", precision_name(plan.precision)},
-          {"num_parameters", engine.model().num_parameters()},
+          {"num_parameters", engine.model().model_parameters()},
           {"gradient_accumulation_steps", c.gradient_accumulation_steps},
           {"device", engine.device().str()},
           {"capacity_bytes", memory_capacity(engine.device()) > 0 ? json(memory_capacity(engine.device())) : json(nullptr)},

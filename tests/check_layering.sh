@@ -22,8 +22,8 @@ declare -A ALLOWED=(
   [tp]="dist autograd nn trace minitorch"
   [zero]="dist optim nn autograd trace minitorch"
   [gemini]="zero dist optim nn autograd trace minitorch"
-  [runtime]="gemini zero dist optim nn autograd data trace cuda minitorch"
-  [pipeline]="runtime gemini zero dist optim nn autograd data trace cuda minitorch"
+  [runtime]="gemini zero tp dist optim nn autograd data trace cuda minitorch"
+  [pipeline]="runtime gemini zero tp dist optim nn autograd data trace cuda minitorch"
 )
 # Our folders that no layer may include from (an include from them is a back-edge too).
 TOP_FOLDERS="tools lessons bench tests"

@@ -64,40 +64,72 @@ Tensor ParallelBlock::forward(const Tensor& x) const {
 }
 
 TensorParallelGPT::TensorParallelGPT(const nn::GPT& full, dist::ProcessGroup& group)
-    : config_(full.config()), group_(&group) {
-  check_head_split(config_, group.size());
+    : nn::GPT(full.config()), group_(&group) {
+  check_head_split(config(), group.size());
   TagScope scope(MemTag::param);
   transformer = register_module("transformer", std::make_shared<nn::Module>());
-  wte = transformer->register_module("wte", std::make_shared<VocabParallelEmbedding>(full.wte->weight, group));
+  parallel_wte = transformer->register_module("wte", std::make_shared<VocabParallelEmbedding>(full.wte->weight, group));
   wpe = transformer->register_module("wpe", std::make_shared<nn::Embedding>(full.wpe->weight.detach().clone()));
   auto h = transformer->register_module("h", std::make_shared<nn::Module>());
   for (std::size_t i = 0; i < full.blocks.size(); ++i)
-    blocks.push_back(h->register_module(std::to_string(i), std::make_shared<ParallelBlock>(*full.blocks[i], group)));
+    parallel_blocks.push_back(
+        h->register_module(std::to_string(i), std::make_shared<ParallelBlock>(*full.blocks[i], group)));
   ln_f = transformer->register_module("ln_f", copy_of(*full.ln_f));
-  lm_head = register_module("lm_head", std::make_shared<nn::Module>());
-  lm_head->register_parameter("weight", wte->weight);  // tied: one tensor, two names (as nanoGPT)
+  lm_head = register_module("lm_head", std::make_shared<nn::Linear>(parallel_wte->weight));  // tied, as nanoGPT
 }
 
-// idx: (B, T) -> (B, T, Vp/t)
-Tensor TensorParallelGPT::forward(const Tensor& idx) const {
-  return call({idx}, [&] {
-    const std::int64_t T = idx.size(1);
-    if (T > config_.block_size)
-      throw std::invalid_argument("TensorParallelGPT: a sequence of " + std::to_string(T) + " tokens, block size " +
-                                  std::to_string(config_.block_size));
-    Tensor x = ag::add(wte->forward(idx), wpe->forward(Tensor::arange(T)));  // (B, T, C)
-    for (const auto& block : blocks) x = block->forward(x);
-    // lm_head, tied to wte's slice, is a column-parallel product: f, then (B, T, C) x (Vp/t, C)^T
-    return ag::matmul(f(ln_f->forward(x), *group_), wte->weight, false, true);
-  });
+TensorParallelGPT::TensorParallelGPT(const nn::GPT& full, std::shared_ptr<dist::ProcessGroup> group)
+    : TensorParallelGPT(full, *group) {
+  owned_group_ = std::move(group);
 }
 
-// idx, targets: (B, T) -> scalar
-Tensor TensorParallelGPT::loss(const Tensor& idx, const Tensor& targets, std::int32_t ignore_index) const {
-  const Tensor logits = forward(idx);  // (B, T, Vp/t)
+// idx: (B, T) -> (B, T, C)
+Tensor TensorParallelGPT::embed(const Tensor& idx) const {
+  if (idx.dim() != 2 || idx.size(1) > config().block_size)
+    throw std::invalid_argument("TensorParallelGPT: idx must be (B, T) with T <= block size " +
+                                std::to_string(config().block_size) + ", got " + idx.describe());
+  Tensor positions;
+  {
+    TransferScope io(TransferPurpose::io);  // on a device, 0..T-1 go up with the tokens: the run's input
+    positions = Tensor::arange(idx.size(1)).to(idx.device());
+  }
+  return ag::add(parallel_wte->forward(idx), wpe->forward(positions));  // (B, T, C)
+}
+
+// x: (B, T, C) -> (B, T, C)
+Tensor TensorParallelGPT::run_block(std::int64_t i, const Tensor& x) const {
+  return parallel_blocks[static_cast<std::size_t>(i)]->forward(x);
+}
+
+// x: (B, T, C) -> (B, T, Vp/t)
+Tensor TensorParallelGPT::head(const Tensor& x) const {
+  // lm_head, tied to wte's slice, is a column-parallel product: f, then (B, T, C) x (Vp/t, C)^T
+  return ag::matmul(f(ln_f->forward(x), *group_), parallel_wte->weight, false, true);
+}
+
+// logits: (B, T, Vp/t), targets: (B, T) -> scalar
+Tensor TensorParallelGPT::loss_of_logits(const Tensor& logits, const Tensor& targets, std::int32_t ignore_index) const {
   const std::int64_t BT = logits.size(0) * logits.size(1);
-  return vocab_parallel_cross_entropy(ag::reshape(logits, {BT, logits.size(2)}), targets.reshape({BT}), wte->slice,
-                                      wte->vocab_size, *group_, ignore_index);
+  return vocab_parallel_cross_entropy(ag::reshape(logits, {BT, logits.size(2)}), targets.reshape({BT}),
+                                      parallel_wte->slice, parallel_wte->vocab_size, *group_, ignore_index);
+}
+
+bool TensorParallelGPT::is_split(const std::string& name) const {
+  // Split: the vocabulary (wte, tied lm_head), the column-parallel weights and biases, the row-parallel weights.
+  // Replicated: wpe, the LayerNorms, the row-parallel biases (added once, after g's sum).
+  auto ends_with = [&](const std::string& tail) {
+    return name.size() >= tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  return name == "transformer.wte.weight" || name == "lm_head.weight" || name.find(".c_attn.") != std::string::npos ||
+         name.find(".c_fc.") != std::string::npos || ends_with(".c_proj.weight");
+}
+
+std::vector<std::string> TensorParallelGPT::norm_excluded() const {
+  std::vector<std::string> out;
+  if (group_->rank() == 0) return out;
+  for (const auto& [name, p] : named_parameters())
+    if (!is_split(name)) out.push_back(name);
+  return out;
 }
 
 }  // namespace minitorch::tp

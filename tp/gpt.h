@@ -18,6 +18,7 @@
 /// f on ln_f's output backward, and the loss's three all-reduces of B·T floats.
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "dist/process_group.h"
@@ -59,29 +60,42 @@ class ParallelBlock : public nn::Module {
   std::shared_ptr<ParallelMLP> mlp;
 };
 
-class TensorParallelGPT : public nn::Module {
+/// An nn::GPT whose parts are split (the engines drive it as they drive the whole model: embed, run_block, head,
+/// loss_of_logits are overridden). wpe, ln_f and the `transformer` container are the base's members; the split
+/// token embedding and the parallel blocks are parallel_wte and parallel_blocks (the base's wte and blocks stay
+/// empty); lm_head is an nn::Linear over parallel_wte's weight (tied: one tensor, two names).
+class TensorParallelGPT : public nn::GPT {
  public:
   /// Takes `full`'s values (not its tensors: `full` can be dropped afterwards). Throws one clear error unless
   /// group.size() divides n_head (and so n_embd and 4·n_embd).
   TensorParallelGPT(const nn::GPT& full, dist::ProcessGroup& group);
-  /// Mean next-token cross-entropy, the same on every rank.   idx, targets: (B, T) i32 -> scalar
-  Tensor loss(const Tensor& idx, const Tensor& targets, std::int32_t ignore_index = -1) const;
-  /// This rank's logits.   idx: (B, T) i32 -> (B, T, Vp/t); columns wte->slice.start .., the first slice.valid real
-  Tensor forward(const Tensor& idx) const;
+  /// The same over a group the model keeps alive (a grid's tensor group, pipeline/make_trainer.h).
+  TensorParallelGPT(const nn::GPT& full, std::shared_ptr<dist::ProcessGroup> group);
 
-  const nn::GPTConfig& config() const { return config_; }
+  /// Token embedding (each rank looks up its vocabulary slice; g sums) + positions.   idx: (B, T) i32 -> (B, T, C)
+  Tensor embed(const Tensor& idx) const override;
+  /// parallel_blocks[i].   x: (B, T, C) -> (B, T, C)
+  Tensor run_block(std::int64_t i, const Tensor& x) const override;
+  /// This rank's logits: ln_f, f, the product with the weight slice.   x: (B, T, C) -> (B, T, Vp/t), columns
+  /// parallel_wte->slice.start .., the first slice.valid real
+  Tensor head(const Tensor& x) const override;
+  /// The vocabulary-parallel cross-entropy (tp/cross_entropy.h).   logits: (B, T, Vp/t), targets: (B, T) -> scalar,
+  /// the same on every rank
+  Tensor loss_of_logits(const Tensor& logits, const Tensor& targets, std::int32_t ignore_index = -1) const override;
+
   dist::ProcessGroup& group() const { return *group_; }
+  /// Whether parameter `name` is split over the group (its slices differ) or replicated (the same on every rank).
+  bool is_split(const std::string& name) const;
+  /// The parameters this rank leaves out of the global gradient norm: the replicated ones on every rank but tp
+  /// rank 0, which counts them once for the group (Megatron's rule); none on rank 0.
+  std::vector<std::string> norm_excluded() const;
 
-  std::shared_ptr<nn::Module> transformer;
-  std::shared_ptr<VocabParallelEmbedding> wte;
-  std::shared_ptr<nn::Embedding> wpe;
-  std::vector<std::shared_ptr<ParallelBlock>> blocks;
-  std::shared_ptr<nn::LayerNorm> ln_f;
-  std::shared_ptr<nn::Module> lm_head;  // holds "weight", the same tensor as wte->weight
+  std::shared_ptr<VocabParallelEmbedding> parallel_wte;       // transformer.wte: (Vp/t, C)
+  std::vector<std::shared_ptr<ParallelBlock>> parallel_blocks;  // transformer.h.i
 
  private:
-  nn::GPTConfig config_;
   dist::ProcessGroup* group_;
+  std::shared_ptr<dist::ProcessGroup> owned_group_;  ///< group_ when the model keeps it alive
 };
 
 }  // namespace minitorch::tp

@@ -1,7 +1,8 @@
 #pragma once
 /// \file memory.h
-/// What tensor parallelism leaves on each of t ranks, from the GPT's shapes (docs/design.md §14); tested to the
-/// byte against the allocator (tests/tp_mpi/test_tp_gpt.cpp) and printed by bench-tp.
+/// What tensor parallelism leaves on each of t ranks and what it sends, from the GPT's shapes (docs/design.md §14);
+/// tested to the byte against the allocator and the group's counts (tests/tp_mpi), in the run report's
+/// `tensor_parallel` section and printed by bench-tp.
 ///
 /// Parameters per rank (elements): the split matrices a t-th, the replicated pieces whole —
 ///   wte Vp/t·C (Vp: tp/vocab.h) + wpe T·C + ln_f 2C
@@ -15,6 +16,16 @@
 /// output (BTC/t), c_fc's and GELU's outputs (8·BTC/t); the LayerNorms' mean and rstd in f32. With t = 1 this is
 /// lesson 08's count e·(16·BTC + B·H·T²) + 16·BT; it is Megatron's sbh(10 + 24/t + 5as/(ht)) (Korthikanti et al.
 /// 2022) without dropout masks, with our f32 statistics.
+///
+/// The tensor group's all-reduces per micro-batch (forward and backward), activations (B, T, C):
+///   forward   the embedding's g, 2 g's per block (after attn.c_proj and mlp.c_proj)      1 + 2L   e bytes
+///             again 2 per block with activation checkpointing (the recompute)            + 2L     e bytes
+///             the loss: the max, Σ exp and the target's logit of B·T rows                3        f32
+///   backward  attention's f (before c_attn): its backward through the 16-bit q, k, v     L        e bytes
+///             the MLP's f (before c_fc) and ln_f's (before the head): f32 gradients      L + 1    f32
+///             (an f32 gradient times a 16-bit weight stays f32)
+/// (e: the parameters' dtype, 4 or 2.) Each all-reduce of n elements
+/// sends dist::all_reduce_volume(n, t, rank) ≈ 2(t−1)/t·n from this rank on the ring.
 #include <cstdint>
 
 #include "nn/gpt_config.h"
@@ -28,5 +39,14 @@ void check_head_split(const nn::GPTConfig& config, int t);
 std::int64_t parameters_per_rank(const nn::GPTConfig& config, int t);
 /// One block's saved activations per rank, in bytes, for micro-batch B, T tokens, e bytes an element.
 std::int64_t block_activation_bytes(const nn::GPTConfig& config, std::int64_t B, std::int64_t T, int t, int e);
+
+/// All-reduces of the tensor group: how many, and the elements and bytes this rank sends on the ring.
+struct TensorTraffic {
+  std::int64_t calls = 0, elements = 0, bytes = 0;
+};
+/// One micro-batch's all-reduces (the table above) on tensor rank `rank` of `t`: B sequences of T tokens,
+/// parameters of e bytes, `recompute`: activation checkpointing runs the blocks' forward again.
+TensorTraffic tensor_traffic_per_micro_batch(const nn::GPTConfig& config, std::int64_t B, std::int64_t T, int t,
+                                             int rank, int e, bool recompute);
 
 }  // namespace minitorch::tp

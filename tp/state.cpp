@@ -46,11 +46,11 @@ nn::NamedTensors full_state_dict(const TensorParallelGPT& m) {
   dist::ProcessGroup& g = m.group();
   nn::NamedTensors out;
   auto add = [&](const std::string& name, const Tensor& t) { out.emplace_back(name, t); };
-  const Tensor wte = gather_rows(m.wte->weight.detach(), g).narrow(0, 0, m.wte->vocab_size).contiguous();
+  const Tensor wte = gather_rows(m.parallel_wte->weight.detach(), g).narrow(0, 0, m.parallel_wte->vocab_size).contiguous();
   add("transformer.wte.weight", wte);
   add("transformer.wpe.weight", m.wpe->weight.detach().clone());
-  for (std::size_t i = 0; i < m.blocks.size(); ++i) {
-    const ParallelBlock& b = *m.blocks[i];
+  for (std::size_t i = 0; i < m.parallel_blocks.size(); ++i) {
+    const ParallelBlock& b = *m.parallel_blocks[i];
     const std::string h = "transformer.h." + std::to_string(i);
     auto layer_norm = [&](const std::string& name, const nn::LayerNorm& ln) {
       add(name + ".weight", ln.weight.detach().clone());

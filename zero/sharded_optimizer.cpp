@@ -82,7 +82,7 @@ StepResult ShardedOptimizer::step(const StepRequest& r) {
   return run_step(r, adamw(), {
     // The global norm from one scalar: Σ g² over every rank's shard (padding is zero and unowned).
     .sum_squares = [&] {
-      Tensor sum_sq = Tensor::full({1}, static_cast<float>(tiled_sum_squares(adamw(), tile_elements_)), DType::f32,
+      Tensor sum_sq = Tensor::full({1}, static_cast<float>(tiled_sum_squares(adamw(), tile_elements_, r.norm_excluded)), DType::f32,
                                    group_.device());
       group_.all_reduce(sum_sq, dist::ReduceOp::sum);
       return static_cast<double>(sum_sq.item());

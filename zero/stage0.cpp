@@ -79,7 +79,14 @@ StepResult Stage0::step(const StepRequest& r) {
   const std::vector<Tensor> params = optimizer_->parameters();
   return run_step(r, *optimizer_, {
     // Every rank holds the same averaged gradients: every rank finds the same norm and takes the same decision.
-    .sum_squares = [&] { return optim::grad_sum_squares(params); },
+    .sum_squares = [&] {
+      if (r.norm_excluded.empty()) return optim::grad_sum_squares(params);
+      std::vector<Tensor> counted;  // a tensor-parallel rank's: without the replicated ones another rank counts
+      for (const auto& group : optimizer_->param_groups())
+        for (const auto& [name, p] : group.params)
+          if (std::find(r.norm_excluded.begin(), r.norm_excluded.end(), name) == r.norm_excluded.end()) counted.push_back(p);
+      return optim::grad_sum_squares(counted);
+    },
     .update = [&](double clip) {
       update(params, clip, r.loss_scale);
       update_frame(*this, /*replicated=*/ddp_ != nullptr);

@@ -8,7 +8,7 @@ namespace minitorch::zero {
 
 StepResult run_step(const StepRequest& r, optim::AdamW& adamw, const StepParts& parts) {
   // Every rank gets the same sum, so every rank takes the same overflow decision.
-  const double norm = std::sqrt(sum_over_pipeline(r, parts.sum_squares())) / r.loss_scale;
+  const double norm = std::sqrt(sum_over_model(r, parts.sum_squares())) / r.loss_scale;
   adamw.set_lr(r.lr);
   if (!std::isfinite(norm) && r.skip_on_overflow) {  // fp16 overflow: nothing changes but the gradients
     parts.zero_gradients();

@@ -3,7 +3,7 @@
 /// The optimizer step of every stage (GradientStrategy::step, zero/strategy.h), written once:
 ///
 ///   norm     √(Σ g²) / loss scale: Σ g² of the gradients this rank holds, summed over the ranks that hold
-///            the others and over the pipeline (sum_over_pipeline), so every rank finds the same norm
+///            the others and over the pipeline and the tensor group (sum_over_model), so every rank finds the same norm
 ///   skip     not finite and skip_on_overflow (fp16 overflow): the gradients zeroed, nothing else changes
 ///   clip     multiplier max_norm / (norm + 1e-6) when the norm is above max_norm (optim/clip.h), else 1
 ///   update   this rank's parameters (or shard) with each gradient × clip / loss scale
@@ -22,7 +22,8 @@ namespace minitorch::zero {
 
 /// The parts of a step that differ between the stages.
 struct StepParts {
-  /// Σ g² of the (loss-scaled) gradients, over every rank of the data-parallel group; not yet the pipeline.
+  /// Σ g² of the (loss-scaled) gradients, over every rank of the data-parallel group, without
+  /// StepRequest::norm_excluded; not yet the pipeline or the tensor group.
   std::function<double()> sum_squares;
   /// The update with `clip` (in (0, 1]) and the request's loss scale, then what follows it (frames, gathers).
   std::function<void(double clip)> update;

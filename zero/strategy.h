@@ -61,6 +61,11 @@ struct StepRequest {
   /// rank holds is summed over it too (one scalar all-reduce), so every pipeline stage clips by the global
   /// norm of the whole model. nullptr: this rank's data-parallel group holds the whole model.
   dist::ProcessGroup* pipeline = nullptr;
+  /// Tensor parallelism: this rank's tensor group (nullptr: none). Σ g² is summed over it as over the pipeline,
+  /// leaving out of this rank's sum the parameters `norm_excluded` names (the replicated ones, on every tensor
+  /// rank but the first: tp::TensorParallelGPT::norm_excluded), so each parameter counts once.
+  dist::ProcessGroup* tensor = nullptr;
+  std::vector<std::string> norm_excluded;
 };
 /// What one optimizer step did.
 struct StepResult {
@@ -127,9 +132,10 @@ class GradientStrategy {
   }
 };
 
-/// Σ g² of this rank's gradients plus the other pipeline stages' when `request.pipeline` is set (one scalar
-/// all-reduce over the pipeline, every pipeline stage gets the same sum); else `sum_squares` unchanged.
-double sum_over_pipeline(const StepRequest& request, double sum_squares);
+/// Σ g² of this rank's gradients plus the other pipeline stages' when `request.pipeline` is set and the other
+/// tensor ranks' when `request.tensor` is (one scalar all-reduce over each, every rank gets the same sum); else
+/// `sum_squares` unchanged.
+double sum_over_model(const StepRequest& request, double sum_squares);
 
 /// AdamW over `params` with the optimizer's `options` and nanoGPT's decay groups (2-D
 /// weights decay, biases and LayerNorm gains do not). Shared by every stage.

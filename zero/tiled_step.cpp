@@ -72,9 +72,22 @@ Tensor widened_gradients(const optim::AdamW& adamw, const std::vector<Segment>& 
 
 }  // namespace
 
-double tiled_sum_squares(const optim::AdamW& adamw, std::int64_t tile_elements) {
+double tiled_sum_squares(const optim::AdamW& adamw, std::int64_t tile_elements, const std::vector<std::string>& excluded) {
   double total = 0;
-  for (const auto& tile : plan_tiles(adamw, tile_elements)) total += ops::sum_squares(widened_gradients(adamw, tile, 1.f));
+  const auto& groups = adamw.param_groups();
+  auto counted = [&](const Segment& s) {
+    const std::string& name = groups[s.group].params[s.index].first;
+    return std::find(excluded.begin(), excluded.end(), name.substr(0, name.find('['))) == excluded.end();
+  };
+  for (const auto& tile : plan_tiles(adamw, tile_elements)) {
+    const Tensor buf = widened_gradients(adamw, tile, 1.f);
+    if (excluded.empty()) {
+      total += ops::sum_squares(buf);
+      continue;
+    }
+    for (const Segment& s : tile)
+      if (counted(s)) total += ops::sum_squares(buf.narrow(0, s.offset, s.length));
+  }
   return total;
 }
 

@@ -23,12 +23,17 @@
 /// \endcode
 #include <cstdint>
 
+#include <string>
+#include <vector>
+
 #include "optim/adamw.h"
 
 namespace minitorch::zero {
 
-/// Σ g² (in double) over the gradients of every parameter of `adamw` that has one, tile by tile.
-double tiled_sum_squares(const optim::AdamW& adamw, std::int64_t tile_elements);
+/// Σ g² (in double) over the gradients of every parameter of `adamw` that has one, tile by tile; the parameters
+/// `excluded` names (a piece "<name>[a:b]" by its parameter's name) are left out (StepRequest::norm_excluded).
+double tiled_sum_squares(const optim::AdamW& adamw, std::int64_t tile_elements,
+                         const std::vector<std::string>& excluded = {});
 /// One AdamW step (AdamW::begin_step, then AdamW::update per piece of each tile) with every gradient
 /// multiplied by `grad_multiplier` in f32 on the way; the gradients themselves are not modified.
 void tiled_adamw_step(optim::AdamW& adamw, float grad_multiplier, std::int64_t tile_elements);

@@ -60,7 +60,8 @@ TEST(L03_Config, EveryTableKeyBehavesAsItsStatusSays) {
         continue;
       }
       Config c;
-      const int world = path == "pipeline.stages" ? 2 : 1;  // the example's 2 stages need ranks to divide
+      // the examples' 2 stages or 2 tensor ranks need ranks to divide
+      const int world = path == "pipeline.stages" || path.starts_with("tensor_parallel.") ? 2 : 1;
       ASSERT_NO_THROW(c = parse(text, world));
       if (path.starts_with("aio.")) {  // the aio section alone, without NVMe offload, also says that it does nothing
         ASSERT_FALSE(c.warnings.empty());
@@ -235,6 +236,41 @@ TEST(L09_Config, BadPipelineInputIsOneClearError) {
   EXPECT_TRUE(contains(msg, "pipeline.schedule must be one of gpipe, 1f1b, got 'interleaved'")) << msg;
   msg = parse_error(with(R"("pipeline": {"stages": 2, "partition_method": "type:Block"})"), 2);
   EXPECT_TRUE(contains(msg, "pipeline.partition_method must be one of parameters, uniform")) << msg;
+}
+
+TEST(L13_Config, TensorParallelSectionAndItsBatchArithmetic) {
+  // 8 ranks, 2 stages, t = 2: 2 data-parallel replicas (world / (stages · t)), and the batch rule uses them.
+  Config c = parse(with(R"("gradient_accumulation_steps": 3, "pipeline": {"stages": 2},
+                           "tensor_parallel": {"autotp_size": 2})"), 8);
+  EXPECT_TRUE(c.warnings.empty()) << c.warnings[0];
+  EXPECT_EQ(c.tensor_parallel.size, 2);
+  EXPECT_EQ(c.data_parallel_size, 2);
+  EXPECT_EQ(c.train_batch_size, 2 * 3 * 2);
+  // Our `size` says the same; both equal is fine; 0 and 1 are off.
+  EXPECT_EQ(parse(with(R"("tensor_parallel": {"size": 2, "autotp_size": 2})"), 2).data_parallel_size, 1);
+  EXPECT_EQ(parse(with(R"("tensor_parallel": {"autotp_size": 0})"), 2).tensor_parallel.size, 1);
+  EXPECT_EQ(parse(with(R"("tensor_parallel": {"size": 1})"), 2).data_parallel_size, 2);
+  // DeepSpeed's other keys are read and warn, naming why.
+  c = parse(with(R"("tensor_parallel": {"size": 2, "tp_overlap_comm": true})"), 2);
+  ASSERT_EQ(c.warnings.size(), 1u);
+  EXPECT_TRUE(contains(c.warnings[0], "tensor_parallel.tp_overlap_comm")) << c.warnings[0];
+}
+
+TEST(L13_Config, BadTensorParallelInputIsOneClearError) {
+  std::string msg = parse_error(with(R"("tensor_parallel": {"size": 2, "autotp_size": 4})"), 4);
+  EXPECT_TRUE(contains(msg, "tensor_parallel.autotp_size (4) and tensor_parallel.size (2) differ")) << msg;
+  msg = parse_error(with(R"("tensor_parallel": {"size": 3})"), 3);  // the baby GPT has 4 heads
+  EXPECT_TRUE(contains(msg, "tensor_parallel.size 3 does not divide the model's 4 heads (model.n_head)")) << msg;
+  msg = parse_error(with(R"("tensor_parallel": {"size": 2}, "pipeline": {"stages": 2})"), 2);
+  EXPECT_TRUE(contains(msg, "tensor_parallel.size 2 × pipeline.stages 2 does not divide the world size (2)")) << msg;
+  EXPECT_TRUE(contains(msg, "run with a multiple of 4 ranks")) << msg;
+  msg = parse_error(with(R"("tensor_parallel": {"size": 2}, "zero_optimization": {"stage": 3})"), 4);
+  EXPECT_TRUE(contains(msg, "zero_optimization.stage 3 with tensor_parallel.size 2 is not supported")) << msg;
+  EXPECT_TRUE(contains(msg, "use zero_optimization.stage 0, 1 or 2")) << msg;
+  msg = parse_error(with(R"("tensor_parallel": {"size": -1})"), 2);
+  EXPECT_TRUE(contains(msg, "tensor_parallel sizes must be >= 0")) << msg;
+  for (int stage : {1, 2}) EXPECT_NO_THROW(parse(with(R"("tensor_parallel": {"size": 2}, "zero_optimization": {"stage": )" +
+                                                     std::to_string(stage) + "}"), 4));
 }
 
 TEST(L03_Config, OffloadOptimizerToTheCpuAtStages1To3AndParamsAtStage3WithIt) {

@@ -96,7 +96,7 @@ TEST(L13_TensorParallelGpt, LossGradientsAndSixStepsEqualOneRank) {
       for (const auto& [name, p] : full.named_parameters()) full_grads[name] = p.grad();
       for (const auto& [name, p] : model.named_parameters()) {
         ASSERT_TRUE(full_grads.count(name)) << name;
-        const Tensor want = full_slice(name, full_grads[name], p.shape(), r, t, model.wte->slice);
+        const Tensor want = full_slice(name, full_grads[name], p.shape(), r, t, model.parallel_wte->slice);
         EXPECT_LT(max_abs_diff(p.grad(), want), 1e-6) << name;
       }
     }
