@@ -5,7 +5,7 @@
 // line: the median step; the time inside the tensor group's all-reduces (from the collectives' begin/end
 // events) and its share of the step; the rank's parameter bytes (the allocator's param tag, and
 // tp::parameters_per_rank's formula) and activation peak (the activation tag); the elements its all-reduces
-// sent per step against the formula
+// sent per step against tp::tensor_traffic_per_micro_batch (tp/memory.h):
 //   forward (1 + 2L)·v(BTC) + 3·v(BT), backward (2L + 1)·v(BTC),   v(n) = 2(t−1)/t·n (dist/process_group.h).
 #include <chrono>
 #include <cstdio>
@@ -62,7 +62,7 @@ int main(int argc, char** argv) {
   const int t = world.size(), r = world.rank();
   nn::GPTConfig cfg = nn::GPTConfig::named("small");
   cfg.vocab_size = 65;
-  const std::int64_t B = micro, T = cfg.block_size, C = cfg.n_embd, L = cfg.n_layer;
+  const std::int64_t B = micro, T = cfg.block_size;
 
   std::unique_ptr<tp::TensorParallelGPT> model;
   {
@@ -108,8 +108,8 @@ int main(int argc, char** argv) {
     activation_peak = memory_stats().peak(MemTag::activation) - before;
     elements = world.stats().elements;
   }
-  const auto v = [&](std::int64_t n) { return dist::all_reduce_volume(n, t, r); };
-  const std::int64_t formula = (1 + 2 * L) * v(B * T * C) + 3 * v(B * T) + (2 * L + 1) * v(B * T * C);
+  const std::int64_t formula =
+      tp::tensor_traffic_per_micro_batch(cfg, B, T, t, r, /*e=*/4, /*recompute=*/false).elements;
   const double step = bench::median(step_s), comm = bench::median(comm_s);
   if (r == 0)
     std::printf("bench-tp: t %d | %s B=%lld | step %.1f ms | all-reduce %.1f ms (%.1f%%) | param %lld B | activation peak "

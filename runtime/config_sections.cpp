@@ -242,7 +242,6 @@ void parse_small_sections(SectionReader& r, Config& c) {
     std::int64_t autotp = 0, size = 0;
     tr.get("autotp_size", autotp);  // DeepSpeed's: 0 (off) or the size
     tr.get("size", size);           // ours
-    if (autotp < 0 || size < 0) tr.fail("tensor_parallel sizes must be >= 0 (0 or 1 = off)");
     if (autotp > 0 && size > 0 && autotp != size)
       tr.fail("tensor_parallel.autotp_size (" + std::to_string(autotp) + ") and tensor_parallel.size (" +
               std::to_string(size) + ") differ: they are the same setting, give one");

@@ -348,6 +348,13 @@ std::string Engine::wall_clock_report(bool with_legend) const {
   return os.str();
 }
 
+std::string tensor_parallel_save_problem(const Config& config) {
+  return config.source + ": saving or resuming a tensor-parallel run (tensor_parallel.size " +
+         std::to_string(config.tensor_parallel.size) +
+         ") is not available yet: its checkpoint of each rank's slices is still to be written; train without a save "
+         "(--out \"\" or training.checkpoint \"\") and without --resume, or with tensor_parallel.size 1";
+}
+
 std::unique_ptr<Engine> initialize(std::shared_ptr<nn::GPT> model, const Config& config,
                                    dist::ProcessGroup* group) {
   return std::make_unique<Engine>(std::move(model), config, group);

@@ -224,6 +224,11 @@ std::unique_ptr<Engine> initialize(std::shared_ptr<nn::GPT> model, const Config&
 /// without a plan).
 Plan plan_on_model_device(const Config& config, const nn::GPT& model);
 
+/// Why a tensor-parallel run cannot save or resume yet (its sharded checkpoint of each rank's slices is not written
+/// yet): one sentence naming what to do instead. save_checkpoint, save_shards and resume_from throw it as a
+/// ConfigError; minitorch-train refuses --out and --resume with it before step 1.
+std::string tensor_parallel_save_problem(const Config& config);
+
 /// The model shape a config asks for, with the vocabulary from the tokenizer when the config leaves
 /// it 0 (and a clear error when they disagree); refused at once when it cannot fit in this
 /// machine's memory (runtime/model_budget.h).

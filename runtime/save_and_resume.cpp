@@ -9,6 +9,7 @@ namespace minitorch::runtime {
 
 void save_checkpoint(const std::string& path, const Engine& engine, const data::Tokenizer& tokenizer,
                      const std::string& run_id) {
+  if (engine.tensor_group()) throw ConfigError(tensor_parallel_save_problem(engine.config()));
   if (engine.plan().sharded_save()) return save_sharded_checkpoint(path, engine, tokenizer, run_id);
   save_single_file_checkpoint(path, engine, tokenizer, run_id);
 }
@@ -54,6 +55,7 @@ void check_complete(const std::string& path) {
 }
 
 ResumeInfo resume_from(const std::string& given, Engine& engine) {
+  if (engine.tensor_group()) throw ConfigError(tensor_parallel_save_problem(engine.config()));
   const LocatedSave where = locate_save(given);
   const std::string& path = where.path;
   const FullState st = is_sharded_checkpoint(path) ? read_sharded_checkpoint(path) : read_single_file_checkpoint(path);

@@ -138,6 +138,7 @@ void save_sharded_checkpoint(const std::string& dir, const Engine& engine, const
 void save_shards(const std::string& dir, const Engine& engine, const data::Tokenizer& tokenizer, const std::string& run_id,
                  dist::ProcessGroup& group, const nn::NamedTensors& mine, int pipeline_stages,
                  const std::function<void(int)>& before_step) {
+  if (engine.tensor_group()) throw ConfigError(tensor_parallel_save_problem(engine.config()));
   const int rank = group.rank(), world = group.size();
   if (world != engine.dp_size() * pipeline_stages)
     throw std::logic_error("save_shards: " + std::to_string(world) + " ranks write, but the grid is " +

@@ -39,6 +39,8 @@
 #include "runtime/report.h"
 #include "runtime/save_and_resume.h"
 #include "runtime/save_target.h"
+#include "tp/memory.h"
+#include "tp/vocab.h"
 
 using namespace minitorch;
 
@@ -95,7 +97,9 @@ runtime::Config read_config(const Flags& flags, dist::ProcessGroup& world) {
 
 /// Every file the run will write, checked before step 1 (rank 0): found now, not after an hour of training.
 /// Nothing a minitorch save did not write is ever replaced (runtime/save_target.h).
-void check_outputs(const Flags& flags, const std::string& out, const runtime::Plan& plan) {
+void check_outputs(const Flags& flags, const std::string& out, const runtime::Config& cfg, const runtime::Plan& plan) {
+  if (plan.tensor_parallel() && (!out.empty() || !flags.resume.empty()))
+    throw runtime::ConfigError(runtime::tensor_parallel_save_problem(cfg));
   if (!out.empty()) {
     tools::ensure_writable(out, "--out", plan.sharded_save());
     if (std::string problem = runtime::save_target_problem(out, plan.save_kind); !problem.empty())
@@ -130,15 +134,21 @@ void print_summary(const runtime::Config& cfg, const runtime::Plan& plan, const 
                    const data::TextDataset& ds, const std::string& data_path, double timeout) {
   const nn::GPT& model = trainer.engine().model();
   std::printf("model %s: %.2fM parameters | data %s: %lld train / %lld val tokens, vocab %lld\n",
-              model.config().describe().c_str(), static_cast<double>(model.num_parameters()) / 1e6, data_path.c_str(),
+              model.config().describe().c_str(), static_cast<double>(model.model_parameters()) / 1e6, data_path.c_str(),
               static_cast<long long>(ds.size(data::Split::train)), static_cast<long long>(ds.size(data::Split::val)),
               static_cast<long long>(ds.tokenizer().vocab_size()));
-  std::printf("batch %lld = micro %lld x accumulation %lld x ranks %d | steps %lld | threads %d%s | comm timeout %g s\n",
+  std::printf("batch %lld = micro %lld x accumulation %lld x data ranks %d | steps %lld | threads %d%s | comm timeout %g s\n",
               static_cast<long long>(plan.global_batch), static_cast<long long>(plan.micro_batch),
               static_cast<long long>(plan.accumulation), plan.grid.data, static_cast<long long>(cfg.training.steps),
               num_threads(), plan.precision == runtime::Precision::bf16 ? " | bf16"
                              : plan.precision == runtime::Precision::f16 ? " | fp16 (loss scaling)" : "",
               timeout);
+  if (plan.tensor_parallel())  // Megatron's split (tp/): what each rank of a tensor group holds
+    std::printf("tensor parallel: grid data %d x pipeline %d x tensor %d | each rank %.3fM parameters (Ψ/t plus the "
+                "replicated), vocabulary padded to %lld\n",
+                plan.grid.data, plan.grid.pipeline, plan.grid.tensor,
+                static_cast<double>(tp::parameters_per_rank(model.config(), plan.grid.tensor)) / 1e6,
+                static_cast<long long>(tp::padded_vocab_size(model.config().vocab_size, plan.grid.tensor)));
   if (plan.device.is_sim())
     std::printf("device sim (each rank: a simulated accelerator, %s)\n",
                 plan.device_capacity > 0 ? ("capacity " + runtime::format_mib(static_cast<double>(plan.device_capacity))).c_str()
@@ -260,7 +270,7 @@ void train(Flags flags) {
   const std::string data_path = !flags.data.empty() ? flags.data : cfg.training.data.empty() ? "datasets/kjv.txt" : cfg.training.data;
   const std::string out = flags.out ? *flags.out : cfg.training.checkpoint;  // "" = don't save
   const std::string run_id = runtime::new_run_id(world);  // names every save of this run (checkpoint manifest)
-  if (world.rank() == 0) check_outputs(flags, out, plan);
+  if (world.rank() == 0) check_outputs(flags, out, cfg, plan);
   const data::TextDataset ds = load_data(cfg, data_path, flags.resume);
   const nn::GPTConfig mcfg = runtime::model_config(cfg, ds.tokenizer().vocab_size());
   if (world.rank() == 0)

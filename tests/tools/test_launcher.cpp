@@ -172,7 +172,7 @@ TEST(L05_Launcher, LocalhostHostfileTrainsOnItsSlots) {
                     "MINITORCH_NUM_THREADS=1 OMPI_MCA_rmaps_base_oversubscribe=1");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(mt_test::contains(r.output, "minitorch-run: mpirun --bind-to none")) << r.output;
-  EXPECT_TRUE(mt_test::contains(r.output, "x ranks 2 |")) << r.output;
+  EXPECT_TRUE(mt_test::contains(r.output, "x data ranks 2 |")) << r.output;
   EXPECT_TRUE(mt_test::contains(r.output, "step     2/2")) << r.output;
 }
 

@@ -23,7 +23,7 @@ TEST(L06_ZeroConfigs, EachStageConfigTrainsOnTwoRanksAsItsStage) {
             " --steps 2 --report " + report + " --out " + dir.path("zero" + std::to_string(stage))));
     ASSERT_EQ(r.exit_code, 0) << r.output;
     EXPECT_THAT(r.output, HasSubstr("(2 shards and a manifest)")) << "a sharded checkpoint: a directory";
-    EXPECT_THAT(r.output, HasSubstr("batch 32 = micro 8 x accumulation 2 x ranks 2"));
+    EXPECT_THAT(r.output, HasSubstr("batch 32 = micro 8 x accumulation 2 x data ranks 2"));
     const nlohmann::json j = nlohmann::json::parse(std::ifstream(report));
     EXPECT_EQ(j["zero_stage"], stage);
     EXPECT_EQ(j["config_zero_stage"], stage);
@@ -62,7 +62,7 @@ TEST(L06_ZeroConfigs, TheSeedsExampleConfigRunsUnchangedOnFourRanks) {
                                                                         " --steps 2"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("warning: zero_optimization.sub_group_size only affects ZeRO stage 3"));
-  EXPECT_THAT(r.output, HasSubstr("batch 16 = micro 1 x accumulation 4 x ranks 4"));
+  EXPECT_THAT(r.output, HasSubstr("batch 16 = micro 1 x accumulation 4 x data ranks 4"));
   EXPECT_THAT(r.output, HasSubstr("bf16"));
   EXPECT_EQ(mt_test::error_lines(r.output), 0) << r.output;
 }
