@@ -366,3 +366,29 @@ TEST(L03_EvalCli, TheModelFileAloneIsEnough) {
   auto s = run_command(bin("minitorch-sample") + " --checkpoint " + ckpt + " --tokens 5");
   EXPECT_EQ(s.exit_code, 0) << s.output;
 }
+
+TEST(L13_TrainCli, TensorParallelRunsTrainAndRefuseWhatTheyCannotDoYet) {
+  // 2 ranks, one tensor group of 2 (the tiny model's 2 heads split): it trains without a save.
+  mt_test::TempDir dir;
+  std::string text = kTinyConfig;
+  text.replace(text.find("\"train_batch_size\": 4, "), 23, "");
+  text.insert(text.rfind('}'), R"(, "tensor_parallel": {"autotp_size": 2})");
+  const std::string cfg = dir.write("tp.json", text), data = corpus(dir);
+  auto run = [&](const std::string& extra) {
+    return run_command(mt_test::mpirun_command("minitorch-train", 2, "--config " + cfg + " --data " + data + " " + extra));
+  };
+  auto r = run("--out ''");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("tensor parallel: grid data 1 x pipeline 1 x tensor 2"));
+  EXPECT_THAT(r.output, HasSubstr("step     2/2"));
+  // A save (its checkpoint of slices is not written yet) is refused before step 1, naming what to do.
+  r = run("--out " + dir.path("ckpt"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("saving or resuming a tensor-parallel run (tensor_parallel.size 2) is not available yet"));
+  EXPECT_THAT(r.output, testing::Not(HasSubstr("step ")));
+  EXPECT_FALSE(std::filesystem::exists(dir.path("ckpt")));
+  // The simulated accelerator runs the CPU kernels, but the split layers are checked on the CPU only.
+  r = run("--out '' --device sim");
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("tensor_parallel.size 2 on --device sim is not available yet"));
+}
