@@ -229,16 +229,19 @@ demo: configure data
 # ---- the lessons (lessons/NN_topic/) ----
 # `make lesson-NN` builds lesson NN (so the binary has your edits) and runs it from the repository
 # root; ARGS passes options (make lesson-03 ARGS="--auto --quick"). The lessons of MPI_LESSONS run under
-# mpirun on LESSON_NP ranks, as `make demo` does (-q: Open MPI's own banners off; the lesson prints its errors).
+# mpirun on LESSON_NP ranks, as `make demo` does (-q: Open MPI's own banners off; the lesson prints its errors),
+# or on LESSON_NP_NN where a lesson sets its own (lesson 13: 8 ranks, its 2 × 2 × 2 grid).
 # `make test-lesson-NN` builds everything, then runs lesson NN's tests: the ctest tests named LNN_... and,
 # for lesson 05, the multi-rank suites (dist_mpi, zero_mpi, runtime_mpi), for lessons 06 and 07 zero_mpi (their L06_Zero1/2,
 # L07_Zero3 tests) and runtime_mpi (L06_RunReport, L06_ShardedCheckpoint), for lesson 10 zero_mpi (L10_SimDevice,
 # L10_T1_Offload) and runtime_mpi, for lesson 11 zero_mpi (L11_OffloadParam, L11_NvmeOptimizer) and runtime_mpi, for
-# lesson 12 gemini_mpi (L12_Gemini, L12_GeminiAuto).
+# lesson 12 gemini_mpi (L12_Gemini, L12_GeminiAuto), for lesson 13 tp_mpi (L13_TensorParallelGpt, L13_ParallelLinearSplit)
+# and dist_mpi (L13_Grid on 2 and 4 ranks; on 8 it is L13_Grid.dist_mpi_np8).
 LESSON_NUMS := $(sort $(foreach d,$(wildcard lessons/[0-9][0-9]_*/main.cpp),$(word 2,$(subst /, ,$(d)))))
 LESSON_NUMS := $(foreach d,$(LESSON_NUMS),$(firstword $(subst _, ,$(d))))
-MPI_LESSONS := 05 06 07 09 10 11 12
+MPI_LESSONS := 05 06 07 09 10 11 12 13
 LESSON_NP ?= 4
+LESSON_NP_13 := 8
 LESSON_TESTS_05 := ^L05_|^dist_mpi_np|^zero_mpi_np|^runtime_mpi_np
 LESSON_TESTS_06 := ^L06_|^zero_mpi_np|^runtime_mpi_np
 LESSON_TESTS_07 := ^L07_|^zero_mpi_np|^runtime_mpi_np
@@ -246,14 +249,15 @@ LESSON_TESTS_09 := ^L09_|^pipeline_mpi_np
 LESSON_TESTS_10 := ^L10_|^zero_mpi_np|^runtime_mpi_np
 LESSON_TESTS_11 := ^L11_|^zero_mpi_np|^runtime_mpi_np
 LESSON_TESTS_12 := ^L12_|^gemini_mpi_np
+LESSON_TESTS_13 := ^L13_|^tp_mpi_np|^dist_mpi_np
 lesson_tests = $(or $(LESSON_TESTS_$(1)),^L$(1)_)
 ALLOW_ROOT = if [ "$$(id -u)" = 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
 .PHONY: $(addprefix lesson-,$(LESSON_NUMS)) $(addprefix test-lesson-,$(LESSON_NUMS))
-lesson-03 lesson-04 lesson-05 lesson-06 lesson-07 lesson-08 lesson-09 lesson-10 lesson-11 lesson-12 test-lesson-03 test-lesson-04 test-lesson-05 test-lesson-06 test-lesson-07 test-lesson-08 test-lesson-09 test-lesson-10 test-lesson-11 test-lesson-12: data
+lesson-03 lesson-04 lesson-05 lesson-06 lesson-07 lesson-08 lesson-09 lesson-10 lesson-11 lesson-12 lesson-13 test-lesson-03 test-lesson-04 test-lesson-05 test-lesson-06 test-lesson-07 test-lesson-08 test-lesson-09 test-lesson-10 test-lesson-11 test-lesson-12 test-lesson-13: data
 $(addprefix lesson-,$(LESSON_NUMS)): lesson-%: configure
 	cmake --build $(BUILD) -j$(JOBS) --target lesson-$*
 	@$(ALLOW_ROOT); set -x; \
-	  $(if $(filter $*,$(MPI_LESSONS)),mpirun -q --oversubscribe --bind-to none -np $(LESSON_NP) )$(BUILD)/bin/lesson-$* $(ARGS)
+	  $(if $(filter $*,$(MPI_LESSONS)),mpirun -q --oversubscribe --bind-to none -np $(or $(LESSON_NP_$*),$(LESSON_NP)) )$(BUILD)/bin/lesson-$* $(ARGS)
 $(addprefix test-lesson-,$(LESSON_NUMS)): test-lesson-%: build
 	cd $(BUILD) && ctest -R '$(call lesson_tests,$*)' --output-on-failure -j$(JOBS) --timeout 600
 

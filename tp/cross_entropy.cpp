@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "autograd/node.h"
+#include "minitorch/not_implemented.h"
 
 namespace minitorch::tp {
 
@@ -23,6 +24,7 @@ struct VocabParallelCrossEntropyBackward : autograd::Node {
   const char* name() const override { return "VocabParallelCrossEntropyBackward"; }
   // loss = mean_i (log S_i + m_i − z_i[t_i])   =>   dz_ij = dloss · (p_ij − [j = t_i]) / count
   std::vector<Tensor> backward(const Tensor& grad) override {
+    // BEGIN SOLUTION L13.3
     const std::int64_t N = probs.size(0), rows = probs.size(1);
     const float scale = count > 0 ? grad.to(DType::f32).item() / static_cast<float>(count) : 0.f;
     Tensor dz = Tensor::zeros({N, rows});
@@ -35,6 +37,7 @@ struct VocabParallelCrossEntropyBackward : autograd::Node {
       if (t >= 0) d[i * rows + t] -= scale;
     }
     return {dz, Tensor()};
+    // END SOLUTION
   }
   void release_saved() override { probs = Tensor(); }
 };
@@ -50,6 +53,7 @@ Tensor vocab_parallel_cross_entropy(const Tensor& logits, const Tensor& targets,
   if (!targets.defined() || targets.dtype() != DType::i32 || targets.dim() != 1 || targets.size(0) != logits.size(0))
     throw std::invalid_argument("vocab_parallel_cross_entropy: targets must be (N) i32 with N = " +
                                 std::to_string(logits.size(0)));
+  // BEGIN SOLUTION L13.3
   const std::int64_t N = logits.size(0), rows = slice.rows, valid = slice.valid;
   const Tensor z = logits.to(DType::f32).contiguous();
   const float* zp = z.data<float>();
@@ -105,6 +109,7 @@ Tensor vocab_parallel_cross_entropy(const Tensor& logits, const Tensor& targets,
   node->probs = probs;
   node->count = count;
   return autograd::record(loss, node, {logits, targets});
+  // END SOLUTION
 }
 
 }  // namespace minitorch::tp

@@ -7,6 +7,7 @@
 
 #include "autograd/functions.h"
 #include "minitorch/allocator.h"
+#include "minitorch/not_implemented.h"
 #include "tp/regions.h"
 
 namespace minitorch::tp {
@@ -64,9 +65,11 @@ ColumnParallelLinear::ColumnParallelLinear(const Tensor& full_weight, const Tens
 
 // x: (..., in) -> (..., out/t)
 Tensor ColumnParallelLinear::forward(const Tensor& x) const {
+  // BEGIN SOLUTION L13.2
   return call({x}, [&] {
     return ag::linear(f(x, *group), weight, bias);  // f: x's gradient summed over the group in backward
   });
+  // END SOLUTION
 }
 
 // ---------------- RowParallelLinear ----------------
@@ -80,10 +83,12 @@ RowParallelLinear::RowParallelLinear(const Tensor& full_weight, const Tensor& fu
 
 // x: (..., in/t) -> (..., out)
 Tensor RowParallelLinear::forward(const Tensor& x) const {
+  // BEGIN SOLUTION L13.2
   return call({x}, [&] {
     Tensor y = g(ag::linear(x, weight, Tensor()), *group);  // the partial products summed: the whole x W^T
     return bias.defined() ? ag::add(y, bias) : y;            // once, after the sum (not t times)
   });
+  // END SOLUTION
 }
 
 // ---------------- VocabParallelEmbedding ----------------
@@ -104,6 +109,7 @@ VocabParallelEmbedding::VocabParallelEmbedding(const Tensor& full_weight, dist::
 
 // idx: (...) -> (..., C)
 Tensor VocabParallelEmbedding::forward(const Tensor& idx) const {
+  // BEGIN SOLUTION L13.2
   return call({idx}, [&] {
     if (!idx.defined() || idx.dtype() != DType::i32 || !idx.device().is_cpu())
       throw std::invalid_argument("VocabParallelEmbedding: ids must be an i32 tensor on the CPU");
@@ -123,6 +129,7 @@ Tensor VocabParallelEmbedding::forward(const Tensor& idx) const {
     // (..., C): this rank's rows, zero where another rank owns the token; summed over the group
     return g(ag::mul(ag::embedding(weight, Tensor::from_ints(local, idx.shape())), mask_t), *group);
   });
+  // END SOLUTION
 }
 
 }  // namespace minitorch::tp

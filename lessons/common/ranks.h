@@ -57,28 +57,35 @@ inline int main_on_ranks(int argc, char** argv, const std::string& title, int to
 struct RanksLesson {
   std::string number;     ///< "06": `make lesson-06`, build/bin/lesson-06, "Lesson 06 done."
   std::string ranks_do;   ///< what the ranks are for: "ZeRO shards the model states over them"
-  std::string data;       ///< the text the lesson trains on (--data): it must exist
+  std::string data;       ///< the text the lesson trains on (--data): it must exist; empty: it reads none
   int exact_ranks = 0;    ///< the lesson runs on exactly this many ranks; 0: on any number above one
   std::string note = {};  ///< a last paragraph for the message a rank count the lesson cannot use prints
+  int ranks_multiple = 1;  ///< with exact_ranks 0: the rank count must also be a multiple of this (groups of 2: 2)
+  int make_ranks = 4;      ///< the ranks `make lesson-NN` starts (named by that message)
 };
 
 /// A lesson's beats between the opening and the closing every lesson on several ranks shares: on a rank count
 /// it cannot use it says how to start it and returns 0; a missing data file is a UsageError on every rank (rank 0
 /// says it, all stop); after the beats every rank waits for the others, asleep, and "Lesson NN done." ends it.
 inline int run_on_ranks(minitorch::dist::ProcessGroup& world, const RanksLesson& lesson, const std::function<void()>& beats) {
-  const bool usable = lesson.exact_ranks > 0 ? world.size() == lesson.exact_ranks : world.size() > 1;
+  const bool usable = lesson.exact_ranks > 0 ? world.size() == lesson.exact_ranks
+                                             : world.size() > 1 && world.size() % lesson.ranks_multiple == 0;
   if (!usable) {
-    const int ranks = lesson.exact_ranks > 0 ? lesson.exact_ranks : 4;  // what `make lesson-NN` starts
-    const std::string on = lesson.exact_ranks > 0 ? std::to_string(ranks) + " ranks" : "several ranks";
+    const int ranks = lesson.exact_ranks > 0 ? lesson.exact_ranks : lesson.make_ranks;  // what `make lesson-NN` starts
+    std::string on = "several ranks";
+    if (lesson.exact_ranks > 0) on = std::to_string(ranks) + " ranks";
+    else if (lesson.ranks_multiple == 2) on = "an even number of ranks";
+    else if (lesson.ranks_multiple > 2) on = "a multiple of " + std::to_string(lesson.ranks_multiple) + " ranks";
+    const std::string started = lesson.exact_ranks > 0 ? "" : " (" + std::to_string(ranks) + " ranks)";
     std::printf("This lesson runs on %s: %s. Start it with\n`make lesson-%s`%s, or\n\n", on.c_str(),
-                lesson.ranks_do.c_str(), lesson.number.c_str(), lesson.exact_ranks > 0 ? "" : " (4 ranks)");
+                lesson.ranks_do.c_str(), lesson.number.c_str(), started.c_str());
     std::printf("  mpirun -np %d build/bin/lesson-%s          (as root: add --allow-run-as-root;\n"
                 "                                             fewer cores than ranks: add --oversubscribe)\n",
                 ranks, lesson.number.c_str());
     if (!lesson.note.empty()) std::printf("\n%s\n", lesson.note.c_str());
     return 0;
   }
-  if (!std::filesystem::exists(lesson.data))  // every rank sees it: rank 0 says it, all stop
+  if (!lesson.data.empty() && !std::filesystem::exists(lesson.data))  // every rank sees it: rank 0 says it, all stop
     throw UsageError("data file '" + lesson.data +
                      "' not found. Make it with `make data`, or pass --data FILE (any UTF-8 text)");
   beats();

@@ -45,7 +45,7 @@ inline std::string lesson_dir(const std::string& nn) {
 
 /// The lessons that run on several ranks (the Makefile's MPI_LESSONS).
 inline bool runs_on_ranks(const std::string& nn) {
-  return nn == "05" || nn == "06" || nn == "07" || nn == "09" || nn == "10" || nn == "11" || nn == "12";
+  return nn == "05" || nn == "06" || nn == "07" || nn == "09" || nn == "10" || nn == "11" || nn == "12" || nn == "13";
 }
 
 /// The command line of lesson `nn` with `args`: build/bin/lesson-NN, under mpirun for the lessons on
@@ -299,7 +299,7 @@ inline const SourceIndex& source_index() {
     SourceIndex ix;
     std::string lesson_tests;  // tests/lessons: its test names count, its strings (names that must fail) do not
     ix.text = read_text(kSource + "/Makefile") + read_text(kSource + "/CMakeLists.txt");
-    for (const char* dir : {"minitorch", "cuda", "autograd", "nn", "optim", "data", "dist", "zero", "gemini", "runtime", "pipeline", "trace", "tools", "lessons",
+    for (const char* dir : {"minitorch", "cuda", "autograd", "nn", "optim", "data", "dist", "tp", "zero", "gemini", "runtime", "pipeline", "trace", "tools", "lessons",
                             "bench", "tests"}) {
       if (!std::filesystem::exists(kSource + "/" + dir)) continue;
       for (const auto& e : std::filesystem::recursive_directory_iterator(kSource + "/" + dir)) {
