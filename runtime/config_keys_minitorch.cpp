@@ -50,7 +50,7 @@ std::span<const ConfigKey> minitorch_rows() {
           .what("a custom layer partition"),
       noop("tensor_parallel.preset_model", R"("llama")", kTpLayout).ds("null")
           .what("a named model's layer partition"),
-      noop("tensor_parallel.injection_policy_tuple", "null", kTpLayout).ds("null")
+      noop("tensor_parallel.injection_policy_tuple", R"(["attn.c_proj", "mlp.c_proj"])", kTpLayout).ds("null")
           .what("which layers to split, by policy"),
       noop("tensor_parallel.keep_module_on_host", "true", "each rank builds its slices from the whole model in host memory anyway").ds("false")
           .what("keep the module on the host while splitting it"),
