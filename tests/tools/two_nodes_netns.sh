@@ -41,7 +41,7 @@ out=$(ip netns exec "$A" env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CON
   "ip netns identify \$\$ >> $work/where.txt; exec $BIN/minitorch-train --config $work/ddp.json --data $work/corpus.txt --steps 2 --out ''" 2>&1) ||
   { echo "$out"; echo "two_nodes_netns: the run failed" >&2; exit 1; }
 echo "$out"
-grep -q "x ranks 2 |" <<< "$out" || { echo "two_nodes_netns: not 2 ranks" >&2; exit 1; }
+grep -q "x data ranks 2 |" <<< "$out" || { echo "two_nodes_netns: not 2 ranks" >&2; exit 1; }
 grep -q "step     2/2" <<< "$out" || { echo "two_nodes_netns: no step 2" >&2; exit 1; }
 where=$(sort "$work/where.txt" | tr '\n' ' ')
 [[ $where == "$A $B " ]] || { echo "two_nodes_netns: ranks ran in '$where', expected $A and $B" >&2; exit 1; }
