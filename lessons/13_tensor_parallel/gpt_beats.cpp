@@ -53,7 +53,7 @@ void one_blocks_communication(lesson::Beats& beats, dist::ProcessGroup& tensor) 
   const nn::NamedTensors whole = full.named_parameters();
   for (const auto& [name, p] : split.named_parameters()) {
     if (!name.starts_with("transformer.h.0.")) continue;
-    const auto same = std::find_if(whole.begin(), whole.end(), [&](const auto& w) { return w.first == name; });
+    const auto same = std::find_if(whole.begin(), whole.end(), [&name = name](const auto& w) { return w.first == name; });
     const Shape full_shape = same == whole.end() ? Shape{} : same->second.shape();
     std::printf("  %-34s whole %-10s this rank %-10s %s\n", name.c_str(), shape_str(full_shape).c_str(),
                 shape_str(p.shape()).c_str(), p.shape() == full_shape ? "replicated" : "split");
